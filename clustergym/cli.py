@@ -1,0 +1,262 @@
+"""The ``clustergym`` command line (DESIGN §6; stable: scripts depend on it).
+
+``--json`` prints exactly one JSON document on stdout and nothing else there;
+progress and messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from clustergym.errors import ClusterGymError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
+err = Console(stderr=True)
+out = Console()
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(_jsonable(doc), indent=2) + "\n")
+
+
+def _parse_sets(sets: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``key=value`` pairs: scenario parameters, and ``agent.key=value`` agent parameters."""
+    scenario, agent = {}, {}
+    for item in sets:
+        if "=" not in item:
+            raise ClusterGymError(f"--set {item!r}: expected key=value")
+        key, raw = item.split("=", 1)
+        value = yaml.safe_load(raw) if raw else ""
+        if key.startswith("agent."):
+            agent[key[len("agent."):]] = value
+        else:
+            scenario[key] = value
+    return scenario, agent
+
+
+def _fail(e: Exception) -> None:
+    err.print(f"[bold red]error:[/] {e}", highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command("list")
+def list_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """List the scenarios and agents with a one-line description each."""
+    from clustergym.agent_api import list_agents
+    from clustergym.scenarios import PRESETS
+
+    scenarios = {name: {"description": p.description, "params": p.defaults()} for name, p in PRESETS.items()}
+    agents = list_agents()
+    if json_out:
+        _print_json({"scenarios": scenarios, "agents": agents})
+        return
+    t = Table(title="scenarios")
+    t.add_column("name")
+    t.add_column("description")
+    t.add_column("parameters (defaults)")
+    for name, s in scenarios.items():
+        t.add_row(name, s["description"], ", ".join(f"{k}={v}" for k, v in s["params"].items()))
+    out.print(t)
+    t = Table(title="agents")
+    t.add_column("name")
+    t.add_column("description")
+    for name, d in agents.items():
+        t.add_row(name, d)
+    out.print(t)
+
+
+@app.command("run")
+def run_cmd(
+    scenario: str = typer.Argument(..., help="preset name or scenario file (.yaml/.json)"),
+    agent: str = typer.Option(..., "--agent", help="registered agent name (see `clustergym list`)"),
+    set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value; agent.key=value for the agent"),
+    seed: int = typer.Option(0, "--seed"),
+    horizon: Optional[float] = typer.Option(None, "--horizon", help="override the simulated horizon"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+) -> None:
+    """Run one agent on one scenario and report its metrics."""
+    from clustergym.agent_api import make_agent
+    from clustergym.evaluation import RUN_FIELDS, run_episode
+    from clustergym.scenarios import resolve_scenario
+
+    try:
+        sparams, aparams = _parse_sets(set_)
+        sc = resolve_scenario(scenario, **sparams)
+        ag = make_agent(agent, **aparams)
+        if not json_out:
+            err.print(f"running {agent} on {sc.name} (seed {seed}, horizon {horizon or sc.horizon:g})")
+        result = run_episode(sc, ag, seed=seed, horizon=horizon, agent_name=agent)
+    except ClusterGymError as e:
+        _fail(e)
+        return
+    if json_out:
+        _print_json(result)
+        return
+    t = Table(title=f"{agent} on {sc.name}, seed {seed}")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for k in RUN_FIELDS:
+        v = result[k]
+        t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(_jsonable(v)))
+    out.print(t)
+
+
+@app.command("compare")
+def compare_cmd(
+    scenario: str = typer.Argument(..., help="preset name or scenario file"),
+    agents: str = typer.Option(..., "--agents", help="comma-separated agent names"),
+    seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
+    set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
+    horizon: Optional[float] = typer.Option(None, "--horizon"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="write runs.csv, summary.csv and a plot here"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+) -> None:
+    """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
+    from clustergym.evaluation import compare, summarize
+    from clustergym.scenarios import resolve_scenario
+
+    names = [a.strip() for a in agents.split(",") if a.strip()]
+    try:
+        sparams, aparams = _parse_sets(set_)
+        if aparams:
+            raise ClusterGymError("compare takes scenario parameters only (agent.* is for `run`)")
+        sc = resolve_scenario(scenario, **sparams)
+        from rich.progress import Progress
+
+        with Progress(console=err, transient=True) as prog:
+            task = prog.add_task("runs", total=len(names) * seeds)
+
+            def tick(agent: str, seed: int) -> None:
+                prog.update(task, advance=1, description=f"{agent} seed {seed}")
+
+            runs = compare(sc, names, seeds=range(seeds), horizon=horizon, progress=tick)
+    except ClusterGymError as e:
+        _fail(e)
+        return
+    metric = {"reward": "reward_rate", "weighted-system": "mean_weighted_completion"}.get(sc.objective,
+                                                                                         "mean_queue_length")
+    summary = summarize(runs, reference=names[0])
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        runs.to_csv(out_dir / "runs.csv", index=False)
+        summary.to_csv(out_dir / "summary.csv", index=False)
+        _plot(summary, metric, out_dir / f"{metric}.png", f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+    if json_out:
+        _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names,
+                     "metric": metric, "summary": summary.to_dict("records"), "runs": runs.to_dict("records")})
+        return
+    t = Table(title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)")
+    t.add_column("agent")
+    cols = ["mean_queue_length", "mean_wait", "p99_wait", "reward_rate"]
+    for c in cols:
+        t.add_column(c, justify="right")
+    t.add_column("unstable runs", justify="right")
+    for _, r in summary.iterrows():
+        t.add_row(r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], str(r["unstable_runs"]))
+    out.print(t)
+    if out_dir is not None:
+        err.print(f"wrote {out_dir}/runs.csv, summary.csv, {metric}.png")
+
+
+def _plot(summary: Any, metric: str, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    x = np.arange(len(summary))
+    ax.bar(x, summary[metric], yerr=summary[f"{metric}_ci95"].fillna(0), capsize=4)
+    ax.set_xticks(x, summary["agent"], rotation=20)
+    ax.set_ylabel(metric)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+@app.command("reproduce")
+def reproduce_cmd(
+    claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),
+    all_: bool = typer.Option(False, "--all", help="run every registered claim"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+) -> None:
+    """Check the papers' claims: id, paper, claim, measured, expected, passed."""
+    from clustergym.reproduce import CLAIMS, run_claims
+
+    try:
+        ids = list(CLAIMS) if (all_ or not claims) else claims
+        results = run_claims(ids)
+    except ClusterGymError as e:
+        _fail(e)
+        return
+    if json_out:
+        _print_json(results)
+    else:
+        t = Table(title="paper claims")
+        for c in ("id", "paper", "claim", "measured", "expected", "passed"):
+            t.add_column(c)
+        for r in results:
+            t.add_row(r["id"], r["paper"], r["claim"], str(_jsonable(r["measured"])), str(r["expected"]),
+                      "[green]yes[/]" if r["passed"] else "[red]no[/]")
+        out.print(t)
+    if not all(r["passed"] for r in results):
+        raise typer.Exit(1)
+
+
+@app.command("bench")
+def bench_cmd(
+    json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+    quick: bool = typer.Option(False, "--quick", help="shorter runs (a smoke test of the benchmark)"),
+) -> None:
+    """Measure kernel events per second and environment steps per second."""
+    from clustergym.bench import run_benchmarks
+
+    results = run_benchmarks(quick=quick, log=None if json_out else err.print)
+    if json_out:
+        _print_json(results)
+        return
+    t = Table(title="clustergym bench")
+    for c in ("benchmark", "scenario", "servers", "events", "steps", "wall_seconds", "events_per_second",
+              "steps_per_second"):
+        t.add_column(c, justify="right" if c not in ("benchmark", "scenario") else "left")
+    for r in results["benchmarks"]:
+        t.add_row(r["benchmark"], r["scenario"], str(r["servers"]), str(r["events"]), str(r["steps"]),
+                  f"{r['wall_seconds']:.3f}", f"{r['events_per_second']:,.0f}", f"{r['steps_per_second']:,.0f}")
+    out.print(t)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,806 @@
+"""The simulation kernel: continuous-time discrete events, queues, commands, metrics.
+
+This module owns the *dynamics* (DESIGN §3).  It knows nothing of Gymnasium:
+:mod:`clustergym.envs` wraps it.  The kernel advances from one decision epoch
+to the next (``advance``) and executes commands at an epoch (``apply``).
+
+Events and their order at equal times: completions, then arrivals, then agent
+clock ticks, then agent wake-ups, then the horizon (``EventKind`` values).
+Ties inside a kind are broken by insertion order, so runs are deterministic.
+
+Random streams (one ``numpy.random.SeedSequence`` tree per ``reset(seed)``):
+``arrivals`` (the job stream, independent of every decision: common random
+numbers), ``ticks`` (the agent clock), ``dummies`` (dummy lifetimes), and
+``routing`` (ties in queue routing).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Iterator, Literal
+
+import numpy as np
+
+from clustergym.core.cluster import Cluster
+from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.core.jobs import JobStatus, JobTable
+from clustergym.core.metrics import QueueTrace, TimeIntegrals, summarize_jobs, trend_unstable
+from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
+from clustergym.workloads.base import ArrivalChunk, ArrivalSource
+
+__all__ = ["EpochConfig", "Event", "Simulator", "Queueing", "Routing", "ImpossibleJobError"]
+
+Queueing = Literal["central", "local", "loss"]
+Routing = Literal["jsq", "power-of-two", "random", "agent"]
+
+_INF = math.inf
+_QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
+
+
+class ImpossibleJobError(ClusterGymError):
+    """A job demands more than the capacity of every server (``impossible="error"``)."""
+
+
+@dataclass(frozen=True)
+class EpochConfig:
+    """Which events are decision epochs (DESIGN §4).
+
+    Attributes:
+        arrivals: stop at every job arrival (always true in loss mode).
+        completions: stop at every completion of a real job.
+        dummy_completions: stop at every dummy expiry (RMS needs it).
+        tick_rate: rate of a Poisson agent clock (ticks per time unit; 0 = none).
+        tick_period: period of a periodic agent clock (0 = none); ticks at
+            ``tick_offset + k * tick_period``.  Slotted agents use period 1.
+        tick_offset: time of the first periodic tick.
+
+    Wake-ups requested with ``WAKE`` are always epochs.
+    """
+
+    arrivals: bool = True
+    completions: bool = True
+    dummy_completions: bool = True
+    tick_rate: float = 0.0
+    tick_period: float = 0.0
+    tick_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.tick_rate < 0 or not math.isfinite(self.tick_rate):
+            raise ScenarioError("epochs.tick_rate", f"must be a finite number >= 0, got {self.tick_rate}")
+        if self.tick_period < 0 or not math.isfinite(self.tick_period):
+            raise ScenarioError("epochs.tick_period", f"must be a finite number >= 0, got {self.tick_period}")
+        if self.tick_rate > 0 and self.tick_period > 0:
+            raise ScenarioError("epochs", "give tick_rate (Poisson clock) or tick_period (periodic clock), not both")
+        if self.tick_offset < 0:
+            raise ScenarioError("epochs.tick_offset", f"must be >= 0, got {self.tick_offset}")
+
+    def merged(self, other: "EpochConfig") -> "EpochConfig":
+        """The union of two epoch configurations (an agent's needs on top of a scenario's)."""
+        return EpochConfig(
+            arrivals=self.arrivals or other.arrivals,
+            completions=self.completions or other.completions,
+            dummy_completions=self.dummy_completions or other.dummy_completions,
+            tick_rate=other.tick_rate or self.tick_rate,
+            tick_period=other.tick_period or self.tick_period,
+            tick_offset=other.tick_offset if other.tick_period else self.tick_offset,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The event that opened the current decision epoch.
+
+    ``job``, ``server`` and ``type`` are -1 when they do not apply (a tick has
+    none; a completion names the job that left and its server).
+    """
+
+    kind: EventKind
+    time: float
+    job: int = -1
+    server: int = -1
+    type: int = -1
+
+
+class Simulator:
+    """Discrete-event simulation of a cluster under an external agent.
+
+    Args:
+        capacity: ``(L, R)`` server capacities.
+        source: the job stream (:class:`~clustergym.workloads.base.ArrivalSource`).
+        queueing: ``"central"`` (one queue; the agent picks which job to start),
+            ``"local"`` (one queue per server, routing at arrival; a job is
+            started only on its server), or ``"loss"`` (no queue: each arrival is
+            admitted or rejected at once).
+        routing: for local queues, ``"jsq"`` (join the shortest local queue of the
+            job's type, ties uniformly at random), ``"power-of-two"`` (the shorter
+            of two distinct random servers, rms.md Remark 4), ``"random"``, or
+            ``"agent"`` (the job waits unrouted until the agent issues ``ROUTE``).
+        epochs: which events are decision epochs.
+        horizon: simulated time at which the episode is truncated (``inf``: run
+            until a finite source is exhausted and the system is empty).
+        queue_cap: if the number of waiting jobs exceeds it, the episode
+            terminates and is flagged unstable.
+        impossible: what happens to a job larger than every server:
+            ``"reject"`` (status REJECTED, counted in ``impossible_rejected``) or
+            ``"error"`` (raise :class:`ImpossibleJobError`).
+        speed: ``(L, J)`` service speed of each server for each job type; a job of
+            work ``w`` runs ``w / speed`` time units (LoTES machine-dependent
+            rates).  Default all ones.
+        rate_window: time constant of the exponentially weighted arrival-rate
+            estimate shown to agents.
+        validate: check every kernel invariant after every event and command
+            (slow; for tests).
+    """
+
+    def __init__(
+        self,
+        capacity: np.ndarray,
+        source: ArrivalSource,
+        *,
+        queueing: Queueing = "central",
+        routing: Routing = "jsq",
+        epochs: EpochConfig = EpochConfig(),
+        horizon: float = _INF,
+        queue_cap: int | None = None,
+        impossible: Literal["reject", "error"] = "reject",
+        speed: np.ndarray | None = None,
+        rate_window: float = 10.0,
+        validate: bool = False,
+    ):
+        capacity = np.asarray(capacity, dtype=np.float64)
+        if capacity.ndim != 2 or capacity.shape[0] < 1 or capacity.shape[1] < 1:
+            raise ScenarioError("cluster.capacity", f"expected an (L, R) array with L, R >= 1, got shape {capacity.shape}")
+        if not np.all(np.isfinite(capacity)) or np.any(capacity < 0):
+            raise ScenarioError("cluster.capacity", "capacities must be finite and >= 0")
+        if source.num_resources != capacity.shape[1]:
+            raise ScenarioError(
+                "workload", f"demands have {source.num_resources} resources but servers have {capacity.shape[1]}")
+        if queueing not in ("central", "local", "loss"):
+            raise ScenarioError("queueing", f"expected 'central', 'local' or 'loss', got {queueing!r}")
+        if routing not in ("jsq", "power-of-two", "random", "agent"):
+            raise ScenarioError("routing", f"expected 'jsq', 'power-of-two', 'random' or 'agent', got {routing!r}")
+        if impossible not in ("reject", "error"):
+            raise ScenarioError("impossible", f"expected 'reject' or 'error', got {impossible!r}")
+        if not (horizon > 0):
+            raise ScenarioError("horizon", f"must be > 0, got {horizon}")
+        if queue_cap is not None and queue_cap < 1:
+            raise ScenarioError("queue_cap", f"must be >= 1, got {queue_cap}")
+        self.source = source
+        self.types = source.types
+        self.cluster = Cluster(capacity, self.types.demand)
+        L, J = self.cluster.num_servers, self.types.num_types
+        self.num_servers, self.num_resources, self.num_types = L, capacity.shape[1], J
+        if speed is None:
+            self.speed = np.ones((L, J))
+        else:
+            self.speed = np.asarray(speed, dtype=np.float64)
+            if self.speed.shape != (L, J) or np.any(~np.isfinite(self.speed)) or np.any(self.speed <= 0):
+                raise ScenarioError("cluster.speed", f"expected ({L}, {J}) positive finite speeds, got shape {self.speed.shape}")
+        self.queueing = queueing
+        self.routing = routing
+        self.epochs = epochs
+        self.horizon = float(horizon)
+        self.queue_cap = queue_cap
+        self.impossible = impossible
+        self.rate_window = float(rate_window)
+        self.validate = validate
+        # which server can hold each type when empty (local queues exist only there)
+        self._limit = self.cluster._limit
+        self.type_fits_empty = np.all(self.types.demand[:, None, :] <= self._limit[None, :, :], axis=2)  # (J, L)
+        rates = source.arrival_rates()
+        self.total_rate = float(np.sum(rates)) if rates is not None else None
+        self._seeded = False
+
+    # ====================================================================== reset
+    def reset(self, seed: int | None = None) -> Event:
+        """Start a new episode at time 0 and return the START epoch."""
+        ss = np.random.SeedSequence(seed)
+        s_arr, s_tick, s_dummy, s_route = ss.spawn(4)
+        self.rng_arrivals = np.random.default_rng(s_arr)
+        self.rng_ticks = np.random.default_rng(s_tick)
+        self.rng_dummies = np.random.default_rng(s_dummy)
+        self.rng_routing = np.random.default_rng(s_route)
+        self.seed = seed
+        L, J = self.num_servers, self.num_types
+        self.cluster.reset()
+        self.jobs = JobTable(self.num_resources)
+        self.now = 0.0
+        self._heap: list[tuple[float, int, int, int]] = []
+        self._seq = 0
+        # queues: insertion-ordered dicts of job ids (O(1) removal anywhere, FIFO iteration)
+        self.queue: OrderedDict[int, None] = OrderedDict()           # central / unrouted / pending admission
+        self.type_queue: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(J)]
+        self.local_queue: dict[tuple[int, int], OrderedDict[int, None]] = {}  # (server, type) -> ids
+        self.local_count = np.zeros((L, J), dtype=np.int64)
+        self.queued_by_type = np.zeros(J, dtype=np.int64)
+        self.running: list[dict[int, None]] = [dict() for _ in range(L)]  # real and dummy jobs per server
+        self.dummies_by_type: list[dict[int, None]] = [dict() for _ in range(J)]
+        self.n_queued = 0
+        self.n_running = 0
+        self.w_queued = 0.0
+        self.w_running = 0.0
+        self.r_running = 0.0
+        self.pending = -1  # loss mode: the arriving job awaiting ADMIT/REJECT
+        # counters
+        self.n_arrivals = 0
+        self.n_started = 0
+        self.n_completed = 0
+        self.n_rejected = 0
+        self.n_preempted = 0
+        self.n_migrations = 0
+        self.n_dummies = 0
+        self.impossible_rejected = 0
+        self.n_events = 0
+        self.n_epochs = 0
+        self.integrals = TimeIntegrals(J, self.num_resources)
+        self.trace = QueueTrace(self.horizon)
+        self.rate_estimate = np.zeros(J)
+        self._rate_time = 0.0
+        # arrival stream
+        self._chunks: Iterator[ArrivalChunk] | None = iter(self.source.chunks(self.rng_arrivals))
+        self._chunk: ArrivalChunk | None = None
+        self._ct: list[float] = []
+        self._ci = 0
+        self._next_arrival = _INF
+        self._pull_chunk()
+        # agent clock
+        self._tick_k = 0
+        self._next_tick = self._draw_tick()
+        self.done = False
+        self.truncated = False
+        self.terminated = False
+        self.unstable = False
+        self.event = Event(EventKind.START, 0.0)
+        self._seeded = True
+        if self.validate:
+            self.check_invariants()
+        return self.event
+
+    # ====================================================================== arrivals
+    def _pull_chunk(self) -> None:
+        while self._chunks is not None:
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self._chunks = None
+                break
+            if len(chunk):
+                if chunk.demand.shape[1] != self.num_resources:
+                    raise ScenarioError("workload", f"a chunk has {chunk.demand.shape[1]} resources, expected {self.num_resources}")
+                self._chunk = chunk
+                self._ct = chunk.time.tolist()
+                self._ctype = chunk.type.tolist()
+                self._cwork = chunk.work.tolist()
+                self._cweight = chunk.weight.tolist()
+                self._creward = chunk.reward_rate.tolist()
+                self._ci = 0
+                self._next_arrival = self._ct[0]
+                return
+        self._chunk = None
+        self._next_arrival = _INF
+
+    def _draw_tick(self) -> float:
+        e = self.epochs
+        if e.tick_rate > 0:
+            return self.now + self.rng_ticks.exponential(1.0 / e.tick_rate)
+        if e.tick_period > 0:
+            t = e.tick_offset + self._tick_k * e.tick_period
+            self._tick_k += 1
+            return t
+        return _INF
+
+    # ====================================================================== time advance
+    def _integrate(self, t: float) -> None:
+        dt = t - self.now
+        if dt < 0:
+            raise AssertionError(f"time went back: {t} < {self.now}")
+        if dt > 0:
+            I = self.integrals
+            I.elapsed += dt
+            I.queue += self.n_queued * dt
+            I.system += (self.n_queued + self.n_running) * dt
+            I.weighted_queue += self.w_queued * dt
+            I.weighted_system += (self.w_queued + self.w_running) * dt
+            I.reward += self.r_running * dt
+            if self.n_queued:
+                I.queue_by_type += self.queued_by_type * dt
+            c = self.cluster
+            I.real_usage += c.real_usage * dt
+            I.dummy_usage += c.dummy_usage * dt
+            if c.any_slots:
+                I.empty_slot_usage += c.empty_slot_usage * dt
+            self.trace.record(self.now, t, self.n_queued)
+            self.now = t
+
+    def advance(self) -> Event | None:
+        """Run events until the next decision epoch; return it, or ``None`` at episode end.
+
+        In loss mode a pending arrival that the agent did not admit is rejected here.
+        """
+        if self.done:
+            return None
+        if self.pending >= 0:
+            self._reject(self.pending)
+        ep = self.epochs
+        while True:
+            # choose the next event: (time, kind order) minimal
+            t, kind = self.horizon, EventKind.HORIZON
+            if self._next_wakeup_or_completion_before(t, kind):
+                t, kind = self._heap[0][0], EventKind(self._heap[0][1])
+            if (self._next_arrival, 1) < (t, int(kind)):
+                t, kind = self._next_arrival, EventKind.ARRIVAL
+            if (self._next_tick, 2) < (t, int(kind)):
+                t, kind = self._next_tick, EventKind.TICK
+            if t == _INF:
+                # nothing will ever happen again: a finite source is exhausted and nothing runs
+                self._finish(terminated=True)
+                return None
+            if kind == EventKind.HORIZON:
+                self._integrate(t)
+                self._finish(truncated=True)
+                return None
+            self._integrate(t)
+            self.n_events += 1
+            if kind == EventKind.COMPLETION or kind == EventKind.WAKEUP:
+                _, _, _, job = heapq.heappop(self._heap)
+                if kind == EventKind.WAKEUP:
+                    event = Event(EventKind.WAKEUP, t)
+                    stop = True
+                else:
+                    jobs = self.jobs
+                    if jobs.status[job] != _RUNNING or jobs.end[job] != t:
+                        self.n_events -= 1
+                        continue  # stale: preempted or replaced earlier
+                    server = int(jobs.server[job])
+                    jtype = int(jobs.type[job])
+                    is_dummy = bool(jobs.dummy[job])
+                    self._end_job(job, JobStatus.COMPLETED)
+                    event = Event(EventKind.COMPLETION, t, job, server, jtype)
+                    stop = ep.dummy_completions if is_dummy else ep.completions
+            elif kind == EventKind.ARRIVAL:
+                job = self._arrive()
+                if job < 0:  # rejected as impossible
+                    stop = False
+                    event = None
+                else:
+                    srv = int(self.jobs.server[job])
+                    event = Event(EventKind.ARRIVAL, t, job, srv, int(self.jobs.type[job]))
+                    stop = ep.arrivals or self.queueing == "loss" or (
+                        self.queueing == "local" and self.routing == "agent")
+                if self.queue_cap is not None and self.n_queued > self.queue_cap:
+                    self.unstable = True
+                    self._finish(terminated=True)
+                    return None
+            else:  # TICK
+                self._next_tick = self._draw_tick()
+                event = Event(EventKind.TICK, t)
+                stop = True
+            if self.validate:
+                self.check_invariants()
+            if stop:
+                self.event = event  # type: ignore[assignment]
+                self.n_epochs += 1
+                return event
+
+    def _next_wakeup_or_completion_before(self, t: float, kind: EventKind) -> bool:
+        if not self._heap:
+            return False
+        h = self._heap[0]
+        return (h[0], h[1]) < (t, int(kind))
+
+    def _finish(self, *, truncated: bool = False, terminated: bool = False) -> None:
+        self.done = True
+        self.truncated = truncated
+        self.terminated = terminated
+        self.event = Event(EventKind.HORIZON, self.now)
+
+    def _arrive(self) -> int:
+        """Create the next arriving job and put it in its queue. Returns its id (-1 if rejected)."""
+        ci = self._ci
+        t = self._ct[ci]
+        jtype = self._ctype[ci]
+        demand = self._chunk.demand[ci]  # type: ignore[union-attr]
+        job = self.jobs.add(t, demand, jtype, self._cwork[ci], self._cweight[ci], self._creward[ci])
+        self._ci = ci + 1
+        if self._ci >= len(self._ct):
+            self._pull_chunk()
+        else:
+            self._next_arrival = self._ct[self._ci]
+        self.n_arrivals += 1
+        if not 0 <= jtype < self.num_types:
+            raise ScenarioError("workload", f"job {job} has type {jtype}, outside [0, {self.num_types})")
+        # arrival-rate estimate (exponentially weighted, time constant rate_window)
+        decay = math.exp(-(t - self._rate_time) / self.rate_window)
+        self.rate_estimate *= decay
+        self.rate_estimate[jtype] += 1.0 / self.rate_window
+        self._rate_time = t
+        can_hold = np.all(demand <= self._limit, axis=1)
+        if not can_hold.any():
+            if self.impossible == "error":
+                raise ImpossibleJobError(
+                    f"job {job} (arrival t={t:g}, type {jtype}) demands {demand.tolist()}, "
+                    f"more than the capacity of every server")
+            self.impossible_rejected += 1
+            self.jobs.status[job] = JobStatus.REJECTED
+            self.n_rejected += 1
+            return -1
+        self._enqueue_central(job)
+        if self.queueing == "loss":
+            self.pending = job
+        elif self.queueing == "local" and self.routing != "agent":
+            self._route(job, self._choose_route(job, can_hold))
+        return job
+
+    def _choose_route(self, job: int, can_hold: np.ndarray) -> int:
+        jtype = int(self.jobs.type[job])
+        cand = np.flatnonzero(can_hold)
+        if self.routing == "random":
+            return int(cand[self.rng_routing.integers(len(cand))])
+        if self.routing == "power-of-two" and len(cand) >= 2:
+            cand = self.rng_routing.choice(cand, size=2, replace=False)
+        qlen = self.local_count[cand, jtype] if self.types.exact else self.local_count[cand].sum(axis=1)
+        best = cand[qlen == qlen.min()]
+        if len(best) == 1:
+            return int(best[0])
+        return int(best[self.rng_routing.integers(len(best))])
+
+    # ====================================================================== queue bookkeeping
+    def _enqueue_central(self, job: int) -> None:
+        jtype = int(self.jobs.type[job])
+        self.queue[job] = None
+        self.type_queue[jtype][job] = None
+        self.n_queued += 1
+        self.queued_by_type[jtype] += 1
+        self.w_queued += self.jobs.weight[job]
+
+    def _dequeue(self, job: int) -> None:
+        jobs = self.jobs
+        jtype = int(jobs.type[job])
+        server = int(jobs.server[job])
+        if job in self.queue:
+            del self.queue[job]
+            del self.type_queue[jtype][job]
+        else:
+            del self.local_queue[(server, jtype)][job]
+            self.local_count[server, jtype] -= 1
+        if job == self.pending:
+            self.pending = -1
+        self.n_queued -= 1
+        self.queued_by_type[jtype] -= 1
+        self.w_queued -= jobs.weight[job]
+        if self.n_queued == 0:
+            self.w_queued = 0.0  # no drift survives an empty queue
+
+    def _route(self, job: int, server: int) -> None:
+        jtype = int(self.jobs.type[job])
+        del self.queue[job]
+        del self.type_queue[jtype][job]
+        self.jobs.server[job] = server
+        self.local_queue.setdefault((server, jtype), OrderedDict())[job] = None
+        self.local_count[server, jtype] += 1
+
+    # ====================================================================== service
+    def _start(self, job: int, server: int) -> None:
+        jobs = self.jobs
+        self._dequeue(job)
+        jtype = int(jobs.type[job])
+        jobs.status[job] = _RUNNING
+        jobs.server[job] = server
+        jobs.start[job] = self.now
+        end = self.now + jobs.work[job] / self.speed[server, jtype]
+        jobs.end[job] = end
+        jobs.in_slot[job] = self.cluster.add_real(server, jtype, jobs.demand[job])
+        self.running[server][job] = None
+        self.n_running += 1
+        self.w_running += jobs.weight[job]
+        self.r_running += jobs.reward_rate[job]
+        self.n_started += 1
+        self._push(end, EventKind.COMPLETION, job)
+
+    def _start_dummy(self, jtype: int, server: int) -> int:
+        work = float(self.source.sample_work(jtype, self.rng_dummies))
+        job = self.jobs.add(self.now, self.types.demand[jtype], jtype, work, 0.0, 0.0, dummy=True)
+        jobs = self.jobs
+        jobs.status[job] = _RUNNING
+        jobs.server[job] = server
+        jobs.start[job] = self.now
+        end = self.now + work / self.speed[server, jtype]
+        jobs.end[job] = end
+        self.cluster.add_dummy(server, jtype)
+        self.running[server][job] = None
+        self.dummies_by_type[jtype][job] = None
+        self.n_dummies += 1
+        self._push(end, EventKind.COMPLETION, job)
+        return job
+
+    def _end_job(self, job: int, status: JobStatus) -> None:
+        """Take a running job (real or dummy) off its server with the given final status."""
+        jobs = self.jobs
+        server = int(jobs.server[job])
+        jtype = int(jobs.type[job])
+        del self.running[server][job]
+        jobs.status[job] = status
+        if jobs.dummy[job]:
+            del self.dummies_by_type[jtype][job]
+            self.cluster.remove_dummy(server, jtype)
+            return
+        if status != JobStatus.COMPLETED:
+            jobs.end[job] = self.now
+        self.cluster.remove_real(server, jtype, jobs.demand[job], bool(jobs.in_slot[job]))
+        jobs.in_slot[job] = False
+        self.n_running -= 1
+        self.w_running -= jobs.weight[job]
+        self.r_running -= jobs.reward_rate[job]
+        if self.n_running == 0:
+            self.w_running = self.r_running = 0.0
+        if status == JobStatus.COMPLETED:
+            self.n_completed += 1
+        elif status == JobStatus.PREEMPTED:
+            self.n_preempted += 1
+
+    def _reject(self, job: int) -> None:
+        self._dequeue(job)
+        self.jobs.status[job] = JobStatus.REJECTED
+        self.n_rejected += 1
+
+    def _push(self, t: float, kind: EventKind, job: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, int(kind), self._seq, job))
+
+    # ====================================================================== commands
+    def check(self, cmd: Command) -> str | None:
+        """Why ``cmd`` is invalid now, or ``None`` if it is valid."""
+        k = cmd.kind
+        if self.done:
+            return "the episode has ended"
+        if k == Cmd.WAIT:
+            return None
+        L, J = self.num_servers, self.num_types
+        jobs = self.jobs
+        needs_server = k in (Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT,
+                             Cmd.MIGRATE, Cmd.REPLACE, Cmd.ROUTE)
+        if needs_server and not 0 <= cmd.server < L:
+            return f"server {cmd.server} does not exist (0..{L - 1})"
+        needs_type = k in (Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE)
+        if needs_type:
+            if not 0 <= cmd.type < J:
+                return f"type {cmd.type} does not exist (0..{J - 1})"
+            if not self.types.exact:
+                return f"{k.name} needs a workload with discrete job types"
+        needs_job = k in (Cmd.PLACE, Cmd.MIGRATE, Cmd.PREEMPT, Cmd.REPLACE, Cmd.ROUTE) or (
+            k == Cmd.REJECT and cmd.job >= 0)
+        if needs_job and not 0 <= cmd.job < jobs.size:
+            return f"job {cmd.job} does not exist"
+        if needs_job and jobs.dummy[cmd.job]:
+            return f"job {cmd.job} is a dummy job"
+        if k == Cmd.PLACE or k == Cmd.REPLACE:
+            if self.queueing == "loss":
+                return "loss mode: use ADMIT or REJECT for the arriving job"
+            if jobs.status[cmd.job] != _QUEUED:
+                return f"job {cmd.job} is not queued (status {JobStatus(jobs.status[cmd.job]).name})"
+            if self.queueing == "local":
+                if cmd.job in self.queue:
+                    return f"job {cmd.job} has not been routed to a server yet"
+                if jobs.server[cmd.job] != cmd.server:
+                    return f"job {cmd.job} waits at server {jobs.server[cmd.job]}, not {cmd.server}"
+            jtype = int(jobs.type[cmd.job])
+            if k == Cmd.PLACE:
+                if not self.cluster.fits_at(cmd.server, jtype, jobs.demand[cmd.job]):
+                    return f"job {cmd.job} does not fit on server {cmd.server}"
+            else:
+                if self.cluster.count_dummy[cmd.server, jtype] == 0:
+                    return f"server {cmd.server} holds no dummy of type {jtype}"
+                if not np.all(jobs.demand[cmd.job] <= self.types.demand[jtype] * (1 + 1e-9) + 1e-12):
+                    return f"job {cmd.job} is larger than a type-{jtype} dummy"
+            return None
+        if k == Cmd.DUMMY or k == Cmd.RESERVE:
+            if not self.cluster.fits_free_at(cmd.server, self.types.demand[cmd.type]):
+                return f"a type-{cmd.type} job does not fit in the free capacity of server {cmd.server}"
+            return None
+        if k == Cmd.RELEASE:
+            c = self.cluster
+            if c.slots[cmd.server, cmd.type] <= c.slots_filled[cmd.server, cmd.type]:
+                return f"server {cmd.server} has no empty type-{cmd.type} slot"
+            return None
+        if k == Cmd.ADMIT:
+            if self.pending < 0:
+                return "no arriving job awaits admission"
+            j = self.pending
+            if not self.cluster.fits_at(cmd.server, int(jobs.type[j]), jobs.demand[j]):
+                return f"the arriving job {j} does not fit on server {cmd.server}"
+            return None
+        if k == Cmd.REJECT:
+            if cmd.job < 0:
+                return None if self.pending >= 0 else "no arriving job awaits admission"
+            if jobs.status[cmd.job] != _QUEUED:
+                return f"job {cmd.job} is not queued"
+            return None
+        if k == Cmd.MIGRATE or k == Cmd.PREEMPT:
+            if jobs.status[cmd.job] != _RUNNING:
+                return f"job {cmd.job} is not running"
+            if k == Cmd.MIGRATE:
+                if jobs.server[cmd.job] == cmd.server:
+                    return f"job {cmd.job} already runs on server {cmd.server}"
+                if not self.cluster.fits_at(cmd.server, int(jobs.type[cmd.job]), jobs.demand[cmd.job]):
+                    return f"job {cmd.job} does not fit on server {cmd.server}"
+            return None
+        if k == Cmd.ROUTE:
+            if self.queueing != "local":
+                return "ROUTE needs per-server queues (queueing='local')"
+            if cmd.job not in self.queue:
+                return f"job {cmd.job} is not waiting to be routed"
+            if not self.type_fits_empty[int(jobs.type[cmd.job])][cmd.server] and not np.all(
+                    jobs.demand[cmd.job] <= self._limit[cmd.server]):
+                return f"job {cmd.job} can never fit on server {cmd.server}"
+            return None
+        if k == Cmd.WAKE:
+            if not cmd.time > self.now:
+                return f"wake-up time {cmd.time} is not after now ({self.now})"
+            return None
+        return f"unknown command {cmd}"
+
+    def apply(self, cmd: Command) -> None:
+        """Execute a command at the current epoch (``WAIT`` is a no-op here: call ``advance``).
+
+        Raises:
+            InvalidCommandError: if the command is invalid now; the message says why.
+        """
+        reason = self.check(cmd)
+        if reason is not None:
+            raise InvalidCommandError(f"{cmd} at t={self.now:g}: {reason}")
+        k = cmd.kind
+        if k == Cmd.PLACE:
+            self._start(cmd.job, cmd.server)
+        elif k == Cmd.ADMIT:
+            self._start(self.pending, cmd.server)
+        elif k == Cmd.DUMMY:
+            self._start_dummy(cmd.type, cmd.server)
+        elif k == Cmd.REPLACE:
+            jtype = int(self.jobs.type[cmd.job])
+            victim = next(j for j in self.running[cmd.server] if self.jobs.dummy[j] and self.jobs.type[j] == jtype)
+            self._end_job(victim, JobStatus.CANCELLED)
+            self._start(cmd.job, cmd.server)
+        elif k == Cmd.RESERVE:
+            self.cluster.add_slot(cmd.server, cmd.type)
+        elif k == Cmd.RELEASE:
+            self.cluster.remove_slot(cmd.server, cmd.type)
+        elif k == Cmd.REJECT:
+            self._reject(self.pending if cmd.job < 0 else cmd.job)
+        elif k == Cmd.MIGRATE:
+            self._migrate(cmd.job, cmd.server)
+        elif k == Cmd.PREEMPT:
+            self._end_job(cmd.job, JobStatus.PREEMPTED)
+        elif k == Cmd.ROUTE:
+            self._route(cmd.job, cmd.server)
+        elif k == Cmd.WAKE:
+            self._push(cmd.time, EventKind.WAKEUP, -1)
+        if self.validate:
+            self.check_invariants()
+
+    def _migrate(self, job: int, dest: int) -> None:
+        jobs = self.jobs
+        src = int(jobs.server[job])
+        jtype = int(jobs.type[job])
+        demand = jobs.demand[job]
+        c = self.cluster
+        c.remove_real(src, jtype, demand, bool(jobs.in_slot[job]))
+        jobs.in_slot[job] = c.add_real(dest, jtype, demand)
+        del self.running[src][job]
+        self.running[dest][job] = None
+        jobs.server[job] = dest
+        self.n_migrations += 1  # end time unchanged: the job keeps its remaining service
+
+    # ====================================================================== queries
+    def dummy_on(self, server: int, job_type: int) -> bool:
+        return bool(self.cluster.count_dummy[server, job_type] > 0)
+
+    def local_queue_of(self, server: int, job_type: int) -> OrderedDict[int, None]:
+        return self.local_queue.get((server, job_type), OrderedDict())
+
+    def arrival_rate_estimate(self) -> np.ndarray:
+        """``(J,)`` exponentially weighted arrival rates per type at the current time."""
+        return self.rate_estimate * math.exp(-(self.now - self._rate_time) / self.rate_window)
+
+    def summary(self) -> dict:
+        """Metrics of the episode so far (DESIGN §6 ``run`` fields, totals over the cluster)."""
+        I = self.integrals
+        T = I.elapsed
+        jobs = self.jobs
+        n = jobs.size
+        real = ~jobs.dummy[:n]
+        completed = real & (jobs.status[:n] == JobStatus.COMPLETED)
+        stats = summarize_jobs(jobs.arrival[:n][real], jobs.start[:n][real], jobs.end[:n][real],
+                               jobs.weight[:n][real], completed[real])
+        total_cap = self.cluster.capacity.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            util = I.real_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
+            dummy_util = I.dummy_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
+            reserved = I.empty_slot_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
+        times, values = self.trace.arrays()
+        trend = trend_unstable(times, values, self.total_rate)
+        return {
+            "servers": self.num_servers,
+            "sim_time": self.now,
+            "arrivals": self.n_arrivals,
+            "started": self.n_started,
+            "completed": self.n_completed,
+            "rejected": self.n_rejected,
+            "impossible_rejected": self.impossible_rejected,
+            "preempted": self.n_preempted,
+            "migrations": self.n_migrations,
+            "dummies": self.n_dummies,
+            "queued_at_end": self.n_queued,
+            "mean_queue_length": I.queue / T if T > 0 else 0.0,
+            "mean_queue_length_by_type": (I.queue_by_type / T).tolist() if T > 0 else [0.0] * self.num_types,
+            "mean_jobs_in_system": I.system / T if T > 0 else 0.0,
+            "mean_weighted_jobs_in_system": I.weighted_system / T if T > 0 else 0.0,
+            **stats,
+            "reward_rate": I.reward / T if T > 0 else 0.0,
+            "utilization": np.nan_to_num(util).tolist(),
+            "dummy_utilization": np.nan_to_num(dummy_util).tolist(),
+            "reserved_utilization": np.nan_to_num(reserved).tolist(),
+            "events": self.n_events,
+            "epochs": self.n_epochs,
+            "unstable": bool(self.unstable or trend),
+            "hit_queue_cap": bool(self.unstable),
+        }
+
+    # ====================================================================== invariants
+    def check_invariants(self) -> None:
+        """Assert the kernel invariants of DESIGN §3 (raises AssertionError naming the breach).
+
+        O(jobs + servers): for tests and ``validate=True`` runs.
+        """
+        c = self.cluster
+        jobs = self.jobs
+        n = jobs.size
+        assert np.all(c.load <= c._limit), f"server over capacity: {np.argwhere(c.load > c._limit)[:3].tolist()}"
+        status = jobs.status[:n]
+        valid = np.isin(status, [s.value for s in JobStatus])
+        assert valid.all(), "a job has an unknown status"
+        # recompute load, counts and queues from the job table
+        load = np.zeros_like(c.load)
+        count_real = np.zeros_like(c.count_real)
+        count_dummy = np.zeros_like(c.count_dummy)
+        filled = np.zeros_like(c.slots_filled)
+        running = np.flatnonzero(status == _RUNNING)
+        for j in running:
+            s, t = int(jobs.server[j]), int(jobs.type[j])
+            assert j in self.running[s], f"running job {j} missing from server {s}"
+            assert jobs.start[j] <= self.now <= jobs.end[j] + 1e-9, f"job {j} runs outside [start, end]"
+            if jobs.dummy[j]:
+                count_dummy[s, t] += 1
+                load[s] += c.type_demand[t]
+            else:
+                count_real[s, t] += 1
+                if jobs.in_slot[j]:
+                    filled[s, t] += 1
+                else:
+                    load[s] += jobs.demand[j]
+        load += c.slots @ c.type_demand
+        assert sum(len(r) for r in self.running) == len(running), "a server lists a job that is not running"
+        assert np.array_equal(count_real, c.count_real), "per-type real counts out of sync"
+        assert np.array_equal(count_dummy, c.count_dummy), "dummy counts out of sync"
+        assert np.array_equal(filled, c.slots_filled), "filled slot counts out of sync"
+        assert np.all(c.slots_filled <= c.slots), "more filled slots than slots"
+        assert np.allclose(load, c.load, rtol=1e-9, atol=1e-9), "incremental load differs from recomputed load"
+        queued = np.flatnonzero(status == _QUEUED)
+        in_queues = len(self.queue) + int(self.local_count.sum())
+        assert len(queued) == in_queues == self.n_queued, (
+            f"queued jobs {len(queued)} != jobs in queues {in_queues} != counter {self.n_queued}")
+        for j in queued:
+            assert not jobs.dummy[j], "a dummy job is queued"
+            if j not in self.queue:
+                s, t = int(jobs.server[j]), int(jobs.type[j])
+                assert j in self.local_queue.get((s, t), {}), f"queued job {j} is in no queue"
+        assert int(self.n_running) == int((~jobs.dummy[running]).sum()), "running counter out of sync"
+        assert self.n_arrivals == int(jobs.real().sum()), "arrivals != real jobs"
+        real_status = status[~jobs.dummy[:n]]
+        assert self.n_completed == int((real_status == JobStatus.COMPLETED).sum())
+        assert self.n_rejected == int((real_status == JobStatus.REJECTED).sum())
+        assert self.n_preempted == int((real_status == JobStatus.PREEMPTED).sum())
+        assert self.n_started == int((~np.isnan(jobs.start[:n]) & ~jobs.dummy[:n]).sum())
+        assert self.now <= self.horizon

@@ -1,0 +1,264 @@
+"""Action modes: fixed discrete action spaces on top of the command set.
+
+Each mode maps an integer action to a :class:`~clustergym.core.commands.Command`
+and computes the mask of valid actions, so that ``sb3_contrib.MaskablePPO``
+works out of the box.  Baselines may also pass a ``Command`` to ``step()``
+directly in any mode.
+
+========== ======================= =================================================
+mode       space                   meaning
+========== ======================= =================================================
+``head``   ``Discrete(L + 1)``     ``a < L``: start the head (oldest) queued job on
+                                   server ``a``; ``a = L``: WAIT
+``slot``   ``Discrete(K * L + 1)`` ``a = k * L + l``: start the ``k``-th job of the
+                                   queue window on server ``l``; last: WAIT
+``admit``  ``Discrete(L + 1)``     loss mode: ``a < L``: admit the arriving job to
+                                   server ``a``; ``a = L``: reject it (WAIT when no
+                                   job is arriving)
+``command`` ``MultiDiscrete``      ``(kind, arg, server)``: the command set with
+           ``([12, A, L])``        ``arg`` a queue-window slot (PLACE, REPLACE,
+                                   ROUTE, REJECT) or a type (DUMMY, RESERVE,
+                                   RELEASE); its mask is per dimension (factorised)
+========== ======================= =================================================
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from itertools import islice
+
+import numpy as np
+from gymnasium import spaces
+
+from clustergym.core.commands import Cmd, Command
+from clustergym.core.simulator import Simulator
+from clustergym.errors import ScenarioError
+
+__all__ = ["ActionMode", "HeadServerMode", "SlotServerMode", "AdmitMode", "CommandMode", "make_action_mode",
+           "ACTION_MODES"]
+
+
+def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
+    """``(len(jobs), L)`` bool: where each queued job can start now."""
+    if not jobs:
+        return np.zeros((0, sim.num_servers), dtype=bool)
+    c = sim.cluster
+    d = sim.jobs.demand[jobs]  # (K, R)
+    ok = np.all(c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :], axis=2)
+    if c.any_slots:
+        for i, j in enumerate(jobs):
+            ok[i] |= c.slot_usable(int(sim.jobs.type[j]), sim.jobs.demand[j])
+    return ok
+
+
+class ActionMode(ABC):
+    """Maps integer actions to commands for one simulator."""
+
+    name: str = ""
+    #: True when an epoch whose only valid action is WAIT can be skipped automatically
+    skippable: bool = True
+
+    def __init__(self, sim: Simulator, queue_window: int):
+        self.sim = sim
+        self.queue_window = queue_window
+
+    @property
+    @abstractmethod
+    def space(self) -> spaces.Space: ...
+
+    @property
+    @abstractmethod
+    def mask_size(self) -> int: ...
+
+    @abstractmethod
+    def mask(self) -> np.ndarray:
+        """``(mask_size,)`` bool mask of valid actions (never all False: WAIT is valid)."""
+
+    @abstractmethod
+    def decode(self, action) -> Command: ...
+
+    def window(self) -> list[int]:
+        """Ids of the first ``queue_window`` jobs of the central queue."""
+        return list(islice(self.sim.queue, self.queue_window))
+
+    def only_wait(self, mask: np.ndarray) -> bool:
+        return int(mask.sum()) == 1 and bool(mask[-1])
+
+
+class HeadServerMode(ActionMode):
+    name = "head"
+
+    def __init__(self, sim: Simulator, queue_window: int):
+        super().__init__(sim, queue_window)
+        if sim.queueing != "central":
+            raise ScenarioError("action_mode", "'head' needs a central queue (queueing='central')")
+        self._space = spaces.Discrete(sim.num_servers + 1)
+
+    @property
+    def space(self) -> spaces.Space:
+        return self._space
+
+    @property
+    def mask_size(self) -> int:
+        return self.sim.num_servers + 1
+
+    def mask(self) -> np.ndarray:
+        m = np.zeros(self.mask_size, dtype=bool)
+        m[-1] = True
+        if self.sim.queue:
+            head = next(iter(self.sim.queue))
+            m[:-1] = _fit_matrix(self.sim, [head])[0]
+        return m
+
+    def decode(self, action) -> Command:
+        a = int(action)
+        if a == self.sim.num_servers or not self.sim.queue:
+            return Command.wait() if a == self.sim.num_servers else Command.place(-1, a)
+        return Command.place(next(iter(self.sim.queue)), a)
+
+
+class SlotServerMode(ActionMode):
+    name = "slot"
+
+    def __init__(self, sim: Simulator, queue_window: int):
+        super().__init__(sim, queue_window)
+        if sim.queueing != "central":
+            raise ScenarioError("action_mode", "'slot' needs a central queue (queueing='central')")
+        self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
+
+    @property
+    def space(self) -> spaces.Space:
+        return self._space
+
+    @property
+    def mask_size(self) -> int:
+        return self.queue_window * self.sim.num_servers + 1
+
+    def mask(self) -> np.ndarray:
+        m = np.zeros(self.mask_size, dtype=bool)
+        m[-1] = True
+        win = self.window()
+        if win:
+            L = self.sim.num_servers
+            m[: len(win) * L] = _fit_matrix(self.sim, win).ravel()
+        return m
+
+    def decode(self, action) -> Command:
+        a = int(action)
+        L = self.sim.num_servers
+        if a == self.queue_window * L:
+            return Command.wait()
+        k, server = divmod(a, L)
+        win = self.window()
+        return Command.place(win[k] if k < len(win) else -1, server)
+
+
+class AdmitMode(ActionMode):
+    name = "admit"
+
+    def __init__(self, sim: Simulator, queue_window: int):
+        super().__init__(sim, queue_window)
+        if sim.queueing != "loss":
+            raise ScenarioError("action_mode", "'admit' needs a loss system (queueing='loss')")
+        self._space = spaces.Discrete(sim.num_servers + 1)
+
+    @property
+    def space(self) -> spaces.Space:
+        return self._space
+
+    @property
+    def mask_size(self) -> int:
+        return self.sim.num_servers + 1
+
+    def mask(self) -> np.ndarray:
+        m = np.zeros(self.mask_size, dtype=bool)
+        m[-1] = True
+        if self.sim.pending >= 0:
+            m[:-1] = _fit_matrix(self.sim, [self.sim.pending])[0]
+        return m
+
+    def decode(self, action) -> Command:
+        a = int(action)
+        if a == self.sim.num_servers:
+            return Command.reject() if self.sim.pending >= 0 else Command.wait()
+        return Command.admit(a)
+
+
+class CommandMode(ActionMode):
+    name = "command"
+    skippable = False
+
+    _ENCODABLE = (Cmd.WAIT, Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT, Cmd.REJECT,
+                  Cmd.REPLACE, Cmd.ROUTE)
+
+    def __init__(self, sim: Simulator, queue_window: int):
+        super().__init__(sim, queue_window)
+        self.num_args = max(queue_window, sim.num_types)
+        self._space = spaces.MultiDiscrete([len(Cmd), self.num_args, sim.num_servers])
+
+    @property
+    def space(self) -> spaces.Space:
+        return self._space
+
+    @property
+    def mask_size(self) -> int:
+        return len(Cmd) + self.num_args + self.sim.num_servers
+
+    def mask(self) -> np.ndarray:
+        """Factorised mask: valid kinds, then valid args, then valid servers (a superset of
+        the valid joint actions; an invalid combination gets the invalid-action response)."""
+        sim = self.sim
+        m = np.zeros(self.mask_size, dtype=bool)
+        nk = len(Cmd)
+        m[Cmd.WAIT] = True
+        m[nk:nk + self.num_args] = True
+        m[nk + self.num_args:] = True
+        if sim.queueing == "loss":
+            m[Cmd.ADMIT] = m[Cmd.REJECT] = sim.pending >= 0
+        elif sim.queue or sim.local_count.any():
+            m[Cmd.PLACE] = True
+            m[Cmd.REJECT] = True
+            m[Cmd.ROUTE] = sim.queueing == "local" and bool(sim.queue)
+            m[Cmd.REPLACE] = bool(sim.cluster.count_dummy.any())
+        if sim.types.exact:
+            m[Cmd.DUMMY] = m[Cmd.RESERVE] = True
+            m[Cmd.RELEASE] = bool(sim.cluster.any_slots)
+        # the command set's last entry is WAIT for only_wait(); keep WAIT at index 0 here
+        return m
+
+    def only_wait(self, mask: np.ndarray) -> bool:
+        return False
+
+    def decode(self, action) -> Command:
+        kind, arg, server = (int(x) for x in np.asarray(action).reshape(-1)[:3])
+        kind = Cmd(kind)
+        if kind not in self._ENCODABLE:
+            return Command(kind, job=-2, server=server)  # not encodable: rejected by validation
+        if kind in (Cmd.PLACE, Cmd.REPLACE, Cmd.ROUTE) or (kind == Cmd.REJECT and self.sim.queueing != "loss"):
+            win = self.window() if kind != Cmd.PLACE or self.sim.queueing == "central" else self._local_window(server)
+            job = win[arg] if arg < len(win) else -1
+            return Command(kind, job=job, server=server)
+        if kind in (Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE):
+            return Command(kind, type=arg, server=server)
+        if kind == Cmd.ADMIT:
+            return Command.admit(server)
+        if kind == Cmd.REJECT:
+            return Command.reject()
+        return Command.wait()
+
+    def _local_window(self, server: int) -> list[int]:
+        sim = self.sim
+        ids: list[int] = []
+        for j in range(sim.num_types):
+            ids.extend(sim.local_queue_of(server, j))
+        ids.sort()
+        return ids[: self.queue_window]
+
+
+ACTION_MODES = {m.name: m for m in (HeadServerMode, SlotServerMode, AdmitMode, CommandMode)}
+
+
+def make_action_mode(name: str, sim: Simulator, queue_window: int) -> ActionMode:
+    if name not in ACTION_MODES:
+        raise ScenarioError("action_mode", f"unknown action mode {name!r}; expected one of {sorted(ACTION_MODES)}")
+    return ACTION_MODES[name](sim, queue_window)

@@ -1,0 +1,281 @@
+"""Gymnasium environments over the simulation kernel."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from clustergym.core.commands import Cmd, Command
+from clustergym.core.simulator import EpochConfig, Simulator
+from clustergym.core.view import ClusterView
+from clustergym.envs.actions import ActionMode, make_action_mode
+from clustergym.envs.observation import ObservationBuilder
+from clustergym.envs.reward import objective_area, objective_metric
+from clustergym.envs.viewer import render_text
+from clustergym.errors import InvalidCommandError, ScenarioError
+from clustergym.scenarios.spec import Scenario
+
+__all__ = ["ClusterEnv", "AdmissionEnv"]
+
+
+class ClusterEnv(gym.Env):
+    """Multi-resource cluster scheduling with queues (DESIGN §3–4).
+
+    Jobs with vector demands arrive over continuous time and wait in a queue
+    (one central queue, or per-server local queues with routing at arrival);
+    the agent starts them, without preemption, on servers where they fit.  The
+    environment stops at *decision epochs* (arrivals, completions, agent clock
+    ticks, requested wake-ups: configurable).  At an epoch the agent issues
+    commands, one per ``step``, until it issues WAIT, which advances time.
+
+    ## Action Space
+
+    Set by ``action_mode`` (:mod:`clustergym.envs.actions`): ``head``
+    (``Discrete(L + 1)``: server for the oldest queued job, or WAIT), ``slot``
+    (``Discrete(K * L + 1)``: (queue slot, server) pairs, or WAIT), ``command``
+    (``MultiDiscrete``: the full command set).  Valid actions are flagged in
+    ``obs["action_mask"]`` and by ``action_masks()`` (for MaskablePPO).  Any
+    mode also accepts a :class:`~clustergym.core.commands.Command` (rule-based
+    agents name jobs by id).
+
+    ## Observation Space
+
+    A ``Dict`` of fixed shapes: free capacity per server, running and dummy
+    counts per server and type, queue counts and a window of the first ``K``
+    queued jobs with a mask, the epoch's event, arrival-rate estimates,
+    elapsed time and the action mask (:mod:`clustergym.envs.observation`).
+    ``FlattenObservation`` from :mod:`clustergym.envs.wrappers` flattens it.
+
+    ## Rewards
+
+    The integral of the scenario's objective rate over the time advanced by
+    the step: ``-∫ queue length dt`` (objective ``queue``), ``-∫ jobs in system``,
+    ``-∫ weighted jobs in system``, or ``+∫ reward rate`` (loss systems), times
+    ``reward_scale``.  With scale 1 the episode return equals the paper metric
+    times the horizon.  Commands that do not advance time earn 0; an invalid
+    command earns ``invalid_penalty`` when ``invalid_action="penalize"``.
+
+    ## Starting State
+
+    Empty servers and queues at time 0; the first observation is the first
+    epoch at which a choice exists (with ``skip_trivial``).
+
+    ## Episode End
+
+    Truncation at the scenario horizon.  Termination when a finite workload
+    (a trace) is exhausted and the system has drained, or when the number of
+    waiting jobs exceeds ``queue_cap`` (``info["unstable"]`` is then True).
+
+    ## Arguments
+
+    * ``scenario``: a preset name (``clustergym list``), a path to a YAML/JSON
+      scenario file, a dict in the file format, or a
+      :class:`~clustergym.scenarios.spec.Scenario`; extra keyword arguments are
+      the preset's parameters (e.g. ``zeta=0.9``).
+    * ``action_mode``: ``head``, ``slot``, ``admit`` or ``command`` (default
+      ``head`` for central queues, ``admit`` for loss systems, ``command`` for
+      local queues).
+    * ``queue_window``: ``K``, the queue jobs shown (and addressable by ``slot``).
+    * ``epochs``: extra decision epochs (an ``EpochConfig`` or dict), merged
+      with the scenario's.
+    * ``horizon``: override the scenario's horizon.
+    * ``invalid_action``: ``"penalize"`` (ignore, reward ``invalid_penalty``,
+      ``info["invalid_action"] = True``) or ``"raise"``
+      (:class:`~clustergym.errors.InvalidCommandError`).
+    * ``skip_trivial``: skip epochs where WAIT is the only valid action (default
+      True except in ``command`` mode).
+    * ``reward_scale``: multiplies every reward.
+    * ``validate``: check every kernel invariant after every event (slow).
+    * ``render_mode``: ``"ansi"`` or ``"human"`` (text).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(
+        self,
+        scenario: str | dict | Scenario = "ec2",
+        *,
+        action_mode: str | None = None,
+        queue_window: int = 8,
+        epochs: EpochConfig | dict | None = None,
+        horizon: float | None = None,
+        invalid_action: Literal["penalize", "raise"] = "penalize",
+        invalid_penalty: float = -1.0,
+        max_invalid_per_epoch: int = 1000,
+        skip_trivial: bool | None = None,
+        reward_scale: float = 1.0,
+        validate: bool = False,
+        render_mode: str | None = None,
+        **scenario_params: Any,
+    ):
+        from clustergym.scenarios import resolve_scenario
+
+        self.scenario = resolve_scenario(scenario, **scenario_params).with_horizon(horizon)
+        if isinstance(epochs, dict):
+            try:
+                epochs = EpochConfig(**epochs)
+            except TypeError as e:
+                raise ScenarioError("epochs", str(e)) from None
+        if queue_window < 1:
+            raise ScenarioError("queue_window", f"must be >= 1, got {queue_window}")
+        if invalid_action not in ("penalize", "raise"):
+            raise ScenarioError("invalid_action", f"expected 'penalize' or 'raise', got {invalid_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ScenarioError("render_mode", f"expected one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.sim: Simulator = self.scenario.make_simulator(epochs, validate=validate)
+        if action_mode is None:
+            action_mode = {"central": "head", "loss": "admit", "local": "command"}[self.scenario.queueing]
+        self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
+        self.action_mode = action_mode
+        self.queue_window = queue_window
+        self.skip_trivial = self.mode.skippable if skip_trivial is None else bool(skip_trivial)
+        self.invalid_action = invalid_action
+        self.invalid_penalty = float(invalid_penalty)
+        self.max_invalid_per_epoch = int(max_invalid_per_epoch)
+        self.reward_scale = float(reward_scale)
+        self.render_mode = render_mode
+        self.objective = self.scenario.objective
+        self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
+                                              self.scenario.clairvoyant)
+        self.observation_space = self.obs_builder.space
+        self.action_space = self.mode.space
+        self.view = ClusterView(self.sim, clairvoyant=self.scenario.clairvoyant)
+        self._mask: np.ndarray | None = None
+        self._carry = 0.0
+        self._invalid_in_epoch = 0
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is None:
+            # draw the kernel seed from the env's own generator so that unseeded resets differ
+            seed = int(self.np_random.integers(2**63 - 1))
+        self.sim.reset(seed)
+        self._mask = None
+        self._invalid_in_epoch = 0
+        area0 = self._area()
+        if self.skip_trivial and self.mode.only_wait(self.action_masks()):
+            self._advance_to_choice()
+        self._carry = self._area() - area0  # reward of time skipped before the first choice
+        return self._obs(), self._info()
+
+    def step(self, action):
+        sim = self.sim
+        if sim.done:
+            raise RuntimeError("step() called after the episode ended; call reset()")
+        cmd = action if isinstance(action, Command) else self.mode.decode(action)
+        reward = self._carry
+        self._carry = 0.0
+        invalid, reason = False, None
+        if cmd.kind == Cmd.WAIT:
+            reward += self._advance_to_choice()
+        else:
+            reason = sim.check(cmd)
+            if reason is None:
+                sim.apply(cmd)
+                self._mask = None
+                if self.skip_trivial and self.mode.only_wait(self.action_masks()):
+                    reward += self._advance_to_choice()
+            elif self.invalid_action == "raise":
+                raise InvalidCommandError(f"{cmd} at t={sim.now:g}: {reason}")
+            else:
+                invalid = True
+                reward += self.invalid_penalty
+                self._invalid_in_epoch += 1
+                if self._invalid_in_epoch >= self.max_invalid_per_epoch:
+                    reward += self._advance_to_choice()  # do not loop forever on invalid actions
+        info = self._info()
+        info["invalid_action"] = invalid
+        if reason is not None:
+            info["invalid_reason"] = reason
+        if sim.done:
+            info["metrics"] = self.metrics()
+        return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
+
+    def action_masks(self) -> np.ndarray:
+        """Bool mask of valid actions of the action mode (MaskablePPO calls this)."""
+        if self._mask is None:
+            self._mask = self.mode.mask()
+        return self._mask
+
+    def render(self):
+        text = render_text(self.sim)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # ------------------------------------------------------------------ helpers
+    def metrics(self) -> dict[str, Any]:
+        """The episode's metrics so far (``clustergym run`` fields)."""
+        out = self.sim.summary()
+        out["objective"] = self.objective
+        out["objective_metric"] = objective_metric(self.objective)
+        return out
+
+    def _area(self) -> float:
+        return objective_area(self.objective, self.sim.integrals) * self.reward_scale
+
+    def _advance_to_choice(self) -> float:
+        """WAIT: advance to the next epoch (skipping trivial ones); return the reward earned."""
+        before = self._area()
+        sim = self.sim
+        while True:
+            ev = sim.advance()
+            self._mask = None
+            self._invalid_in_epoch = 0
+            if ev is None or not self.skip_trivial or not self.mode.only_wait(self.action_masks()):
+                break
+        return self._area() - before
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return self.obs_builder.build(self.action_masks())
+
+    def _info(self) -> dict[str, Any]:
+        ev = self.sim.event
+        return {"time": self.sim.now, "event": ev.kind.name.lower(), "event_job": ev.job,
+                "event_server": ev.server, "unstable": self.sim.unstable}
+
+
+class AdmissionEnv(ClusterEnv):
+    """Admission control in a loss system with rewards (autoscale.md §1).
+
+    Each arriving job must be admitted to a server where it fits, or rejected;
+    there is no queue.  A job earns its reward rate while in service.
+
+    ## Action Space
+
+    ``admit`` mode: ``Discrete(L + 1)``; ``a < L`` admits the arriving job to
+    server ``a``, ``a = L`` rejects it.  ``command`` mode adds reservation
+    slots (RESERVE/RELEASE), and ``Command`` objects add MIGRATE and PREEMPT.
+
+    ## Observation Space
+
+    As :class:`ClusterEnv`; the arriving job is in ``event``.
+
+    ## Rewards
+
+    ``+∫ Σ reward rates of jobs in service dt`` over the advanced time, so the
+    return over an episode is the reward rate times the horizon.
+
+    ## Starting State
+
+    Empty servers at time 0.
+
+    ## Episode End
+
+    Truncation at the horizon; termination when a finite trace is exhausted.
+
+    ## Arguments
+
+    As :class:`ClusterEnv`; the default scenario is ``autoscale-4vm`` and the
+    scenario must be a loss system (``queueing: loss``).
+    """
+
+    def __init__(self, scenario: str | dict | Scenario = "autoscale-4vm", **kwargs: Any):
+        super().__init__(scenario, **kwargs)
+        if self.scenario.queueing != "loss":
+            raise ScenarioError("queueing", f"AdmissionEnv needs a loss scenario, {self.scenario.name!r} is "
+                                            f"{self.scenario.queueing!r}; use ClusterEnv")

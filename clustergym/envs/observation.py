@@ -1,0 +1,112 @@
+"""Observations: a ``gymnasium.spaces.Dict`` of fixed shapes (DESIGN §4).
+
+With ``L`` servers, ``R`` resources, ``J`` job types and a queue window of ``K``
+jobs, and ``F = R + J + 3`` job features (demand / largest capacity per
+resource, one-hot type, weight, time waited, work if clairvoyant else 0):
+
+================== =========== ===================================================
+key                shape       content
+================== =========== ===================================================
+``free``           (L, R)      free capacity / capacity, in [0, 1]
+``running``        (L, J)      real jobs of each type running on each server
+``dummies``        (L, J)      dummy jobs (and reservation slots) of each type
+``queue_counts``   (J,)        waiting jobs per type (all queues)
+``queue_jobs``     (K, F)      features of the first K waiting jobs (arrival order)
+``queue_mask``     (K,)        1 where a queue-window row holds a job
+``event``          (5 + F,)    one-hot event kind (completion, arrival, tick,
+                               wake-up, start) + features of the event's job
+``event_server``   (L,)        one-hot server of the event (zeros if none)
+``arrival_rates``  (J,)        exponentially weighted arrival rate per type
+``time``           (1,)        elapsed time / horizon (0 for an infinite horizon)
+``action_mask``    (M,)        1 for valid actions of the action mode
+================== =========== ===================================================
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import islice
+
+import numpy as np
+from gymnasium import spaces
+
+from clustergym.core.commands import EventKind
+from clustergym.core.simulator import Simulator
+
+__all__ = ["ObservationBuilder"]
+
+_EVENT_KINDS = (EventKind.COMPLETION, EventKind.ARRIVAL, EventKind.TICK, EventKind.WAKEUP, EventKind.START)
+
+
+class ObservationBuilder:
+    """Builds observations of one simulator (the dynamics) for the env."""
+
+    def __init__(self, sim: Simulator, queue_window: int, mask_size: int, clairvoyant: bool):
+        self.sim = sim
+        self.K = queue_window
+        self.clairvoyant = clairvoyant
+        L, R, J = sim.num_servers, sim.num_resources, sim.num_types
+        self.F = R + J + 3
+        cap = sim.cluster.capacity
+        self._cap = np.where(cap > 0, cap, 1.0)
+        self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
+        inf = np.inf
+        f32 = np.float32
+        self.space = spaces.Dict({
+            "free": spaces.Box(0.0, 1.0, (L, R), f32),
+            "running": spaces.Box(0.0, inf, (L, J), f32),
+            "dummies": spaces.Box(0.0, inf, (L, J), f32),
+            "queue_counts": spaces.Box(0.0, inf, (J,), f32),
+            "queue_jobs": spaces.Box(0.0, inf, (self.K, self.F), f32),
+            "queue_mask": spaces.Box(0.0, 1.0, (self.K,), f32),
+            "event": spaces.Box(0.0, inf, (len(_EVENT_KINDS) + self.F,), f32),
+            "event_server": spaces.Box(0.0, 1.0, (L,), f32),
+            "arrival_rates": spaces.Box(0.0, inf, (J,), f32),
+            "time": spaces.Box(0.0, 1.0, (1,), f32),
+            "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
+        })
+
+    def _job_features(self, job: int, out: np.ndarray) -> None:
+        sim = self.sim
+        jobs = sim.jobs
+        R, J = sim.num_resources, sim.num_types
+        out[:R] = jobs.demand[job] / self._scale
+        out[R + int(jobs.type[job])] = 1.0
+        out[R + J] = jobs.weight[job]
+        out[R + J + 1] = max(0.0, sim.now - jobs.arrival[job]) if jobs.status[job] == 1 else 0.0
+        out[R + J + 2] = jobs.work[job] if self.clairvoyant else 0.0
+
+    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        sim = self.sim
+        c = sim.cluster
+        L = sim.num_servers
+        free = np.clip(1.0 - c.load / self._cap, 0.0, 1.0).astype(np.float32)
+        qjobs = np.zeros((self.K, self.F), dtype=np.float32)
+        qmask = np.zeros(self.K, dtype=np.float32)
+        for i, j in enumerate(islice(sim.queue, self.K)):
+            self._job_features(j, qjobs[i])
+            qmask[i] = 1.0
+        event = np.zeros(len(_EVENT_KINDS) + self.F, dtype=np.float32)
+        ev = sim.event
+        if ev.kind in _EVENT_KINDS:
+            event[_EVENT_KINDS.index(ev.kind)] = 1.0
+        if ev.job >= 0:
+            self._job_features(ev.job, event[len(_EVENT_KINDS):])
+        event_server = np.zeros(L, dtype=np.float32)
+        if ev.server >= 0:
+            event_server[ev.server] = 1.0
+        horizon = sim.horizon
+        t = sim.now / horizon if math.isfinite(horizon) else 0.0
+        return {
+            "free": free,
+            "running": c.count_real.astype(np.float32),
+            "dummies": (c.count_dummy + c.slots).astype(np.float32),
+            "queue_counts": sim.queued_by_type.astype(np.float32),
+            "queue_jobs": qjobs,
+            "queue_mask": qmask,
+            "event": event,
+            "event_server": event_server,
+            "arrival_rates": sim.arrival_rate_estimate().astype(np.float32),
+            "time": np.array([min(t, 1.0)], dtype=np.float32),
+            "action_mask": mask.astype(np.int8),
+        }

@@ -1,0 +1,30 @@
+"""Exceptions raised by clustergym.  Each message names what is wrong."""
+
+from __future__ import annotations
+
+__all__ = ["ClusterGymError", "ScenarioError", "InvalidCommandError", "TraceFormatError"]
+
+
+class ClusterGymError(Exception):
+    """Base class of every clustergym error."""
+
+
+class ScenarioError(ClusterGymError, ValueError):
+    """A scenario (preset parameters or a YAML/JSON file) is malformed or impossible.
+
+    The message starts with the dotted path of the offending field, for example
+    ``workload.types[2].demand: expected 3 numbers (one per resource), got 2``.
+    """
+
+    def __init__(self, field: str, problem: str):
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+class InvalidCommandError(ClusterGymError, ValueError):
+    """An agent issued a command that is not valid in the current state."""
+
+
+class TraceFormatError(ClusterGymError, ValueError):
+    """A trace or job table is malformed; the message names the file, line and field."""

@@ -1,0 +1,302 @@
+"""Scenario files: YAML or JSON, validated with errors that name the field.
+
+Two forms.  A preset with parameters::
+
+    preset: ec2
+    params: {zeta: 0.95, num_servers: 20}
+    horizon: 500            # optional overrides of any top-level field below
+
+or a full definition::
+
+    name: my-cluster
+    description: two server kinds, typed Poisson jobs
+    resources: [cpu, memory]
+    servers:
+      - {count: 8, capacity: [32, 128]}
+      - {count: 2, capacity: [64, 512]}
+    workload:
+      kind: poisson-typed           # poisson-typed | poisson | slotted | replay
+      types:
+        - {name: small, rate: 4.0, demand: [2, 8], service: {dist: exponential, mean: 1.0}}
+        - {name: large, rate: 1.0, demand: [16, 64], service: {dist: lognormal, mean: 2.0, sigma: 1.0},
+           weight: 2.0, reward_rate: 5.0}
+      time_scale: 1.0               # multiplies arrival times (alpha; traffic scaling is 1/alpha)
+    horizon: 1000
+    objective: queue                # queue | system | weighted-system | reward
+    queueing: central               # central | local | loss
+    routing: jsq                    # local queues: jsq | power-of-two | random | agent
+    epochs: {arrivals: true, completions: true, tick_rate: 0, tick_period: 0, tick_offset: 0}
+    queue_cap: 100000
+    impossible: reject              # reject | error
+    clairvoyant: false
+
+``poisson`` takes ``rate``, ``demand`` (a demand distribution) and ``service``;
+``slotted`` takes ``rate_per_slot``, ``demand``, ``service`` (whole slots) and
+``slot``; ``replay`` takes ``file`` (CSV, relative to the scenario file) and
+``columns`` (``arrival``, ``duration``, ``demand: [..]``, optional ``type``,
+``weight``, ``reward_rate``).  ``servers[i].speed`` (one number per job type)
+sets machine-dependent service rates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from clustergym.core.simulator import EpochConfig
+from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.scenarios.presets import make_preset
+from clustergym.scenarios.spec import Scenario
+from clustergym.workloads import (
+    PoissonSource,
+    PoissonTypedSource,
+    ReplaySource,
+    SlottedSource,
+    TimeScaled,
+    demand_from_spec,
+    service_from_spec,
+)
+
+__all__ = ["load_scenario_file", "scenario_from_dict"]
+
+_TOP = {"name", "description", "resources", "servers", "workload", "horizon", "objective", "queueing",
+        "routing", "epochs", "queue_cap", "impossible", "clairvoyant", "preset", "params"}
+_OVERRIDABLE = ("horizon", "objective", "queueing", "routing", "epochs", "queue_cap", "impossible", "clairvoyant")
+
+
+def load_scenario_file(path: str | Path) -> Scenario:
+    """Read a ``.yaml``/``.yml``/``.json`` scenario file.
+
+    Raises:
+        ScenarioError: the file is unreadable, not valid YAML/JSON, or a field is
+            malformed (the message names the field, prefixed by the file name).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ScenarioError("", f"{path}: cannot read the scenario file ({e.strerror})") from None
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
+        raise ScenarioError("", f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {e}") from None
+    try:
+        return scenario_from_dict(data, base_dir=path.parent, default_name=path.stem)
+    except ScenarioError as e:
+        raise ScenarioError(e.field, f"{e.problem} (in {path})") from None
+
+
+def _num(value: Any, field: str, *, lo: float | None = None, lo_open: bool = False, integer: bool = False,
+         allow_inf: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if allow_inf and isinstance(value, str) and value.lower() in ("inf", "infinity"):
+            return math.inf
+        raise ScenarioError(field, f"expected a number, got {value!r}")
+    v = float(value)
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise ScenarioError(field, f"expected a finite number, got {value!r}")
+    if integer and v != int(v):
+        raise ScenarioError(field, f"expected a whole number, got {value!r}")
+    if lo is not None and (v < lo or (lo_open and v == lo)):
+        raise ScenarioError(field, f"must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
+    return v
+
+
+def _vector(value: Any, field: str, length: int | None = None) -> np.ndarray:
+    if not isinstance(value, (list, tuple)):
+        raise ScenarioError(field, f"expected a list of numbers, got {value!r}")
+    if length is not None and len(value) != length:
+        raise ScenarioError(field, f"expected {length} numbers (one per resource), got {len(value)}")
+    return np.array([_num(v, f"{field}[{i}]", lo=0.0) for i, v in enumerate(value)])
+
+
+def _choice(value: Any, field: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise ScenarioError(field, f"expected one of {list(options)}, got {value!r}")
+    return value
+
+
+def _keys(d: Any, field: str, allowed: set[str], required: tuple[str, ...] = ()) -> Mapping[str, Any]:
+    if not isinstance(d, Mapping):
+        raise ScenarioError(field, f"expected a mapping, got {type(d).__name__}")
+    for k in d:
+        if k not in allowed:
+            raise ScenarioError(f"{field}.{k}" if field else str(k), f"unknown field; expected one of {sorted(allowed)}")
+    for k in required:
+        if k not in d:
+            raise ScenarioError(f"{field}.{k}" if field else k, "missing required field")
+    return d
+
+
+def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: str = "scenario") -> Scenario:
+    """Build a scenario from the file format (see the module docstring)."""
+    d = _keys(data, "", _TOP)
+    if "preset" in d:
+        extra = set(d) - {"preset", "params", *_OVERRIDABLE}
+        if extra:
+            raise ScenarioError(sorted(extra)[0], "not allowed together with 'preset' (only params and overrides)")
+        params = d.get("params", {}) or {}
+        if not isinstance(params, Mapping):
+            raise ScenarioError("params", f"expected a mapping, got {type(params).__name__}")
+        base = make_preset(str(d["preset"]), **params)
+        return _apply_overrides(base, d)
+    if "params" in d:
+        raise ScenarioError("params", "only allowed together with 'preset'")
+    _keys(d, "", _TOP, required=("resources", "servers", "workload", "horizon"))
+    resources = d["resources"]
+    if not isinstance(resources, list) or not resources or not all(isinstance(r, str) for r in resources):
+        raise ScenarioError("resources", f"expected a non-empty list of names, got {resources!r}")
+    R = len(resources)
+    source = _workload(d["workload"], R, Path(base_dir))
+    J = source.types.num_types
+    capacity, speed = _servers(d["servers"], R, J)
+    base = Scenario(
+        name=str(d.get("name", default_name)), capacity=capacity, source=source, resources=tuple(resources),
+        horizon=_num(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True),
+        speed=speed, description=str(d.get("description", "")),
+    )
+    return _apply_overrides(base, d)
+
+
+def _apply_overrides(base: Scenario, d: Mapping[str, Any]) -> Scenario:
+    from dataclasses import replace
+
+    kw: dict[str, Any] = {}
+    if "horizon" in d:
+        kw["horizon"] = _num(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True)
+    if "objective" in d:
+        kw["objective"] = _choice(d["objective"], "objective", ("queue", "system", "weighted-system", "reward"))
+    if "queueing" in d:
+        kw["queueing"] = _choice(d["queueing"], "queueing", ("central", "local", "loss"))
+    if "routing" in d:
+        kw["routing"] = _choice(d["routing"], "routing", ("jsq", "power-of-two", "random", "agent"))
+    if "epochs" in d:
+        e = _keys(d["epochs"], "epochs", {"arrivals", "completions", "dummy_completions", "tick_rate",
+                                           "tick_period", "tick_offset"})
+        args: dict[str, Any] = {}
+        for k in ("arrivals", "completions", "dummy_completions"):
+            if k in e:
+                if not isinstance(e[k], bool):
+                    raise ScenarioError(f"epochs.{k}", f"expected true or false, got {e[k]!r}")
+                args[k] = e[k]
+        for k in ("tick_rate", "tick_period", "tick_offset"):
+            if k in e:
+                args[k] = _num(e[k], f"epochs.{k}", lo=0.0)
+        kw["epochs"] = EpochConfig(**args)
+    if "queue_cap" in d:
+        kw["queue_cap"] = None if d["queue_cap"] is None else int(_num(d["queue_cap"], "queue_cap", lo=1, integer=True))
+    if "impossible" in d:
+        kw["impossible"] = _choice(d["impossible"], "impossible", ("reject", "error"))
+    if "clairvoyant" in d:
+        if not isinstance(d["clairvoyant"], bool):
+            raise ScenarioError("clairvoyant", f"expected true or false, got {d['clairvoyant']!r}")
+        kw["clairvoyant"] = d["clairvoyant"]
+    return replace(base, **kw) if kw else base
+
+
+def _servers(value: Any, R: int, J: int) -> tuple[np.ndarray, np.ndarray | None]:
+    if not isinstance(value, list) or not value:
+        raise ScenarioError("servers", f"expected a non-empty list of server groups, got {value!r}")
+    caps, speeds, any_speed = [], [], False
+    for i, g in enumerate(value):
+        f = f"servers[{i}]"
+        _keys(g, f, {"count", "capacity", "speed"}, required=("capacity",))
+        count = int(_num(g.get("count", 1), f"{f}.count", lo=1, integer=True))
+        cap = _vector(g["capacity"], f"{f}.capacity", R)
+        if "speed" in g:
+            any_speed = True
+            sp = g["speed"]
+            if isinstance(sp, (int, float)) and not isinstance(sp, bool):
+                sp = [sp] * J
+            s = _vector(sp, f"{f}.speed", None)
+            if len(s) != J:
+                raise ScenarioError(f"{f}.speed", f"expected {J} numbers (one per job type), got {len(s)}")
+            if np.any(s <= 0):
+                raise ScenarioError(f"{f}.speed", "speeds must be > 0")
+        else:
+            s = np.ones(J)
+        caps.append(np.tile(cap, (count, 1)))
+        speeds.append(np.tile(s, (count, 1)))
+    return np.vstack(caps), (np.vstack(speeds) if any_speed else None)
+
+
+def _workload(value: Any, R: int, base_dir: Path):
+    w = _keys(value, "workload", {"kind", "types", "rate", "demand", "service", "rate_per_slot", "slot",
+                                  "file", "columns", "time_scale", "weight", "reward_rate"}, required=("kind",))
+    kind = _choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay"))
+    if kind == "poisson-typed":
+        types = w.get("types")
+        if not isinstance(types, list) or not types:
+            raise ScenarioError("workload.types", "expected a non-empty list of job types")
+        rates, demands, services, weights, rewards, names = [], [], [], [], [], []
+        for j, t in enumerate(types):
+            f = f"workload.types[{j}]"
+            _keys(t, f, {"name", "rate", "demand", "service", "weight", "reward_rate"},
+                  required=("rate", "demand", "service"))
+            rates.append(_num(t["rate"], f"{f}.rate", lo=0.0))
+            demands.append(_vector(t["demand"], f"{f}.demand", R))
+            services.append(service_from_spec(t["service"], f"{f}.service"))
+            weights.append(_num(t.get("weight", 1.0), f"{f}.weight", lo=0.0))
+            rewards.append(_num(t.get("reward_rate", 1.0), f"{f}.reward_rate", lo=0.0))
+            names.append(str(t.get("name", f"type{j}")))
+        source: Any = PoissonTypedSource(rates, np.array(demands), services, weights=weights,
+                                         reward_rates=rewards, names=names)
+    elif kind in ("poisson", "slotted"):
+        rate_key = "rate" if kind == "poisson" else "rate_per_slot"
+        for k in (rate_key, "demand", "service"):
+            if k not in w:
+                raise ScenarioError(f"workload.{k}", f"missing required field for kind {kind!r}")
+        rate = _num(w[rate_key], f"workload.{rate_key}", lo=0.0)
+        demand = demand_from_spec(w["demand"], "workload.demand", R)
+        service = service_from_spec(w["service"], "workload.service")
+        weight = _num(w.get("weight", 1.0), "workload.weight", lo=0.0)
+        reward = _num(w.get("reward_rate", 1.0), "workload.reward_rate", lo=0.0)
+        if kind == "poisson":
+            source = PoissonSource(rate, demand, service, weight=weight, reward_rate=reward)
+        else:
+            slot = _num(w.get("slot", 1.0), "workload.slot", lo=0.0, lo_open=True)
+            try:
+                source = SlottedSource(rate, demand, service, slot=slot, weight=weight, reward_rate=reward)
+            except ScenarioError as e:
+                raise ScenarioError(f"workload.{e.field}", e.problem) from None
+    else:
+        source = _replay(w, R, base_dir)
+    if "time_scale" in w:
+        source = TimeScaled(source, _num(w["time_scale"], "workload.time_scale", lo=0.0, lo_open=True))
+    return source
+
+
+def _replay(w: Mapping[str, Any], R: int, base_dir: Path):
+    import pandas as pd
+
+    if "file" not in w:
+        raise ScenarioError("workload.file", "missing required field for kind 'replay'")
+    cols = _keys(w.get("columns", {}), "workload.columns", {"arrival", "duration", "demand", "type", "weight",
+                                                             "reward_rate"})
+    path = Path(w["file"])
+    if not path.is_absolute():
+        path = base_dir / path
+    demand_cols = cols.get("demand", [f"demand{r}" for r in range(R)])
+    if not isinstance(demand_cols, list) or len(demand_cols) != R:
+        raise ScenarioError("workload.columns.demand", f"expected {R} column names (one per resource), got {demand_cols!r}")
+    try:
+        df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise ScenarioError("workload.file", f"no such file: {path}") from None
+    except Exception as e:
+        raise ScenarioError("workload.file", f"cannot read {path}: {e}") from None
+    try:
+        return ReplaySource.from_frame(
+            df, demand_cols, time=cols.get("arrival", "arrival"), work=cols.get("duration", "duration"),
+            type=cols.get("type"), weight=cols.get("weight"), reward_rate=cols.get("reward_rate"), source=str(path))
+    except TraceFormatError as e:
+        raise ScenarioError("workload.file", str(e)) from None

@@ -1,0 +1,137 @@
+"""A scenario: cluster + workload + decision epochs + objective + horizon (DESIGN §5).
+
+This is the *instance generator* of an environment: it owns everything that
+defines a problem instance and nothing of the dynamics.  Presets build
+scenarios from a few documented parameters (:mod:`clustergym.scenarios.presets`);
+files build them from YAML or JSON (:mod:`clustergym.scenarios.files`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from clustergym.core.simulator import EpochConfig, Simulator
+from clustergym.envs.reward import OBJECTIVES
+from clustergym.errors import ScenarioError
+from clustergym.workloads.base import ArrivalSource
+
+__all__ = ["Scenario"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A complete problem instance.
+
+    Attributes:
+        name: preset name or file name.
+        capacity: ``(L, R)`` server capacities.
+        source: the job stream.
+        resources: resource names, e.g. ``("cpu", "memory", "disk")``.
+        horizon: simulated time of an episode (``inf``: until a trace drains).
+        objective: ``queue``, ``system``, ``weighted-system`` or ``reward``
+            (see :mod:`clustergym.envs.reward`).
+        queueing: ``central``, ``local`` or ``loss``.
+        routing: local-queue routing (``jsq``, ``power-of-two``, ``random``, ``agent``).
+        epochs: the scenario's decision epochs; an agent's needs are added on top.
+        queue_cap: waiting jobs beyond which a run stops and is flagged unstable.
+        impossible: ``reject`` or ``error`` for jobs larger than every server.
+        speed: ``(L, J)`` service speeds, or ``None`` for all ones.
+        clairvoyant: whether agents may see job durations (work) before they start.
+        description: one line for ``clustergym list``.
+        params: the parameters the scenario was built from (for reports).
+    """
+
+    name: str
+    capacity: np.ndarray
+    source: ArrivalSource
+    resources: tuple[str, ...]
+    horizon: float
+    objective: str = "queue"
+    queueing: str = "central"
+    routing: str = "jsq"
+    epochs: EpochConfig = field(default_factory=EpochConfig)
+    queue_cap: int | None = None
+    impossible: str = "reject"
+    speed: np.ndarray | None = None
+    clairvoyant: bool = False
+    description: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cap = np.asarray(self.capacity, dtype=np.float64)
+        object.__setattr__(self, "capacity", cap)
+        if cap.ndim != 2:
+            raise ScenarioError("cluster.capacity", f"expected an (L, R) array, got shape {cap.shape}")
+        if len(self.resources) != cap.shape[1]:
+            raise ScenarioError("cluster.resources",
+                                f"{len(self.resources)} names for {cap.shape[1]} resources")
+        if self.objective not in OBJECTIVES:
+            raise ScenarioError("objective", f"unknown objective {self.objective!r}; expected one of {sorted(OBJECTIVES)}")
+        if not (self.horizon > 0):
+            raise ScenarioError("horizon", f"must be > 0, got {self.horizon}")
+        # every job type must fit at least one empty server (rms.md §1.4 assumption)
+        types = self.source.types
+        if types.exact:
+            limit = cap * (1 + 1e-9) + 1e-12
+            for j, d in enumerate(types.demand):
+                if not np.any(np.all(d <= limit, axis=1)):
+                    raise ScenarioError(
+                        f"workload.types[{j}].demand",
+                        f"{d.tolist()} exceeds the capacity of every server (largest {cap.max(axis=0).tolist()})")
+
+    @property
+    def num_servers(self) -> int:
+        return int(self.capacity.shape[0])
+
+    @property
+    def num_resources(self) -> int:
+        return int(self.capacity.shape[1])
+
+    @property
+    def num_types(self) -> int:
+        return self.source.types.num_types
+
+    def with_horizon(self, horizon: float | None) -> "Scenario":
+        """The same scenario with another horizon (``None`` keeps it)."""
+        if horizon is None:
+            return self
+        if not (horizon > 0) or math.isnan(horizon):
+            raise ScenarioError("horizon", f"must be > 0, got {horizon}")
+        return replace(self, horizon=float(horizon))
+
+    def make_simulator(self, epochs: EpochConfig | None = None, *, validate: bool = False,
+                       rate_window: float | None = None) -> Simulator:
+        """A fresh kernel for this scenario; ``epochs`` (an agent's needs) is merged in."""
+        ep = self.epochs if epochs is None else self.epochs.merged(epochs)
+        return Simulator(
+            self.capacity, self.source,
+            queueing=self.queueing,  # type: ignore[arg-type]
+            routing=self.routing,  # type: ignore[arg-type]
+            epochs=ep, horizon=self.horizon, queue_cap=self.queue_cap,
+            impossible=self.impossible,  # type: ignore[arg-type]
+            speed=self.speed,
+            rate_window=rate_window if rate_window is not None else self._rate_window(),
+            validate=validate,
+        )
+
+    def _rate_window(self) -> float:
+        mw = float(np.mean(self.source.types.mean_work)) if self.source.types.num_types else 1.0
+        return max(mw, 1e-9) * 10.0
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary of the instance."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "servers": self.num_servers,
+            "resources": list(self.resources),
+            "types": self.num_types,
+            "horizon": self.horizon,
+            "objective": self.objective,
+            "queueing": self.queueing,
+            "params": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in self.params.items()},
+        }

@@ -1,0 +1,116 @@
+"""Slotted-time arrivals (bfjs-vqs.md §1.3, §1.5, §1.10).
+
+Time is cut into slots of length ``slot``.  At the start of each slot
+``t = k * slot`` (``k = 0, 1, 2, ...``) a Poisson(``rate_per_slot``) number of
+jobs arrive, all at exactly time ``t``, i.i.d. over slots.  Each job needs a
+whole number ``S >= 1`` of slots of service (geometric with mean ``1/mu``, or a
+fixed number such as 100); its work is ``S * slot``.  Empty slots produce no
+rows.  Within a slot, jobs keep their generation order (increasing ids).
+
+Vectorisation: the counts of a Poisson process of rate ``rate_per_slot`` (per
+unit of slot index) in the disjoint intervals ``[k, k+1)`` are exactly i.i.d.
+Poisson(``rate_per_slot``).  So each chunk draws ``chunk_size`` exponential gaps
+of such a process and floors the points to their slot index.  This handles any
+rate (a chunk may span a few slots or millions of them) with a fixed number of
+draws per chunk, and a slot's jobs may straddle two chunks (times stay
+non-decreasing across chunks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from clustergym.errors import ScenarioError
+from clustergym.workloads.base import ArrivalChunk, TypeInfo
+from clustergym.workloads.distributions import DemandDist, ServiceDist, check_int, check_scalar
+from clustergym.workloads.poisson import check_job_type, demand_type_info
+
+__all__ = ["SlottedSource"]
+
+
+class SlottedSource:
+    """Poisson batches at slot starts with whole-slot service.
+
+    Args:
+        rate_per_slot: mean number of arrivals per slot (>= 0).
+        demand: the demand law; discrete laws give typed jobs (type = value index).
+        service: number of slots per job; must be integer-valued
+            (:class:`~clustergym.workloads.distributions.Geometric`, or
+            :class:`~clustergym.workloads.distributions.Deterministic` /
+            :class:`~clustergym.workloads.distributions.Empirical` with whole numbers).
+        slot: slot length in time units (> 0).
+        weight, reward_rate: the same for every job (>= 0).
+        chunk_size: jobs per chunk (>= 1).
+
+    Attributes:
+        types: mean_work is ``service.mean * slot`` (time units).
+
+    Raises:
+        ScenarioError: naming the argument.
+    """
+
+    def __init__(
+        self,
+        rate_per_slot: float,
+        demand: DemandDist,
+        service: ServiceDist,
+        *,
+        slot: float = 1.0,
+        weight: float = 1.0,
+        reward_rate: float = 1.0,
+        chunk_size: int = 4096,
+    ):
+        self.rate_per_slot = check_scalar(rate_per_slot, "rate_per_slot", lo=0.0)
+        if not isinstance(demand, DemandDist):
+            raise ScenarioError("demand", f"expected a DemandDist, got {demand!r}")
+        if not isinstance(service, ServiceDist):
+            raise ScenarioError("service", f"expected a ServiceDist, got {service!r}")
+        if not service.integer_valued:
+            raise ScenarioError(
+                "service",
+                f"a slotted workload needs a whole number of slots per job (geometric, or deterministic/"
+                f"empirical with whole numbers), got {service!r}",
+            )
+        self.slot = check_scalar(slot, "slot", lo=0.0, lo_open=True)
+        self.demand = demand
+        self.service = service
+        self.num_resources = demand.num_resources
+        self.weight = check_scalar(weight, "weight", lo=0.0)
+        self.reward_rate = check_scalar(reward_rate, "reward_rate", lo=0.0)
+        self.chunk_size = check_int(chunk_size, "chunk_size", lo=1)
+        self.types: TypeInfo = demand_type_info(demand, service.mean * self.slot)
+
+    def chunks(self, rng: np.random.Generator) -> Iterator[ArrivalChunk]:
+        """Infinite stream of ``chunk_size``-job chunks (nothing if ``rate_per_slot == 0``).
+
+        Times are exact multiples ``k * slot``; ``work = S * slot`` with ``S`` a whole number >= 1.
+        Per chunk, from ``rng``: ``n`` exponential gaps, ``demand.sample_typed(n)``, ``service.sample(n)``.
+        """
+        if self.rate_per_slot <= 0:
+            return
+        n, pos = self.chunk_size, 0.0
+        while True:
+            points = pos + np.cumsum(rng.exponential(1.0 / self.rate_per_slot, n))
+            time = np.floor(points) * self.slot
+            dem, typ = self.demand.sample_typed(rng, n)
+            work = self.service.sample(rng, n) * self.slot
+            pos = float(points[-1])
+            yield ArrivalChunk(
+                time=time,
+                demand=dem,
+                type=typ,
+                work=work,
+                weight=np.full(n, self.weight),
+                reward_rate=np.full(n, self.reward_rate),
+            )
+
+    def sample_work(self, job_type: int, rng: np.random.Generator) -> float:
+        """One job's work ``S * slot`` (time units), ``S`` from the service law."""
+        check_job_type(job_type, self.types.num_types)
+        return float(self.service.sample(rng, 1)[0]) * self.slot
+
+    def arrival_rates(self) -> np.ndarray:
+        """``(J,)`` long-run arrivals per time unit: ``rate_per_slot / slot * P(type j)``."""
+        return self.rate_per_slot / self.slot * self.demand.type_probs
