@@ -26,7 +26,7 @@ class RandomMasked(Agent):
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.ADMIT, Cmd.REJECT}),
-        queueing=("central", "loss", "local"), skip_trivial=True)
+        queueing=("central", "loss", "local"), skip_trivial=True, observes=True)
 
     def act(self, observation: Any) -> Any:
         env = self.env

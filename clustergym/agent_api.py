@@ -50,6 +50,8 @@ class AgentRequirements:
         skip_trivial: let the env skip epochs where the action mode allows only
             WAIT (agents acting through the action mask); rule-based agents that
             issue commands by job id see every epoch.
+        observes: it reads the observation (learned and masked-random agents);
+            ``False`` lets the runner skip building observations.
     """
 
     epochs: EpochConfig = field(default_factory=lambda: EpochConfig(arrivals=True, completions=True,
@@ -60,6 +62,7 @@ class AgentRequirements:
     needs_types: bool = False
     uses_oracle: bool = False
     skip_trivial: bool = False
+    observes: bool = False
 
 
 class Agent(ABC):

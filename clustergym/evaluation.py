@@ -42,6 +42,7 @@ def make_env_for(scenario: Scenario, agent: Any, *, validate: bool = False, **en
                                          f"{scenario.name!r} has continuous demands")
         env_kwargs.setdefault("epochs", req.epochs)
         env_kwargs.setdefault("skip_trivial", req.skip_trivial)
+        env_kwargs.setdefault("observe", req.observes)
         if req.action_mode is not None:
             env_kwargs.setdefault("action_mode", req.action_mode)
     env_kwargs.setdefault("invalid_action", "raise")

@@ -651,6 +651,10 @@ class Simulator:
         reason = self.check(cmd)
         if reason is not None:
             raise InvalidCommandError(f"{cmd} at t={self.now:g}: {reason}")
+        self.execute(cmd)
+
+    def execute(self, cmd: Command) -> None:
+        """Execute a command already found valid by :meth:`check` (no second validation)."""
         k = cmd.kind
         if k == Cmd.PLACE:
             self._start(cmd.job, cmd.server)

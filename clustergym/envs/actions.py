@@ -85,14 +85,21 @@ class ActionMode(ABC):
         return int(mask.sum()) == 1 and bool(mask[-1])
 
 
-class HeadServerMode(ActionMode):
-    name = "head"
+class _OneJobMode(ActionMode):
+    """``Discrete(L + 1)`` over the servers for one designated job, plus a last action."""
+
+    queueing = ""
 
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
-        if sim.queueing != "central":
-            raise ScenarioError("action_mode", "'head' needs a central queue (queueing='central')")
+        if sim.queueing != self.queueing:
+            raise ScenarioError("action_mode", f"{self.name!r} needs queueing={self.queueing!r}, "
+                                               f"the scenario has {sim.queueing!r}")
         self._space = spaces.Discrete(sim.num_servers + 1)
+
+    @abstractmethod
+    def job(self) -> int:
+        """The job the server actions refer to, or -1."""
 
     @property
     def space(self) -> spaces.Space:
@@ -105,16 +112,24 @@ class HeadServerMode(ActionMode):
     def mask(self) -> np.ndarray:
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
-        if self.sim.queue:
-            head = next(iter(self.sim.queue))
-            m[:-1] = _fit_matrix(self.sim, [head])[0]
+        job = self.job()
+        if job >= 0:
+            m[:-1] = _fit_matrix(self.sim, [job])[0]
         return m
+
+
+class HeadServerMode(_OneJobMode):
+    name = "head"
+    queueing = "central"
+
+    def job(self) -> int:
+        return next(iter(self.sim.queue)) if self.sim.queue else -1
 
     def decode(self, action) -> Command:
         a = int(action)
-        if a == self.sim.num_servers or not self.sim.queue:
-            return Command.wait() if a == self.sim.num_servers else Command.place(-1, a)
-        return Command.place(next(iter(self.sim.queue)), a)
+        if a == self.sim.num_servers:
+            return Command.wait()
+        return Command.place(self.job(), a)
 
 
 class SlotServerMode(ActionMode):
@@ -153,29 +168,12 @@ class SlotServerMode(ActionMode):
         return Command.place(win[k] if k < len(win) else -1, server)
 
 
-class AdmitMode(ActionMode):
+class AdmitMode(_OneJobMode):
     name = "admit"
+    queueing = "loss"
 
-    def __init__(self, sim: Simulator, queue_window: int):
-        super().__init__(sim, queue_window)
-        if sim.queueing != "loss":
-            raise ScenarioError("action_mode", "'admit' needs a loss system (queueing='loss')")
-        self._space = spaces.Discrete(sim.num_servers + 1)
-
-    @property
-    def space(self) -> spaces.Space:
-        return self._space
-
-    @property
-    def mask_size(self) -> int:
-        return self.sim.num_servers + 1
-
-    def mask(self) -> np.ndarray:
-        m = np.zeros(self.mask_size, dtype=bool)
-        m[-1] = True
-        if self.sim.pending >= 0:
-            m[:-1] = _fit_matrix(self.sim, [self.sim.pending])[0]
-        return m
+    def job(self) -> int:
+        return self.sim.pending
 
     def decode(self, action) -> Command:
         a = int(action)

@@ -88,6 +88,9 @@ class ClusterEnv(gym.Env):
       True except in ``command`` mode).
     * ``reward_scale``: multiplies every reward.
     * ``validate``: check every kernel invariant after every event (slow).
+    * ``observe``: build observations (default).  ``False`` is the fast path for
+      rule-based agents that read the state through ``env.view`` and never the
+      observation: ``reset``/``step`` then return ``None`` as the observation.
     * ``render_mode``: ``"ansi"`` or ``"human"`` (text).
     """
 
@@ -107,6 +110,7 @@ class ClusterEnv(gym.Env):
         skip_trivial: bool | None = None,
         reward_scale: float = 1.0,
         validate: bool = False,
+        observe: bool = True,
         render_mode: str | None = None,
         **scenario_params: Any,
     ):
@@ -136,6 +140,7 @@ class ClusterEnv(gym.Env):
         self.max_invalid_per_epoch = int(max_invalid_per_epoch)
         self.reward_scale = float(reward_scale)
         self.render_mode = render_mode
+        self.observe = bool(observe)
         self.objective = self.scenario.objective
         self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
                                               self.scenario.clairvoyant)
@@ -174,7 +179,7 @@ class ClusterEnv(gym.Env):
         else:
             reason = sim.check(cmd)
             if reason is None:
-                sim.apply(cmd)
+                sim.execute(cmd)
                 self._mask = None
                 if self.skip_trivial and self.mode.only_wait(self.action_masks()):
                     reward += self._advance_to_choice()
@@ -230,8 +235,8 @@ class ClusterEnv(gym.Env):
                 break
         return self._area() - before
 
-    def _obs(self) -> dict[str, np.ndarray]:
-        return self.obs_builder.build(self.action_masks())
+    def _obs(self) -> dict[str, np.ndarray] | None:
+        return self.obs_builder.build(self.action_masks()) if self.observe else None
 
     def _info(self) -> dict[str, Any]:
         ev = self.sim.event

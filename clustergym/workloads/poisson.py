@@ -224,20 +224,27 @@ class PoissonSource:
         """
         if self.rate <= 0:
             return
-        n, t = self.chunk_size, 0.0
+        n, pos = self.chunk_size, 0.0
         while True:
-            time = t + np.cumsum(rng.exponential(1.0 / self.rate, n))
+            points = pos + np.cumsum(rng.exponential(1.0 / self.rate, n))
             dem, typ = self.demand.sample_typed(rng, n)
             work = self.service.sample(rng, n)
-            t = float(time[-1])
+            pos = float(points[-1])
             yield ArrivalChunk(
-                time=time,
+                time=self._times(points),
                 demand=dem,
                 type=typ,
-                work=work,
+                work=work * self._work_unit,
                 weight=np.full(n, self.weight),
                 reward_rate=np.full(n, self.reward_rate),
             )
+
+    #: time units per unit of the service law (1 here; the slot length for slotted sources)
+    _work_unit = 1.0
+
+    def _times(self, points: np.ndarray) -> np.ndarray:
+        """Arrival times of the Poisson points (the points themselves in continuous time)."""
+        return points
 
     def sample_work(self, job_type: int, rng: np.random.Generator) -> float:
         """One draw from the service law (the same for every type)."""

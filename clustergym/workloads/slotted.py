@@ -18,19 +18,17 @@ non-decreasing across chunks).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 
 from clustergym.errors import ScenarioError
-from clustergym.workloads.base import ArrivalChunk, TypeInfo
-from clustergym.workloads.distributions import DemandDist, ServiceDist, check_int, check_scalar
-from clustergym.workloads.poisson import check_job_type, demand_type_info
+from clustergym.workloads.base import TypeInfo
+from clustergym.workloads.distributions import DemandDist, ServiceDist, check_scalar
+from clustergym.workloads.poisson import PoissonSource, demand_type_info
 
 __all__ = ["SlottedSource"]
 
 
-class SlottedSource:
+class SlottedSource(PoissonSource):
     """Poisson batches at slot starts with whole-slot service.
 
     Args:
@@ -62,11 +60,13 @@ class SlottedSource:
         reward_rate: float = 1.0,
         chunk_size: int = 4096,
     ):
-        self.rate_per_slot = check_scalar(rate_per_slot, "rate_per_slot", lo=0.0)
-        if not isinstance(demand, DemandDist):
-            raise ScenarioError("demand", f"expected a DemandDist, got {demand!r}")
-        if not isinstance(service, ServiceDist):
-            raise ScenarioError("service", f"expected a ServiceDist, got {service!r}")
+        # the Poisson process runs in units of slots; its points are floored to slot starts
+        try:
+            super().__init__(rate_per_slot, demand, service, weight=weight, reward_rate=reward_rate,
+                             chunk_size=chunk_size)
+        except ScenarioError as e:
+            raise ScenarioError("rate_per_slot" if e.field == "rate" else e.field, e.problem) from None
+        self.rate_per_slot = self.rate
         if not service.integer_valued:
             raise ScenarioError(
                 "service",
@@ -74,43 +74,17 @@ class SlottedSource:
                 f"empirical with whole numbers), got {service!r}",
             )
         self.slot = check_scalar(slot, "slot", lo=0.0, lo_open=True)
-        self.demand = demand
-        self.service = service
-        self.num_resources = demand.num_resources
-        self.weight = check_scalar(weight, "weight", lo=0.0)
-        self.reward_rate = check_scalar(reward_rate, "reward_rate", lo=0.0)
-        self.chunk_size = check_int(chunk_size, "chunk_size", lo=1)
+        self._work_unit = self.slot
         self.types: TypeInfo = demand_type_info(demand, service.mean * self.slot)
 
-    def chunks(self, rng: np.random.Generator) -> Iterator[ArrivalChunk]:
-        """Infinite stream of ``chunk_size``-job chunks (nothing if ``rate_per_slot == 0``).
-
-        Times are exact multiples ``k * slot``; ``work = S * slot`` with ``S`` a whole number >= 1.
-        Per chunk, from ``rng``: ``n`` exponential gaps, ``demand.sample_typed(n)``, ``service.sample(n)``.
-        """
-        if self.rate_per_slot <= 0:
-            return
-        n, pos = self.chunk_size, 0.0
-        while True:
-            points = pos + np.cumsum(rng.exponential(1.0 / self.rate_per_slot, n))
-            time = np.floor(points) * self.slot
-            dem, typ = self.demand.sample_typed(rng, n)
-            work = self.service.sample(rng, n) * self.slot
-            pos = float(points[-1])
-            yield ArrivalChunk(
-                time=time,
-                demand=dem,
-                type=typ,
-                work=work,
-                weight=np.full(n, self.weight),
-                reward_rate=np.full(n, self.reward_rate),
-            )
+    def _times(self, points: np.ndarray) -> np.ndarray:
+        """Slot starts: a point in ``[k, k+1)`` arrives at ``k * slot``."""
+        return np.floor(points) * self.slot
 
     def sample_work(self, job_type: int, rng: np.random.Generator) -> float:
         """One job's work ``S * slot`` (time units), ``S`` from the service law."""
-        check_job_type(job_type, self.types.num_types)
-        return float(self.service.sample(rng, 1)[0]) * self.slot
+        return super().sample_work(job_type, rng) * self.slot
 
     def arrival_rates(self) -> np.ndarray:
         """``(J,)`` long-run arrivals per time unit: ``rate_per_slot / slot * P(type j)``."""
-        return self.rate_per_slot / self.slot * self.demand.type_probs
+        return super().arrival_rates() / self.slot

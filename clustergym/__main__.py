@@ -1,0 +1,3 @@
+from clustergym.cli import main
+
+main()
