@@ -8,8 +8,8 @@ event-driven form enforces "after every event, no queued job fits any server":
   where it fits, or joins the queue;
 * at a completion on server ``l`` (only ``l`` gained capacity), jobs are taken
   from the queue by ``select_job`` while one fits on ``l``;
-* at any other epoch (the start, a tick, a wake-up) the queue is swept in
-  arrival order and every job that fits is placed.
+* at the start and at a wake-up the queue is swept in arrival order and every
+  job that fits is placed (a clock tick changes nothing, so it needs no sweep).
 
 Server selection (§3.2): First-Fit takes the lowest-index server; Random-Fit a
 uniformly random one; Best-Fit the *tightest*, scored as the inner product of
@@ -100,7 +100,9 @@ class GreedyAgent(Agent):
             self._arrival_done = False
             self._sweep = []
             self._pos = 0
-            if ev.kind not in (EventKind.ARRIVAL, EventKind.COMPLETION):
+            if ev.kind in (EventKind.START, EventKind.WAKEUP):
+                # after an arrival or a completion no queued job fits (that is what the agent keeps
+                # true), and a clock tick changes nothing: only these epochs need a sweep
                 self._sweep = self._sweep_order()
         if ev.kind == EventKind.ARRIVAL:
             if not self._arrival_done:
@@ -113,7 +115,7 @@ class GreedyAgent(Agent):
         if ev.kind == EventKind.COMPLETION:
             job = self._job_for(ev.server)
             return Command.wait() if job < 0 else Command.place(job, ev.server)
-        while self._pos < len(self._sweep):  # start, tick or wake-up: place all that fits, oldest first
+        while self._pos < len(self._sweep):  # start or wake-up: place all that fits, oldest first
             job = self._sweep[self._pos]
             self._pos += 1
             if v.status(job) == JobStatus.QUEUED:

@@ -136,54 +136,73 @@ def compare_cmd(
     seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
     horizon: Optional[float] = typer.Option(None, "--horizon"),
+    sweep_: Optional[str] = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="write runs.csv, summary.csv and a plot here"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.evaluation import compare, summarize
+    from clustergym.evaluation import compare, summarize, sweep
     from clustergym.scenarios import resolve_scenario
 
     names = [a.strip() for a in agents.split(",") if a.strip()]
+    param, values = None, [None]
     try:
         sparams, aparams = _parse_sets(set_)
         if aparams:
             raise ClusterGymError("compare takes scenario parameters only (agent.* is for `run`)")
-        sc = resolve_scenario(scenario, **sparams)
+        if sweep_ is not None:
+            if "=" not in sweep_:
+                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
+            param, raw = sweep_.split("=", 1)
+            values = [yaml.safe_load(v) for v in raw.split(",") if v.strip()]
+        sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
         from rich.progress import Progress
 
         with Progress(console=err, transient=True) as prog:
-            task = prog.add_task("runs", total=len(names) * seeds)
+            task = prog.add_task("runs", total=len(names) * seeds * len(values))
 
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            runs = compare(sc, names, seeds=range(seeds), horizon=horizon, progress=tick)
+            if param is None:
+                runs = compare(sc, names, seeds=range(seeds), horizon=horizon, progress=tick)
+            else:
+                runs = sweep(scenario, param, values, names, seeds=range(seeds), horizon=horizon,
+                             params=sparams, progress=tick)
     except ClusterGymError as e:
         _fail(e)
         return
     metric = {"reward": "reward_rate", "weighted-system": "mean_weighted_completion"}.get(sc.objective,
                                                                                          "mean_queue_length")
-    summary = summarize(runs, reference=names[0])
+    summary = summarize(runs, reference=names[0], by=param)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         runs.to_csv(out_dir / "runs.csv", index=False)
         summary.to_csv(out_dir / "summary.csv", index=False)
-        _plot(summary, metric, out_dir / f"{metric}.png", f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+        title = f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)"
+        if param is None:
+            _plot(summary, metric, out_dir / f"{metric}.png", title)
+        else:
+            _plot_sweep(summary, param, metric, out_dir / f"{metric}_vs_{param}.png", title)
     if json_out:
-        _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names,
+        _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names, "sweep": param,
+                     "values": values if param else None,
                      "metric": metric, "summary": summary.to_dict("records"), "runs": runs.to_dict("records")})
         return
     t = Table(title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)")
+    if param is not None:
+        t.add_column(param)
     t.add_column("agent")
     cols = ["mean_queue_length", "mean_wait", "p99_wait", "reward_rate"]
     for c in cols:
         t.add_column(c, justify="right")
     t.add_column("unstable runs", justify="right")
     for _, r in summary.iterrows():
-        t.add_row(r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], str(r["unstable_runs"]))
+        lead = [str(r[param])] if param is not None else []
+        t.add_row(*lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], str(r["unstable_runs"]))
     out.print(t)
     if out_dir is not None:
-        err.print(f"wrote {out_dir}/runs.csv, summary.csv, {metric}.png")
+        err.print(f"wrote runs.csv, summary.csv and a plot to {out_dir}")
 
 
 def _plot(summary: Any, metric: str, path: Path, title: str) -> None:
@@ -198,6 +217,26 @@ def _plot(summary: Any, metric: str, path: Path, title: str) -> None:
     ax.set_xticks(x, summary["agent"], rotation=20)
     ax.set_ylabel(metric)
     ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_sweep(summary: Any, param: str, metric: str, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for agent, grp in summary.groupby("agent", sort=False):
+        ax.errorbar(grp[param], grp[metric], yerr=grp[f"{metric}_ci95"].fillna(0), marker="o", capsize=3,
+                    label=agent)
+    ax.set_xlabel(param)
+    ax.set_ylabel(metric)
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

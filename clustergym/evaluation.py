@@ -22,7 +22,7 @@ from clustergym.envs.cluster_env import AdmissionEnv, ClusterEnv
 from clustergym.errors import ScenarioError
 from clustergym.scenarios import Scenario, resolve_scenario
 
-__all__ = ["make_env_for", "run_episode", "compare", "summarize", "RUN_FIELDS"]
+__all__ = ["make_env_for", "run_episode", "compare", "sweep", "summarize", "RUN_FIELDS"]
 
 #: fields of ``clustergym run --json`` (DESIGN §6), in order
 RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "started", "completed", "rejected",
@@ -100,6 +100,20 @@ def compare(scenario: Scenario | str, agents: Iterable[str], *, seeds: Iterable[
     return pd.DataFrame(rows)
 
 
+def sweep(scenario: str, param: str, values: Iterable[Any], agents: Iterable[str], *,
+          seeds: Iterable[int] = range(5), horizon: float | None = None, params: dict[str, Any] | None = None,
+          progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
+    """:func:`compare` at each value of one preset parameter (e.g. ``zeta``); adds a column ``param``."""
+    frames = []
+    agents, seeds = list(agents), list(seeds)
+    for value in values:
+        sc = resolve_scenario(scenario, **{**(params or {}), param: value})
+        df = compare(sc, agents, seeds=seeds, horizon=horizon, progress=progress)
+        df.insert(1, param, value)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
 def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     values = values[np.isfinite(values)]
     n = values.size
@@ -114,18 +128,26 @@ def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
 
 def summarize(results: pd.DataFrame, metrics: Iterable[str] = ("mean_queue_length", "mean_wait", "p99_wait",
                                                                   "reward_rate", "mean_weighted_completion"),
-              reference: str | None = None) -> pd.DataFrame:
-    """Mean and 95% CI half-width per agent and metric; with ``reference``, also the paired
-    difference (agent - reference, same seeds) and its CI."""
+              reference: str | None = None, by: str | None = None) -> pd.DataFrame:
+    """Mean and 95% CI half-width per agent (and per value of the column ``by``, for
+    sweeps) and metric; with ``reference``, also the paired difference (agent -
+    reference on the same seeds) and its CI."""
     out = []
-    for agent, grp in results.groupby("agent", sort=False):
-        row: dict[str, Any] = {"agent": agent, "runs": len(grp), "unstable_runs": int(grp["unstable"].sum())}
+    keys = ["agent"] if by is None else [by, "agent"]
+    for key, grp in results.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        agent = key[-1]
+        row: dict[str, Any] = dict(zip(keys, key))
+        row.update({"runs": len(grp), "unstable_runs": int(grp["unstable"].sum())})
         for m in metrics:
             mean, half = _ci(grp[m].to_numpy(dtype=float))
             row[m] = mean
             row[f"{m}_ci95"] = half
             if reference is not None and agent != reference:
-                ref = results[results["agent"] == reference].set_index("seed")[m]
+                same = results["agent"] == reference
+                if by is not None:
+                    same &= results[by] == key[0]
+                ref = results[same].set_index("seed")[m]
                 diff = grp.set_index("seed")[m] - ref
                 dmean, dhalf = _ci(diff.dropna().to_numpy(dtype=float))
                 row[f"{m}_diff"] = dmean

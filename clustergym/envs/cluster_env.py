@@ -150,6 +150,7 @@ class ClusterEnv(gym.Env):
         self._mask: np.ndarray | None = None
         self._carry = 0.0
         self._invalid_in_epoch = 0
+        self._end_reported = False
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -160,6 +161,7 @@ class ClusterEnv(gym.Env):
         self.sim.reset(seed)
         self._mask = None
         self._invalid_in_epoch = 0
+        self._end_reported = False
         area0 = self._area()
         if self.skip_trivial and self.mode.only_wait(self.action_masks()):
             self._advance_to_choice()
@@ -169,7 +171,15 @@ class ClusterEnv(gym.Env):
     def step(self, action):
         sim = self.sim
         if sim.done:
-            raise RuntimeError("step() called after the episode ended; call reset()")
+            if self._end_reported:
+                raise RuntimeError("step() called after the episode ended; call reset()")
+            # the episode ended during reset() (no decision epoch before the end): report it now
+            self._end_reported = True
+            reward, self._carry = self._carry, 0.0
+            info = self._info()
+            info["invalid_action"] = False
+            info["metrics"] = self.metrics()
+            return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
         cmd = action if isinstance(action, Command) else self.mode.decode(action)
         reward = self._carry
         self._carry = 0.0
@@ -196,6 +206,7 @@ class ClusterEnv(gym.Env):
         if reason is not None:
             info["invalid_reason"] = reason
         if sim.done:
+            self._end_reported = True
             info["metrics"] = self.metrics()
         return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
 

@@ -147,7 +147,10 @@ def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: s
         params = d.get("params", {}) or {}
         if not isinstance(params, Mapping):
             raise ScenarioError("params", f"expected a mapping, got {type(params).__name__}")
-        base = make_preset(str(d["preset"]), **params)
+        try:
+            base = make_preset(str(d["preset"]), **params)
+        except ScenarioError as e:
+            raise ScenarioError("preset" if e.field == "scenario" else e.field, e.problem) from None
         return _apply_overrides(base, d)
     if "params" in d:
         raise ScenarioError("params", "only allowed together with 'preset'")
