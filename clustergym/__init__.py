@@ -36,10 +36,8 @@ def _register() -> list[str]:
     ids = []
     entries = [("clustergym/Queueing-v0", "clustergym.envs:ClusterEnv", {}),
                ("clustergym/Admission-v0", "clustergym.envs:AdmissionEnv", {})]
-    loss_presets = {"autoscale-4vm"}
     for name in PRESETS:
-        entry = "clustergym.envs:AdmissionEnv" if name in loss_presets else "clustergym.envs:ClusterEnv"
-        entries.append((f"clustergym/{name}-v0", entry, {"scenario": name}))
+        entries.append((f"clustergym/{name}-v0", "clustergym.envs:make_scenario_env", {"scenario": name}))
     for env_id, entry, kwargs in entries:
         if env_id not in registry:
             register(id=env_id, entry_point=entry, kwargs=kwargs, disable_env_checker=False)

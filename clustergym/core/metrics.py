@@ -50,9 +50,16 @@ class TimeIntegrals:
 
 
 class QueueTrace:
-    """Samples of the total queue length on a regular time grid (for trends and plots)."""
+    """Samples of the total queue length on a regular time grid (for trends and plots).
+
+    With a finite horizon the grid has ``points`` points.  With an infinite one
+    (a trace replayed until it drains) the grid starts at one sample per time
+    unit and is thinned by half whenever it exceeds ``2 * points`` samples, so
+    memory stays bounded however long the run.
+    """
 
     def __init__(self, horizon: float, points: int = 1000):
+        self.points = points
         self.step = horizon / points if np.isfinite(horizon) and horizon > 0 else 1.0
         self.times: list[float] = []
         self.values: list[int] = []
@@ -64,6 +71,11 @@ class QueueTrace:
             if self._next >= t_from:
                 self.times.append(self._next)
                 self.values.append(value)
+                if len(self.times) > 2 * self.points:
+                    self.times = self.times[::2]
+                    self.values = self.values[::2]
+                    self.step *= 2.0
+                    self._next = self.times[-1]
             self._next += self.step
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:

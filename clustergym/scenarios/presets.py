@@ -27,7 +27,7 @@ from clustergym.workloads import (
     UniformDemand,
 )
 
-__all__ = ["PRESETS", "Preset", "make_preset", "EC2_TYPES", "EC2_SERVER", "SYN4_TYPES", "SYN4_REWARDS",
+__all__ = ["PRESETS", "Preset", "make_preset", "register_preset", "EC2_TYPES", "EC2_SERVER", "SYN4_TYPES", "SYN4_REWARDS",
            "SYN4_RHO", "SYN4_SERVER"]
 
 #: RMS Table I (rms.md §4.1), resources (cpu units, memory GB, disk GB):
@@ -56,8 +56,17 @@ def _positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool 
     return v
 
 
+def _queueing(queueing: Any, routing: Any) -> tuple[str, str]:
+    """Validate the ``queueing``/``routing`` parameters of the RMS presets."""
+    if queueing not in ("central", "local"):
+        raise ScenarioError("params.queueing", f"expected 'central' or 'local', got {queueing!r}")
+    if routing not in ("jsq", "power-of-two"):
+        raise ScenarioError("params.routing", f"expected 'jsq' or 'power-of-two', got {routing!r}")
+    return str(queueing), str(routing)
+
+
 def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
-        queue_cap: int | None = 100_000) -> Scenario:
+        queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
     """RMS synthetic setup (rms.md §4.1): three EC2 VM types on identical servers
     (90 CPU units, 90 GB, 5000 GB); Poisson arrivals lambda = zeta * V with V the sum
     over servers of the average maximal configuration ((2/3, 11/3, 2/3) per server),
@@ -68,8 +77,13 @@ def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
         num_servers: L.
         horizon: simulated time units (1 unit = 1 mean service time).
         queue_cap: waiting jobs beyond which the run stops as unstable.
+        queueing: ``central`` (one queue per type, the paper's RMS) or ``local``
+            (per-server queues, RMS+JSQ of rms.md §2.4: ``--set queueing=local``).
+        routing: with local queues, ``jsq`` (Algorithm 2) or ``power-of-two``
+            (Remark 4); ignored with central queues.
     """
     zeta = _positive("zeta", zeta)
+    queueing, routing = _queueing(queueing, routing)
     L = _positive("num_servers", num_servers, integer=True)
     cap = np.tile(EC2_SERVER, (L, 1))
     rates = zeta * boundary_point(EC2_TYPES, cap)
@@ -77,27 +91,33 @@ def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
     return Scenario(
         name="ec2", capacity=cap, source=source, resources=("cpu", "memory", "disk"),
         horizon=_positive("horizon", horizon), objective="queue", queue_cap=queue_cap,
+        queueing=queueing, routing=routing,
         description="RMS Table I: 3 EC2 VM types, L servers, intensity zeta of the capacity boundary",
-        params={"zeta": zeta, "num_servers": L, "horizon": horizon, "rates": rates.tolist()},
+        params={"zeta": zeta, "num_servers": L, "horizon": horizon, "rates": rates.tolist(),
+                "queueing": queueing, "routing": routing},
     )
 
 
 def bf_trap(num_servers: int = 10, rate1: float = 20.8, rate2: float = 10.4, horizon: float = 2000.0,
-            queue_cap: int | None = 100_000) -> Scenario:
+            queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
     """The Best-Fit trap of RMS Fig. 1b (rms.md §4.2, §5.5): 10 servers of capacity 10,
     job sizes 2 and 5, Poisson rates (20.8, 10.4), exponential service of mean 1.
     The load is 0.936 of capacity, yet work-conserving Best-Fit that refills with the
     largest fitting job freezes every server in configuration (2, 1) and the queue grows.
+    ``queueing``/``routing`` as in ``ec2`` (``local`` queues for RMS+JSQ).
     """
     L = _positive("num_servers", num_servers, integer=True)
+    queueing, routing = _queueing(queueing, routing)
     sizes = np.array([[2.0], [5.0]])
     rates = np.array([_positive("rate1", rate1), _positive("rate2", rate2)])
     source = PoissonTypedSource(rates, sizes, Exponential(1.0), names=("size-2", "size-5"))
     return Scenario(
         name="bf-trap", capacity=np.full((L, 1), 10.0), source=source, resources=("units",),
         horizon=_positive("horizon", horizon), objective="queue", queue_cap=queue_cap,
+        queueing=queueing, routing=routing,
         description="RMS Fig. 1b: sizes 2 and 5 on capacity-10 servers, where Best-Fit is unstable",
-        params={"num_servers": L, "rate1": rates[0], "rate2": rates[1], "horizon": horizon},
+        params={"num_servers": L, "rate1": rates[0], "rate2": rates[1], "horizon": horizon,
+                "queueing": queueing, "routing": routing},
     )
 
 
@@ -204,6 +224,13 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+def register_preset(name: str, build: Callable[..., Scenario], description: str) -> None:
+    """Add a named scenario (used by the modules ``clustergym/scenarios/presets_*.py``)."""
+    if name in PRESETS and PRESETS[name].build is not build:
+        raise ValueError(f"scenario name {name!r} is already registered")
+    PRESETS[name] = Preset(name, build, description)
+
+
 def make_preset(name: str, **params: Any) -> Scenario:
     """Build a preset; unknown parameters are errors that name the parameter."""
     if name not in PRESETS:
@@ -215,3 +242,17 @@ def make_preset(name: str, **params: Any) -> Scenario:
             raise ScenarioError(f"params.{key}", f"scenario {name!r} has no parameter {key!r}; "
                                                  f"it takes {sorted(allowed)}")
     return preset.build(**params)
+
+
+def _load_preset_modules() -> None:
+    """Import every ``presets_*.py`` module beside this one: each registers its family's scenarios."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    for m in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if m.name.startswith("presets_"):
+            importlib.import_module(f"clustergym.scenarios.{m.name}")
+
+
+_load_preset_modules()

@@ -11,6 +11,7 @@ describes its job types with :class:`TypeInfo`.
 """
 
 from clustergym.workloads.base import ArrivalChunk, ArrivalSource, TypeInfo
+from clustergym.workloads.compose import PrefixedSource
 from clustergym.workloads.distributions import (
     DEMAND_DISTS,
     SERVICE_DISTS,
@@ -58,4 +59,5 @@ __all__ = [
     "SlottedSource",
     "ReplaySource",
     "TimeScaled",
+    "PrefixedSource",
 ]

@@ -1,0 +1,324 @@
+"""Azure Public Dataset V1 (2017) VM arrivals, as preprocessed by huaweicloud/trace_generation_rnn (SOSP'21).
+
+Decoded format (traces README §6).  Each line is ``<ts> <tok>,<tok>,...``:
+
+* ``ts``: seconds since the trace start; lines step by 300 s; a line holds the VMs that
+  arrived in the 300 s bin *ending* at ``ts``.
+* flavour files (``v1.<split>.txt``): tokens are flavour letters ``a``..``p`` (``flav_map.txt``:
+  ``vCPU,memGB letter``) and ``|``, which ends a *batch* (the VMs one tenant created in that bin).
+* duration files (``v1.<split>.c<T>.txt``, dev and test only): aligned token for token with the
+  flavour file of the same timestamps; ``U<bin>`` = the VM ended before the censoring time
+  ``T``; ``C<bin>`` = still alive at ``T`` (the bin gives its age then).
+* ``v1.interval_map.txt``: ``<duration_s> <bin>`` for every multiple of 300 s up to 20 days.
+  Bins 0-12 are exactly 0, 300, ..., 3600 s; bins 13-35 are hours (1 h, 2 h] .. (23 h, 24 h];
+  bins 36-44 days (1 d, 2 d] .. (9 d, 10 d]; bin 45 is > 10 d (listed up to 20 d).
+
+Durations from bins (``duration_point``): ``mid`` (default) takes the middle of the bin's interval
+(e.g. 1.5 h for (1 h, 2 h], 15 d for bin 45), ``lower``/``upper`` its ends; the exact bins give
+their value, and bin 0 ("0 s" at 300 s resolution: the VM lived less than 300 s) gives 150 s in
+every mode.  Censored VMs (``C``): ``censored="truncate"`` (default) gives them
+``T - arrival`` (they run until the censoring time; flagged in ``censored`` and counted in
+``modified``), ``"drop"`` drops them (counted).  The training split has no duration file in the
+public snapshot: load it with ``durations=False`` (flavours and arrivals only; it cannot be replayed).
+
+Arrival times (``arrival``): ``bin_end`` (default, ``ts`` as written) or ``spread``: the n VMs of
+a line at ``ts - 300 + 300 (k + 1/2) / n``, k = 0..n-1 in file order (deterministic).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.traces._csv import check_exists, open_text
+from clustergym.traces.paths import TraceNotFoundError, trace_path
+from clustergym.traces.table import FilterReport, Filtering, TraceTable
+
+__all__ = ["FLAVORS", "BIN_INTERVALS", "RESOLUTION", "load_azure_v1", "read_flavor_map", "read_interval_map",
+           "bin_durations", "SPLITS"]
+
+PathLike = str | os.PathLike[str]
+RESOLUTION = 300.0
+SPLITS = ("train", "dev", "test")
+
+#: flavour letter -> (vCPU, memory GB), as in flav_map.txt
+FLAVORS: dict[str, tuple[float, float]] = {
+    "a": (1, 0.75), "b": (1, 1.75), "c": (1, 2), "d": (16, 112), "e": (2, 14), "f": (2, 16), "g": (2, 3.5),
+    "h": (2, 4), "i": (4, 28), "j": (4, 32), "k": (4, 7), "l": (4, 8), "m": (8, 14), "n": (8, 16), "o": (8, 56),
+    "p": (8, 64),
+}
+
+
+def _default_bins() -> np.ndarray:
+    """``(46, 2)``: the (lo, hi] seconds of each duration bin (exact bins have lo == hi)."""
+    rows = [(300.0 * b, 300.0 * b) for b in range(13)]
+    rows += [(3600.0 * h, 3600.0 * (h + 1)) for h in range(1, 24)]
+    rows += [(86400.0 * d, 86400.0 * (d + 1)) for d in range(1, 10)]
+    rows += [(864000.0, 1728000.0)]
+    return np.array(rows)
+
+
+#: duration bin -> (lo, hi] in seconds, as documented by the README (verified against v1.interval_map.txt)
+BIN_INTERVALS: np.ndarray = _default_bins()
+
+
+def read_flavor_map(path: PathLike) -> dict[str, tuple[float, float]]:
+    """Parse ``flav_map.txt`` (lines ``vCPU,memGB letter``)."""
+    p = Path(path)
+    check_exists(p, "Azure flav_map.txt")
+    out: dict[str, tuple[float, float]] = {}
+    with open_text(p) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                res, letter = line.split()
+                cpu, mem = (float(v) for v in res.split(","))
+            except ValueError:
+                raise TraceFormatError(f"{p}: line {n}: expected 'vCPU,memGB letter', got {line.strip()!r}") from None
+            out[letter] = (cpu, mem)
+    return out
+
+
+def read_interval_map(path: PathLike) -> np.ndarray:
+    """Parse ``v1.interval_map.txt`` into ``(bins, 2)`` (lo, hi] seconds: hi = the largest duration
+    mapped to the bin, lo = the previous bin's hi (or hi itself when the bin holds one duration)."""
+    p = Path(path)
+    check_exists(p, "Azure v1.interval_map.txt")
+    d: dict[int, list[float]] = {}
+    with open_text(p) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                s, b = line.split()
+                d.setdefault(int(b), []).append(float(s))
+            except ValueError:
+                raise TraceFormatError(f"{p}: line {n}: expected '<duration_s> <bin>', got {line.strip()!r}") from None
+    nb = max(d) + 1
+    out = np.zeros((nb, 2))
+    prev = 0.0
+    for b in range(nb):
+        if b not in d:
+            raise TraceFormatError(f"{p}: bin {b} has no durations")
+        v = d[b]
+        out[b] = (min(v), max(v)) if len(v) == 1 else (prev, max(v))
+        prev = max(v)
+    return out
+
+
+def bin_durations(bins: np.ndarray, point: Literal["mid", "lower", "upper"] = "mid",
+                  intervals: np.ndarray = BIN_INTERVALS) -> np.ndarray:
+    """A representative duration (s) for each duration bin; bin 0 ("< 300 s") -> 150 s."""
+    if point not in ("mid", "lower", "upper"):
+        raise ScenarioError("duration_point", f"expected 'mid', 'lower' or 'upper', got {point!r}")
+    lo, hi = intervals[:, 0], intervals[:, 1]
+    rep = {"mid": (lo + hi) / 2, "lower": lo, "upper": hi}[point].copy()
+    rep[(lo == 0) & (hi == 0)] = RESOLUTION / 2
+    return rep[np.asarray(bins, dtype=np.int64)]
+
+
+def _read_lines(path: Path) -> list[tuple[int, float, list[str]]]:
+    """``(line number, ts, tokens)`` per non-empty line; tokens without empties."""
+    out = []
+    try:
+        with open_text(path) as fh:
+            for n, line in enumerate(fh, 1):
+                s = line.strip()
+                if not s:
+                    continue
+                ts_s, _, rest = s.partition(" ")
+                try:
+                    ts = float(ts_s)
+                except ValueError:
+                    raise TraceFormatError(f"{path}: line {n}, field 'timestamp': not a number: {ts_s!r}") from None
+                out.append((n, ts, [t for t in rest.strip().split(",") if t]))
+    except (EOFError, OSError) as e:
+        last = out[-1][0] if out else 0
+        raise TraceFormatError(f"{path}: truncated or corrupt gzip stream after line {last} "
+                               f"({type(e).__name__}: {e})") from None
+    return out
+
+
+def _split_file(d: Path, split: str) -> Path:
+    for name in (f"v1.{split}.txt.gz", f"v1.{split}.txt"):
+        if (d / name).exists():
+            return d / name
+    raise TraceNotFoundError(f"{d / f'v1.{split}.txt.gz'} not found (the Azure V1 {split} flavour trace); download "
+                             "huaweicloud/trace_generation_rnn resources/traces and point CLUSTERGYM_TRACES at them")
+
+
+def _duration_file(d: Path, split: str) -> Path | None:
+    cands = sorted(d.glob(f"v1.{split}.c*.txt.gz")) + sorted(d.glob(f"v1.{split}.c*.txt"))
+    return cands[0] if cands else None
+
+
+def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", "dev", "test"] = "test",
+                  flavors_path: PathLike | None = None, durations_path: PathLike | None = None,
+                  durations: bool = True, censor_time: float | None = None,
+                  censored: Literal["truncate", "drop"] = "truncate",
+                  duration_point: Literal["mid", "lower", "upper"] = "mid",
+                  arrival: Literal["bin_end", "spread"] = "bin_end",
+                  window: tuple[float | None, float | None] | None = None, first_n: int | None = None) -> TraceTable:
+    """Azure V1 VM arrivals with flavours (vCPU, memory GB) and binned lifetimes; one job per VM.
+
+    Args:
+        split: ``train`` (no durations in the snapshot), ``dev`` or ``test``.
+        flavors_path, durations_path: explicit files (default: under the trace directory).
+        durations: read the duration file (required for replay; ``False`` gives ``duration = NaN``).
+        censor_time: the censoring time T (default: parsed from the duration file name ``c<T>``).
+        censored, duration_point, arrival: see the module docstring.
+        window: on the arrival time in trace seconds.
+
+    Returns:
+        columns ``arrival, duration, vcpu, memory, flavor, batch, batch_size, censored, duration_bin,
+        time`` (trace seconds of the line).
+    """
+    if split not in SPLITS:
+        raise ScenarioError("split", f"expected one of {list(SPLITS)}, got {split!r}")
+    if censored not in ("truncate", "drop"):
+        raise ScenarioError("censored", f"expected 'truncate' or 'drop', got {censored!r}")
+    if arrival not in ("bin_end", "spread"):
+        raise ScenarioError("arrival", f"expected 'bin_end' or 'spread', got {arrival!r}")
+    d: Path | None = None
+    if flavors_path is None or (durations and durations_path is None):
+        d = trace_path("azure", ".", trace_dir=trace_dir)
+    fpath = Path(flavors_path) if flavors_path is not None else _split_file(d, split)  # type: ignore[arg-type]
+    check_exists(fpath, "Azure V1 flavour trace")
+    flav = dict(FLAVORS)
+    intervals = BIN_INTERVALS
+    if d is not None and (d / "flav_map.txt").exists():
+        flav = read_flavor_map(d / "flav_map.txt")
+    if d is not None:
+        for name in ("v1.interval_map.txt.gz", "v1.interval_map.txt"):
+            if (d / name).exists():
+                intervals = read_interval_map(d / name)
+                break
+    dpath: Path | None = None
+    if durations:
+        dpath = Path(durations_path) if durations_path is not None else _duration_file(d, split)  # type: ignore[arg-type]
+        if dpath is None:
+            raise TraceNotFoundError(f"no duration file v1.{split}.c<T>.txt(.gz) in {d}: the public snapshot has "
+                                     f"durations for the dev and test splits only; use split='dev' or 'test', or "
+                                     "durations=False for arrivals and flavours alone")
+        check_exists(dpath, "Azure V1 duration trace")
+        if censor_time is None:
+            m = re.search(r"\.c(\d+)\.txt", dpath.name)
+            if not m:
+                raise ScenarioError("censor_time", f"cannot read the censoring time from {dpath.name}; pass censor_time")
+            censor_time = float(m.group(1))
+
+    flines = _read_lines(fpath)
+    dlines = _read_lines(dpath) if dpath is not None else None
+    if dlines is not None and len(dlines) != len(flines):
+        raise TraceFormatError(f"{dpath}: {len(dlines)} lines, but {fpath} has {len(flines)}: the files must align")
+    letters, times, batch, spread, dbin, dcens = [], [], [], [], [], []
+    b = 0
+    for li, (n, ts, toks) in enumerate(flines):
+        if dlines is not None:
+            dn, dts, dtoks = dlines[li]
+            if dts != ts:
+                raise TraceFormatError(f"{dpath}: line {dn}, field 'timestamp': {dts:g} but {fpath} line {n} has {ts:g}")
+            if len(dtoks) != len(toks):
+                raise TraceFormatError(f"{dpath}: line {dn}: {len(dtoks)} tokens, but {fpath} line {n} has "
+                                       f"{len(toks)}: the files must align token for token")
+        vms = [k for k, t in enumerate(toks) if t != "|"]
+        nv = len(vms)
+        for j, k in enumerate(vms):
+            t = toks[k]
+            if t not in flav:
+                raise TraceFormatError(f"{fpath}: line {n}, field 'token {k + 1}': unknown flavour {t!r} "
+                                       f"(expected one of {''.join(sorted(flav))} or '|')")
+            letters.append(t)
+            times.append(ts)
+            spread.append(ts - RESOLUTION + RESOLUTION * (j + 0.5) / nv)
+            if dlines is not None:
+                dt = dtoks[k]
+                kind, num = dt[:1], dt[1:]
+                if kind not in ("U", "C") or not num.isdigit() or int(num) >= len(intervals):
+                    raise TraceFormatError(f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected U<bin> or "
+                                           f"C<bin> with bin < {len(intervals)}, got {dt!r}")
+                dbin.append(int(num))
+                dcens.append(kind == "C")
+        for k, t in enumerate(toks):
+            if t == "|":
+                if dlines is not None and dlines[li][2][k] != "|":
+                    raise TraceFormatError(f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected '|' "
+                                           f"(a batch end in {fpath}), got {dlines[li][2][k]!r}")
+        # batches: tokens up to each '|'
+        cur = 0
+        for t in toks:
+            if t == "|":
+                b += cur > 0
+                cur = 0
+            else:
+                batch.append(b)
+                cur += 1
+        if cur:
+            b += 1
+    n_vm = len(letters)
+    rep = FilterReport(str(fpath) + (f" + {dpath.name}" if dpath is not None else ""), rows=len(flines))
+    let = np.array(letters, dtype="<U1")
+    cpu = np.array([flav[x][0] for x in letters], dtype=np.float64)
+    mem = np.array([flav[x][1] for x in letters], dtype=np.float64)
+    bt = np.array(batch, dtype=np.int64)
+    t_line = np.array(times, dtype=np.float64)
+    arr = t_line if arrival == "bin_end" else np.array(spread, dtype=np.float64)
+    if dlines is not None:
+        bins = np.array(dbin, dtype=np.int64)
+        cens = np.array(dcens, dtype=bool)
+        dur = bin_durations(bins, duration_point, intervals)
+        assert censor_time is not None
+        dur = np.where(cens, float(censor_time) - arr, dur)
+        rep.counts["uncensored"] = int((~cens).sum())
+        rep.counts["censored"] = int(cens.sum())
+        rep.counts["censor_time"] = float(censor_time)
+    else:
+        bins = np.full(n_vm, -1, dtype=np.int64)
+        cens = np.zeros(n_vm, dtype=bool)
+        dur = np.full(n_vm, np.nan)
+    rep.counts["batches"] = int(np.unique(bt).size) if n_vm else 0
+    rep.counts["flavors"] = {k: int(v) for k, v in zip(*np.unique(let, return_counts=True))}
+    bsize = np.bincount(bt)[bt] if n_vm else bt
+    df = pd.DataFrame({"duration": dur, "vcpu": cpu, "memory": mem, "flavor": let, "batch": bt, "batch_size": bsize,
+                       "censored": cens, "duration_bin": bins, "time": t_line, "_arr": arr})
+    filt = Filtering(df, rep)
+    if dlines is not None:
+        if censored == "drop":
+            filt.keep(~cens, f"alive at the censoring time {censor_time:g} s (C token)")
+        else:
+            rep.modify(f"alive at the censoring time {censor_time:g} s: duration truncated there", int(cens.sum()))
+        nonpos = filt.df["duration"].to_numpy() <= 0
+        filt.keep(~nonpos, "censored at or before its arrival (non-positive truncated duration)")
+    if window is not None:
+        lo, hi = window
+        a = filt.df["_arr"].to_numpy()
+        m = np.ones(a.size, bool)
+        if lo is not None:
+            m &= a >= float(lo)
+        if hi is not None:
+            m &= a < float(hi)
+        filt.keep(m, f"outside the window [{lo}, {hi}) s")
+    if first_n is not None:
+        nk = int(first_n)
+        if nk < 1:
+            raise ScenarioError("first_n", f"must be >= 1, got {first_n}")
+        a = filt.df["_arr"].to_numpy()
+        m = np.zeros(a.size, bool)
+        m[np.argsort(a, kind="stable")[:nk]] = True
+        filt.keep(m, f"after the first {nk} arrivals")
+    filt.df = filt.df.sort_values("_arr", kind="stable")
+    jobs = filt.done()
+    origin = float(jobs["_arr"].iloc[0]) if len(jobs) else 0.0
+    jobs.insert(0, "arrival", jobs.pop("_arr") - origin)
+    rep.steps.append(f"Azure V1 {split}: flavours from flav_map, durations from bins ({duration_point}), censored "
+                     f"{censored}, arrival {arrival}; arrival - {origin:g} s (the first kept arrival)")
+    return TraceTable(jobs=jobs, resources=("vcpu", "memory"),
+                      units={"arrival": "s", "duration": "s", "vcpu": "vCPU", "memory": "GB", "time": "s (trace)"},
+                      report=rep, format="azure", origin=origin)
