@@ -38,6 +38,7 @@ Routing = Literal["jsq", "power-of-two", "random", "agent"]
 
 _INF = math.inf
 _QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
+_COMPLETION = int(EventKind.COMPLETION)
 
 
 class ImpossibleJobError(ClusterGymError):
@@ -187,9 +188,7 @@ class Simulator:
         self.impossible = impossible
         self.rate_window = float(rate_window)
         self.validate = validate
-        # which server can hold each type when empty (local queues exist only there)
         self._limit = self.cluster._limit
-        self.type_fits_empty = np.all(self.types.demand[:, None, :] <= self._limit[None, :, :], axis=2)  # (J, L)
         rates = source.arrival_rates()
         self.total_rate = float(np.sum(rates)) if rates is not None else None
         self._seeded = False
@@ -299,7 +298,7 @@ class Simulator:
             raise AssertionError(f"time went back: {t} < {self.now}")
         if dt > 0:
             I = self.integrals
-            I.elapsed += dt
+            I.elapsed = t  # not a running sum: no rounding drift from now
             I.queue += self.n_queued * dt
             I.system += (self.n_queued + self.n_running) * dt
             I.weighted_queue += self.w_queued * dt
@@ -325,7 +324,16 @@ class Simulator:
         if self.pending >= 0:
             self._reject(self.pending)
         ep = self.epochs
+        heap = self._heap
+        jobs = self.jobs
         while True:
+            # drop stale completions (jobs preempted or replaced) before they can move the clock
+            while heap and heap[0][1] == _COMPLETION and (
+                    jobs.status[heap[0][3]] != _RUNNING or jobs.end[heap[0][3]] != heap[0][0]):
+                heapq.heappop(heap)
+            if self._drained():
+                self._finish(terminated=True)
+                return None
             # choose the next event: (time, kind order) minimal
             t, kind = self.horizon, EventKind.HORIZON
             if self._next_wakeup_or_completion_before(t, kind):
@@ -350,10 +358,6 @@ class Simulator:
                     event = Event(EventKind.WAKEUP, t)
                     stop = True
                 else:
-                    jobs = self.jobs
-                    if jobs.status[job] != _RUNNING or jobs.end[job] != t:
-                        self.n_events -= 1
-                        continue  # stale: preempted or replaced earlier
                     server = int(jobs.server[job])
                     jtype = int(jobs.type[job])
                     is_dummy = bool(jobs.dummy[job])
@@ -384,6 +388,13 @@ class Simulator:
                 self.event = event  # type: ignore[assignment]
                 self.n_epochs += 1
                 return event
+
+    def _drained(self) -> bool:
+        """With an infinite horizon: the source is exhausted and no real job waits or runs.
+
+        Agent clocks, wake-ups and dummy jobs do not keep such an episode alive."""
+        return (self.horizon == _INF and self._chunks is None and self._next_arrival == _INF
+                and self.n_queued == 0 and self.n_running == 0)
 
     def _next_wakeup_or_completion_before(self, t: float, kind: EventKind) -> bool:
         if not self._heap:
@@ -632,8 +643,7 @@ class Simulator:
                 return "ROUTE needs per-server queues (queueing='local')"
             if cmd.job not in self.queue:
                 return f"job {cmd.job} is not waiting to be routed"
-            if not self.type_fits_empty[int(jobs.type[cmd.job])][cmd.server] and not np.all(
-                    jobs.demand[cmd.job] <= self._limit[cmd.server]):
+            if not np.all(jobs.demand[cmd.job] <= self._limit[cmd.server]):
                 return f"job {cmd.job} can never fit on server {cmd.server}"
             return None
         if k == Cmd.WAKE:
