@@ -52,7 +52,17 @@ def _preset_of(env_id: str) -> str:
 
 
 def _small(env_id: str) -> float:
-    return SMALL_HORIZON[_preset_of(env_id)]
+    """A short horizon with a few dozen arrivals (presets added later get one from their rates)."""
+    name = _preset_of(env_id)
+    if name in SMALL_HORIZON:
+        return SMALL_HORIZON[name]
+    sc = make_preset(name)
+    rates = sc.source.arrival_rates()
+    if rates is not None and float(np.sum(rates)) > 0:
+        return min(sc.horizon, 30.0 / float(np.sum(rates)))
+    if np.isfinite(sc.horizon):
+        return sc.horizon
+    pytest.skip(f"{name}: a trace-driven preset without a finite default horizon (covered by its own tests)")
 
 
 def _random_masked_action(mask: np.ndarray, rng: np.random.Generator) -> int:
