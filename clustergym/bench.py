@@ -8,6 +8,9 @@ figures per scenario:
 * ``env-random`` -- the masked random policy through the Gymnasium API
   (``head`` action mode, trivial epochs skipped): environment steps per second.
 
+Wall-clock rates and, beside them, rates per CPU second of this process (less
+sensitive to other load on the machine).
+
 Scenarios: ``ec2`` (20 servers) and ``ec2`` with 1000 servers (arrival rates
 scale with L).
 """
@@ -26,12 +29,13 @@ from clustergym.scenarios import make_preset
 __all__ = ["run_benchmarks"]
 
 
-def _random_steps(scenario, seed: int, max_steps: int) -> tuple[int, int, float]:
+def _random_steps(scenario, seed: int, max_steps: int) -> tuple[int, int, float, float]:
     from clustergym.envs import ClusterEnv
 
     env = ClusterEnv(scenario)
     rng = np.random.default_rng(seed)
     obs, _ = env.reset(seed=seed)
+    c0 = time.process_time()
     t0 = time.perf_counter()
     steps = 0
     while steps < max_steps:
@@ -40,7 +44,7 @@ def _random_steps(scenario, seed: int, max_steps: int) -> tuple[int, int, float]
         steps += 1
         if term or trunc:
             obs, _ = env.reset(seed=seed + steps)
-    return steps, env.sim.n_events, time.perf_counter() - t0
+    return steps, env.sim.n_events, time.perf_counter() - t0, time.process_time() - c0
 
 
 def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None) -> dict[str, Any]:
@@ -50,17 +54,20 @@ def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None)
         sc = make_preset(name, num_servers=L, zeta=0.9, horizon=horizon)
         if log:
             log(f"kernel: best-fit on {name} L={L} horizon={horizon:g}")
+        c0 = time.process_time()
         r = run_episode(sc, "best-fit", seed=0)
+        cpu = time.process_time() - c0
         results.append({"benchmark": "kernel", "scenario": name, "servers": L, "events": r["events"],
-                        "steps": r["steps"], "wall_seconds": r["wall_seconds"],
+                        "steps": r["steps"], "wall_seconds": r["wall_seconds"], "cpu_seconds": cpu,
                         "events_per_second": r["events"] / r["wall_seconds"],
-                        "steps_per_second": r["steps"] / r["wall_seconds"]})
+                        "steps_per_second": r["steps"] / r["wall_seconds"],
+                        "events_per_cpu_second": r["events"] / cpu})
         max_steps = 5_000 if quick else 50_000
         if log:
             log(f"env-random: masked random policy on {name} L={L}, {max_steps} steps")
-        steps, events, wall = _random_steps(sc.with_horizon(1e9), 0, max_steps)
+        steps, events, wall, cpu = _random_steps(sc.with_horizon(1e9), 0, max_steps)
         results.append({"benchmark": "env-random", "scenario": name, "servers": L, "events": events,
-                        "steps": steps, "wall_seconds": wall, "events_per_second": events / wall,
-                        "steps_per_second": steps / wall})
+                        "steps": steps, "wall_seconds": wall, "cpu_seconds": cpu, "events_per_second": events / wall,
+                        "steps_per_second": steps / wall, "events_per_cpu_second": events / cpu})
     return {"machine": {"python": platform.python_version(), "processor": platform.machine()},
             "benchmarks": results}

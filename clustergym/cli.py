@@ -285,11 +285,12 @@ def bench_cmd(
         return
     t = Table(title="clustergym bench")
     for c in ("benchmark", "scenario", "servers", "events", "steps", "wall_seconds", "events_per_second",
-              "steps_per_second"):
+              "steps_per_second", "events_per_cpu_second"):
         t.add_column(c, justify="right" if c not in ("benchmark", "scenario") else "left")
     for r in results["benchmarks"]:
         t.add_row(r["benchmark"], r["scenario"], str(r["servers"]), str(r["events"]), str(r["steps"]),
-                  f"{r['wall_seconds']:.3f}", f"{r['events_per_second']:,.0f}", f"{r['steps_per_second']:,.0f}")
+                  f"{r['wall_seconds']:.3f}", f"{r['events_per_second']:,.0f}", f"{r['steps_per_second']:,.0f}",
+                  f"{r['events_per_cpu_second']:,.0f}")
     out.print(t)
 
 
