@@ -294,6 +294,11 @@ def bench_cmd(
     out.print(t)
 
 
+from clustergym.cli_trace import trace_cmd  # noqa: E402
+
+app.command("trace")(trace_cmd)
+
+
 def main() -> None:
     app()
 

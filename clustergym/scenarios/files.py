@@ -34,7 +34,10 @@ or a full definition::
 ``slotted`` takes ``rate_per_slot``, ``demand``, ``service`` (whole slots) and
 ``slot``; ``replay`` takes ``file`` (CSV, relative to the scenario file) and
 ``columns`` (``arrival``, ``duration``, ``demand: [..]``, optional ``type``,
-``weight``, ``reward_rate``).  ``servers[i].speed`` (one number per job type)
+``weight``, ``reward_rate``); ``trace`` reads a real trace with a loader of
+:mod:`clustergym.traces` (``format``, ``path``, ``trace_dir``, ``filters``,
+``transforms``, ``demand``, ``type``, ``weight``, ``reward_rate``; see
+:func:`clustergym.traces.scenarios.trace_workload_from_spec` and docs/traces.md).  ``servers[i].speed`` (one number per job type)
 sets machine-dependent service rates.
 """
 
@@ -234,8 +237,16 @@ def _servers(value: Any, R: int, J: int) -> tuple[np.ndarray, np.ndarray | None]
 
 def _workload(value: Any, R: int, base_dir: Path):
     w = _keys(value, "workload", {"kind", "types", "rate", "demand", "service", "rate_per_slot", "slot",
-                                  "file", "columns", "time_scale", "weight", "reward_rate"}, required=("kind",))
-    kind = _choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay"))
+                                  "file", "columns", "time_scale", "weight", "reward_rate",
+                                  "format", "path", "trace_dir", "filters", "transforms", "type"}, required=("kind",))
+    kind = _choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay", "trace"))
+    if kind == "trace":
+        from clustergym.traces.scenarios import trace_workload_from_spec
+
+        source: Any = trace_workload_from_spec(w, "workload", R, base_dir)
+        if "time_scale" in w:
+            source = TimeScaled(source, _num(w["time_scale"], "workload.time_scale", lo=0.0, lo_open=True))
+        return source
     if kind == "poisson-typed":
         types = w.get("types")
         if not isinstance(types, list) or not types:
@@ -251,7 +262,7 @@ def _workload(value: Any, R: int, base_dir: Path):
             weights.append(_num(t.get("weight", 1.0), f"{f}.weight", lo=0.0))
             rewards.append(_num(t.get("reward_rate", 1.0), f"{f}.reward_rate", lo=0.0))
             names.append(str(t.get("name", f"type{j}")))
-        source: Any = PoissonTypedSource(rates, np.array(demands), services, weights=weights,
+        source = PoissonTypedSource(rates, np.array(demands), services, weights=weights,
                                          reward_rates=rewards, names=names)
     elif kind in ("poisson", "slotted"):
         rate_key = "rate" if kind == "poisson" else "rate_per_slot"

@@ -31,7 +31,12 @@ from clustergym.traces.google import (
     machine_configurations,
     read_task_events,
 )
-from clustergym.traces.paths import ENV_VAR, TraceNotFoundError, resolve_trace_dir, traces_available
+from clustergym.traces.paths import (
+    ENV_VAR,
+    TraceNotFoundError,
+    resolve_trace_dir,
+    traces_available,
+)
 from clustergym.traces.scenarios import (
     FORMATS,
     TRACE_PRESETS,

@@ -43,6 +43,7 @@ class Col:
         kind: ``int`` (whole number), ``float`` or ``str``.
         required: whether an empty value is an error (mandatory field).
         label: the field's name in error messages (default: ``key`` for headers, ``name`` otherwise).
+        dtype: a narrower integer dtype for a required ``int`` column (the values must fit).
     """
 
     name: str
@@ -50,6 +51,7 @@ class Col:
     kind: Kind = "float"
     required: bool = True
     label: str | None = None
+    dtype: object = None  # a narrower numpy dtype for a required int column (e.g. np.int8)
 
 
 def check_exists(path: Path, what: str) -> None:
@@ -122,7 +124,7 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
         if c.kind == "str":
             dtypes[pos[c.name]] = object
         elif c.kind == "int" and c.required:
-            dtypes[pos[c.name]] = np.int64
+            dtypes[pos[c.name]] = c.dtype or np.int64
         else:
             dtypes[pos[c.name]] = np.float64
     usecols = sorted(set(pos.values()))
@@ -132,8 +134,10 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
                           engine="c", keep_default_na=False, na_values=[""], quoting=csv.QUOTE_MINIMAL)
     except (ValueError, pd.errors.ParserError, EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
         _diagnose(path, cols, pos, header, nfields, e)
-        raise AssertionError("unreachable")  # _diagnose always raises
-    out = pd.DataFrame({c.name: raw[pos[c.name]] for c in cols})
+        raise AssertionError("unreachable") from e  # _diagnose always raises
+    by_pos = {pos[c.name]: c.name for c in cols}
+    raw.columns = [by_pos[int(p)] for p in raw.columns]  # rename in place: no copy of the data
+    out = raw
     # mandatory float/str fields: an empty value is an error at its line
     for c in cols:
         if c.required and c.kind != "int":
@@ -177,12 +181,15 @@ def _diagnose(path: Path, cols: Sequence[Col], pos: dict[str, int], header: bool
                                            "fields)")
                 if nfields is not None and len(fields) > nfields:
                     raise TraceFormatError(f"{path}: line {line}: {len(fields)} fields, expected {nfields}")
+                short = [c for c in cols if pos[c.name] >= len(fields)]
+                if short:
+                    c = ([c for c in short if c.required] or short)[0]
+                    raise TraceFormatError(f"{path}: line {line}, field '{_label(c, header)}' (column "
+                                           f"{pos[c.name] + 1}): missing (the line has {len(fields)} fields, "
+                                           f"expected {nfields or pos[c.name] + 1})")
                 for c in cols:
                     p = pos[c.name]
                     lab = _label(c, header)
-                    if p >= len(fields):
-                        raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): missing "
-                                               f"(the line has {len(fields)} fields, expected {nfields or p + 1})")
                     v = fields[p].strip()
                     if v == "":
                         if c.required:

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -49,7 +50,7 @@ import pandas as pd
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.traces._csv import Col, check_exists, open_text, read_table
 from clustergym.traces.paths import trace_path
-from clustergym.traces.table import FilterReport, Filtering, TraceTable
+from clustergym.traces.table import Filtering, FilterReport, TraceTable
 
 __all__ = [
     "load_alibaba_v2017", "load_alibaba_v2017_machines", "load_cloudsimpy_jobs", "load_alibaba_gpu_v2023",
@@ -169,7 +170,7 @@ def load_alibaba_v2017(trace_dir: PathLike | None = None, *, path: PathLike | No
     kinds = ["int", "int", "int", "int", "int", "str", "float", "float"]
     required = [True, True, True, True, True, True, False, False]
     cols = [Col(n, n if header else i, k, r, label=n) for i, (n, k, r) in
-            enumerate(zip(_V2017_FIELDS, kinds, required))]
+            enumerate(zip(_V2017_FIELDS, kinds, required, strict=True))]
     raw = read_table(p, cols, header=header, nfields=8, what="Alibaba v2017 batch_task")
     off = 2 if header else 1
     line = np.arange(len(raw)) + off

@@ -38,7 +38,7 @@ import pandas as pd
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.traces._csv import check_exists, open_text
 from clustergym.traces.paths import TraceNotFoundError, trace_path
-from clustergym.traces.table import FilterReport, Filtering, TraceTable
+from clustergym.traces.table import Filtering, FilterReport, TraceTable
 
 __all__ = ["FLAVORS", "BIN_INTERVALS", "RESOLUTION", "load_azure_v1", "read_flavor_map", "read_interval_map",
            "bin_durations", "SPLITS"]
@@ -247,10 +247,9 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
                 dbin.append(int(num))
                 dcens.append(kind == "C")
         for k, t in enumerate(toks):
-            if t == "|":
-                if dlines is not None and dlines[li][2][k] != "|":
-                    raise TraceFormatError(f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected '|' "
-                                           f"(a batch end in {fpath}), got {dlines[li][2][k]!r}")
+            if t == "|" and dlines is not None and dlines[li][2][k] != "|":
+                raise TraceFormatError(f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected '|' "
+                                       f"(a batch end in {fpath}), got {dlines[li][2][k]!r}")
         # batches: tokens up to each '|'
         cur = 0
         for t in toks:
@@ -284,7 +283,7 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
         cens = np.zeros(n_vm, dtype=bool)
         dur = np.full(n_vm, np.nan)
     rep.counts["batches"] = int(np.unique(bt).size) if n_vm else 0
-    rep.counts["flavors"] = {k: int(v) for k, v in zip(*np.unique(let, return_counts=True))}
+    rep.counts["flavors"] = {k: int(v) for k, v in zip(*np.unique(let, return_counts=True), strict=True)}
     bsize = np.bincount(bt)[bt] if n_vm else bt
     df = pd.DataFrame({"duration": dur, "vcpu": cpu, "memory": mem, "flavor": let, "batch": bt, "batch_size": bsize,
                        "censored": cens, "duration_bin": bins, "time": t_line, "_arr": arr})

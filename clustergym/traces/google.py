@@ -55,7 +55,7 @@ from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.traces import transforms as T
 from clustergym.traces._csv import Col, read_table
 from clustergym.traces.paths import TraceNotFoundError, trace_path
-from clustergym.traces.table import FilterReport, Filtering, TraceTable
+from clustergym.traces.table import Filtering, FilterReport, TraceTable
 
 __all__ = [
     "EVENT_TYPES", "GoogleTaskEvents", "task_event_files", "read_task_events", "google_tasks", "load_google",
@@ -73,9 +73,9 @@ _TASK_COLS = [
     Col("time", 0, "int", label="time"),
     Col("job", 2, "int", label="job ID"),
     Col("task", 3, "int", label="task index"),
-    Col("event", 5, "int", label="event type"),
+    Col("event", 5, "int", label="event type", dtype=np.int8),
     Col("sched_class", 7, "int", required=False, label="scheduling class"),
-    Col("priority", 8, "int", label="priority"),
+    Col("priority", 8, "int", label="priority", dtype=np.int8),
     Col("cpu", 9, "float", required=False, label="CPU request"),
     Col("memory", 10, "float", required=False, label="memory request"),
     Col("disk", 11, "float", required=False, label="disk space request"),
@@ -102,7 +102,7 @@ class GoogleTaskEvents:
 
     def where(self, row: int) -> tuple[Path, int]:
         """The file and 1-based line of global row ``row``."""
-        cum = np.cumsum((0,) + self.rows)
+        cum = np.cumsum((0, *self.rows))
         f = int(np.searchsorted(cum, row, side="right") - 1)
         return self.files[f], int(row - cum[f] + 1)
 
@@ -164,23 +164,21 @@ def read_task_events(files: str | os.PathLike[str] | Sequence[str | os.PathLike[
     else:
         frames = [one(p) for p in paths]
     rows = tuple(len(f) for f in frames)
-    ev = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    return GoogleTaskEvents(ev, tuple(paths), rows)
+    # concatenate column by column, freeing each part's column as we go (peak: one copy + one column)
+    cols: dict[str, np.ndarray] = {}
+    for name in frames[0].columns:
+        cols[name] = np.concatenate([f[name].to_numpy() for f in frames]) if len(frames) > 1 else \
+            frames[0][name].to_numpy()
+        for f in frames:
+            del f[name]
+    del frames
+    return GoogleTaskEvents(pd.DataFrame(cols, copy=False), tuple(paths), rows)
 
 
 def _compact(df: pd.DataFrame) -> pd.DataFrame:
     sc = df["sched_class"].to_numpy()
-    return pd.DataFrame({
-        "time": df["time"].to_numpy(np.int64),
-        "job": df["job"].to_numpy(np.int64),
-        "task": df["task"].to_numpy(np.int64),
-        "event": df["event"].to_numpy().astype(np.int8),
-        "sched_class": np.where(np.isfinite(sc), sc, -1).astype(np.int8),
-        "priority": df["priority"].to_numpy().astype(np.int8),
-        "cpu": df["cpu"].to_numpy(np.float64),
-        "memory": df["memory"].to_numpy(np.float64),
-        "disk": df["disk"].to_numpy(np.float64),
-    })
+    df["sched_class"] = np.where(np.isfinite(sc), sc, -1).astype(np.int8)
+    return df
 
 
 def _validate_events(ev: GoogleTaskEvents) -> None:
@@ -245,16 +243,22 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
     # group rows by task, file order within a task (parts are in time order)
     jc = pd.factorize(e["job"].to_numpy())[0].astype(np.int64)
     task = e["task"].to_numpy()
-    key = jc * (int(task.max()) + 1) + task
-    order = np.argsort(key, kind="stable")
+    jc *= int(task.max()) + 1
+    jc += task  # jc is now the task key
+    order = np.argsort(jc, kind="stable")
     if after.any():
         order = order[~after[order]]
     n = order.size
-    key_s = key[order]
+    itype = np.int32 if n < 2**31 - 1 else np.int64  # row positions: half the memory on slices < 2^31 rows
+    order = order.astype(itype)
+    key_s = jc[order]
+    del jc
     t_s = t_all[order]
     ev_s = e["event"].to_numpy()[order]
-    starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]]) if n else np.zeros(0, np.int64)
-    idx = np.arange(n)
+    starts = np.flatnonzero(key_s[1:] != key_s[:-1]) + 1 if n else np.zeros(0, np.int64)
+    starts = np.r_[0, starts] if n else starts
+    del key_s
+    idx = np.arange(n, dtype=itype)
     rep.counts["tasks"] = int(starts.size)
 
     def first(mask: np.ndarray) -> np.ndarray:
@@ -304,14 +308,11 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
         if neg.any():
             k = int(np.flatnonzero(neg)[0])
             f, line = events.where(int(order[fin_i[k]]))
+            more = int(neg.sum()) - 1
             raise TraceFormatError(f"{f}: line {line}, field 'time': negative duration: FINISH at "
-                                   f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs "
-                                   f"(and {int(neg.sum()) - 1} more tasks)" if neg.sum() > 1 else
-                                   f"{f}: line {line}, field 'time': negative duration: FINISH at "
-                                   f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs")
+                                   f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs"
+                                   + (f" (and {more} more tasks)" if more else ""))
         censored = None
-        rec_rows_sch, rec_rows_sub = sch_i, sub_i
-        filt_state = filt
     else:  # attempts: one job per SUBMIT followed by a SCHEDULE
         grp_end = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))  # exclusive end of own group
 
@@ -358,11 +359,9 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
                                    f"{int(end_t[k])} µs, before its SCHEDULE at {t_s[sch_i[k]]} µs")
         censored = ~has_term
         rep.modify("running at the end of the slice: duration truncated there (right-censored)", int(censored.sum()))
-        rec_rows_sch, rec_rows_sub = sch_i, sub_i
-        filt_state = filt
 
     # values from the SCHEDULE record, falling back to the SUBMIT record
-    rs, rb = order[rec_rows_sch], order[rec_rows_sub]
+    rs, rb = order[sch_i], order[sub_i]  # rows (in file order) of each job's SCHEDULE and SUBMIT records
 
     def pick(col: str) -> np.ndarray:
         v = e[col].to_numpy()
@@ -383,8 +382,7 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
     })
     if censored is not None:
         jobs["censored"] = censored
-    filt = filt_state
-    filt.df = jobs  # same rows as filt.df, now as job columns
+    filt.df = jobs  # the same rows as filt.df, now as job columns
     if band is not None:
         filt.keep(jobs["priority"].isin(band).to_numpy(), f"priority not in {list(band)}")
     jobs = filt.df

@@ -35,16 +35,28 @@ from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.scenarios.spec import Scenario
 from clustergym.traces import transforms as T
-from clustergym.traces.alibaba import (load_alibaba_gpu_v2023, load_alibaba_gpu_v2023_nodes, load_alibaba_gpu_v2025,
-                                       load_alibaba_v2017, load_cloudsimpy_jobs)
+from clustergym.traces.alibaba import (
+    load_alibaba_gpu_v2023,
+    load_alibaba_gpu_v2023_nodes,
+    load_alibaba_gpu_v2025,
+    load_alibaba_v2017,
+    load_cloudsimpy_jobs,
+)
 from clustergym.traces.azure import load_azure_v1
-from clustergym.traces.google import (GoogleTaskEvents, google_tasks, load_google_machines, machine_configurations,
-                                      read_task_events, task_event_files)
+from clustergym.traces.google import (
+    GoogleTaskEvents,
+    google_tasks,
+    load_google_machines,
+    machine_configurations,
+    read_task_events,
+    task_event_files,
+)
+from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
 from clustergym.workloads.replay import ReplaySource
 
 __all__ = ["TRACE_PRESETS", "FORMATS", "rms_google", "bfjs_google", "lotes_google", "autoscale_google", "alibaba_gpu",
-           "load_trace", "apply_transforms", "trace_workload_from_spec", "clear_cache", "trace_table_of",
+           "load_trace", "apply_transforms", "trace_workload_from_spec", "clear_cache", "filter_names",
            "pow_half_names"]
 
 PathLike = str | os.PathLike[str]
@@ -136,11 +148,6 @@ def pow_half_names(p_max: int = 9) -> tuple[str, ...]:
 def _scaled_counts(counts: np.ndarray, scale: float) -> np.ndarray:
     """Scale machine counts, keeping at least one machine of every configuration."""
     return np.maximum(1, np.rint(counts * scale)).astype(np.int64)
-
-
-def trace_table_of(scenario: Scenario) -> dict[str, Any] | None:
-    """The filter report stored in a trace scenario's params (``None`` for other scenarios)."""
-    return scenario.params.get("trace_report")
 
 
 def _params(scope: dict[str, Any], table: TraceTable, steps: list[str], **extra: Any) -> dict[str, Any]:
@@ -274,8 +281,6 @@ def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0
     k = _pos("k", k, integer=True)
     fit_h = _pos("fit_hours", fit_hours)
     first_n = _pos("first_n", first_n, integer=True, allow_none=True)
-    from clustergym.traces.paths import trace_path
-
     mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
     machines, mrep = _cached(("google-machines", _stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
     conf = machine_configurations(machines, decimals=None if decimals is None else int(decimals))
@@ -363,8 +368,6 @@ def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.
     scale = _pos("node_scale", node_scale)
     s = _pos("traffic_scaling", traffic_scaling)
     first_n = _pos("first_n", first_n, integer=True, allow_none=True)
-    from clustergym.traces.paths import trace_path
-
     ppath = trace_path("alibaba-gpu-v2023", "openb_pod_list_default.csv", trace_dir=trace_dir)
     npath = trace_path("alibaba-gpu-v2023", "openb_node_list_all_node.csv", trace_dir=trace_dir)
     table = _cached(("v2023", _stamp([ppath]), clip_before, first_n),
@@ -595,7 +598,8 @@ def _t_scale(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
 
 
 def _t_kmeans(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
-    cols = _cols_arg(a, f, ["cpu", "memory"])
+    default = ["cpu", "memory"] if {"cpu", "memory"} <= set(t.jobs.columns) else list(t.resources)
+    cols = _cols_arg(a, f, default)
     k = int(_num_arg(a, "k", f, 4, positive=True))
     X = np.column_stack([_col(t, c, f"{f}.columns") for c in cols])
     fit = None

@@ -177,6 +177,7 @@ def plot_summary(data: TraceData, path: str | os.PathLike[str], *, bin_width: fl
             ax.hist(v, bins=50, log=True)
         unit = data.units.get(r, "")
         ax.set_xlabel(f"{r}" + (f" ({unit})" if unit else ""))
+        ax.set_ylabel("jobs")
         ax.set_title(f"demand: {r}", fontsize=9)
     fig.suptitle(title or f"{data.name}: {s['jobs']:,} jobs", fontsize=10)
     fig.tight_layout()

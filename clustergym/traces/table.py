@@ -71,7 +71,7 @@ class FilterReport:
                 "kept": self.kept, "modified": dict(self.modified), "steps": list(self.steps),
                 "counts": _plain(self.counts)}
 
-    def copy(self) -> "FilterReport":
+    def copy(self) -> FilterReport:
         return FilterReport(self.source, self.rows, self.records, dict(self.dropped), self.kept,
                             dict(self.modified), list(self.steps), dict(self.counts))
 
@@ -142,7 +142,7 @@ class TraceTable:
 
     def replace(self, jobs: pd.DataFrame, *, step: str | None = None, dropped: Mapping[str, int] | None = None,
                 modified: Mapping[str, int] | None = None, resources: Sequence[str] | None = None,
-                units: Mapping[str, str] | None = None, origin: float | None = None) -> "TraceTable":
+                units: Mapping[str, str] | None = None, origin: float | None = None) -> TraceTable:
         """A new table with ``jobs`` (a transform of this one); the report is copied and extended."""
         rep = self.report.copy()
         for k, v in (dropped or {}).items():

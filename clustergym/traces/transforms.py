@@ -98,11 +98,12 @@ def clamp_min(x: Any, minimum: float) -> tuple[np.ndarray, int]:
 # ---------------------------------------------------------------------------------------------- k-means classes
 
 def kmeans_classes(X: Any, k: int = 4, *, fit_mask: Any = None, n_init: int = 10, max_iter: int = 300,
-                   seed: int = 0, standardize: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                   tol: float = 1e-4, seed: int = 0, standardize: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Lloyd's k-means with k-means++ starts (lotes.md §3.2, A19), deterministic for a seed.
 
-    Fits on the rows where ``fit_mask`` is true (e.g. the first day's jobs), keeps the best of
-    ``n_init`` runs (lowest within-cluster sum of squares), then assigns *every* row to its
+    Fits on the rows where ``fit_mask`` is true (e.g. the first day's jobs), runs Lloyd's
+    iterations until no label changes or the centres move less than ``tol`` times the mean
+    feature variance (squared, summed; scikit-learn's rule), keeps the best of ``n_init`` runs (lowest within-cluster sum of squares), then assigns *every* row to its
     nearest centroid.  Classes are renumbered by increasing first coordinate of the centroid,
     then the second, so labels do not depend on the run that won.
 
@@ -126,22 +127,23 @@ def kmeans_classes(X: Any, k: int = 4, *, fit_mask: Any = None, n_init: int = 10
     scale = fit.std(axis=0) if standardize else np.ones(A.shape[1])
     scale = np.where(scale > 0, scale, 1.0)
     F = fit / scale
+    var = float(F.var(axis=0).mean())
     rng = np.random.default_rng(seed)
     best: tuple[float, np.ndarray] | None = None
     for _ in range(int(n_init)):
         C = _kmeanspp(F, k, rng)
-        for _ in range(int(max_iter)):
-            lab = _nearest(F, C)
-            newC = C.copy()
-            for j in range(k):
-                members = F[lab == j]
-                if len(members):
-                    newC[j] = members.mean(axis=0)
-            if np.allclose(newC, C, rtol=0, atol=1e-12):
-                C = newC
-                break
-            C = newC
         lab = _nearest(F, C)
+        for _ in range(int(max_iter)):  # Lloyd: update, assign; stop on no change or a tiny centre shift
+            cnt = np.bincount(lab, minlength=k)
+            sums = np.column_stack([np.bincount(lab, weights=F[:, i], minlength=k) for i in range(F.shape[1])])
+            newC = np.where(cnt[:, None] > 0, sums / np.maximum(cnt, 1)[:, None], C)
+            shift = float(((newC - C) ** 2).sum())
+            C = newC
+            new = _nearest(F, C)
+            if np.array_equal(new, lab) or shift <= tol * var:
+                lab = new
+                break
+            lab = new
         inertia = float(((F - C[lab]) ** 2).sum())
         if best is None or inertia < best[0] - 1e-12:
             best = (inertia, C)
@@ -165,10 +167,15 @@ def _kmeanspp(F: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _nearest(F: np.ndarray, C: np.ndarray) -> np.ndarray:
+    # squared distances up to the per-row constant |x|^2: |c|^2 - 2 x.c  (one (n, k) product)
+    # (no BLAS: a tall-skinny matmul can be slow when BLAS threads compete for the cores)
     out = np.empty(F.shape[0], dtype=np.int64)
-    for s in range(0, F.shape[0], 1 << 18):  # bounded memory
-        block = F[s:s + (1 << 18)]
-        d = ((block[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+    cc = (C * C).sum(axis=1)
+    for s in range(0, F.shape[0], 1 << 17):
+        block = F[s:s + (1 << 17)]
+        d = np.broadcast_to(cc, (block.shape[0], C.shape[0])).copy()
+        for i in range(C.shape[1]):
+            d -= 2.0 * block[:, i:i + 1] * C[None, :, i]
         out[s:s + block.shape[0]] = np.argmin(d, axis=1)
     return out
 
@@ -199,9 +206,9 @@ def class_table(labels: Any, duration: Any, demands: Mapping[str, Any], k: int |
 PRIORITY_BANDS: dict[str, tuple[int, ...]] = {
     "free": (0, 1),
     "middle": tuple(range(2, 9)),
-    "non-production": tuple(range(0, 9)),
+    "non-production": tuple(range(9)),
     "production": (9, 10, 11),
-    "all": tuple(range(0, 12)),
+    "all": tuple(range(12)),
 }
 
 #: Named priority -> value maps.

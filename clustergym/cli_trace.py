@@ -1,0 +1,211 @@
+"""``clustergym trace``: summarise a trace (by format) or a trace preset's job stream.
+
+Registered in :mod:`clustergym.cli` as ``app.command("trace")(trace_cmd)``.  With ``--json``
+exactly one JSON document goes to stdout; messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from clustergym.errors import ClusterGymError
+
+__all__ = ["trace_cmd"]
+
+_err = Console(stderr=True)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, Path):
+        return str(x)
+    return x
+
+
+def _parse_pairs(items: list[str], opt: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ClusterGymError(f"{opt} {item!r}: expected key=value")
+        key, raw = item.split("=", 1)
+        out[key.strip()] = yaml.safe_load(raw) if raw else ""
+    return out
+
+
+def _window(text: str) -> tuple[float | None, float | None]:
+    if ":" not in text:
+        raise ClusterGymError(f"--window {text!r}: expected START:END in seconds (either may be empty)")
+    lo, hi = text.split(":", 1)
+    try:
+        return (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+    except ValueError:
+        raise ClusterGymError(f"--window {text!r}: START and END must be numbers of seconds") from None
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def trace_cmd(
+    trace: str = typer.Argument(..., help="a trace format (google, alibaba-v2017, cloudsimpy, alibaba-gpu-v2023, "
+                                          "alibaba-gpu-v2025, azure) or a trace preset (rms-google, bfjs-google, "
+                                          "lotes-google, autoscale-google, alibaba-gpu)"),
+    path: Optional[Path] = typer.Option(None, "--path", help="a trace file (or the task_events directory for google) "
+                                                             "instead of the trace directory's default"),
+    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", help="the trace directory (default "
+                                                                       "$CLUSTERGYM_TRACES or ../shared/traces)"),
+    first_n: Optional[int] = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
+    window: Optional[str] = typer.Option(None, "--window", help="START:END trace seconds on the arrival time "
+                                                               "(formats only)"),
+    priorities: Optional[str] = typer.Option(None, "--priorities", help="google: a band (non-production, "
+                                                                       "production, free, middle, all) or 0,1,2"),
+    lifecycle: Optional[str] = typer.Option(None, "--lifecycle", help="google: strict, finished or attempts"),
+    filter_: list[str] = typer.Option([], "--filter", help="another loader option key=value (formats)"),
+    set_: list[str] = typer.Option([], "--set", help="a preset parameter key=value (presets)"),
+    bin_width: Optional[float] = typer.Option(None, "--bin", help="seconds per arrival-rate bin (default 1200)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="save a figure (arrivals over time, durations, "
+                                                             "demands) to this file"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+) -> None:
+    """Summarise a trace: jobs, span, demand quantiles per resource, arrival rate over time, filters."""
+    from clustergym.traces.scenarios import FORMATS, TRACE_PRESETS, load_trace
+    from clustergym.traces.summary import plot_summary, summarize, trace_data
+
+    try:
+        if trace in TRACE_PRESETS:
+            if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
+                raise ClusterGymError(f"{trace} is a preset: use --set key=value for its parameters "
+                                      "(--window/--priorities/--lifecycle/--filter/--path apply to formats)")
+            params = _parse_pairs(set_, "--set")
+            if first_n is not None:
+                params["first_n"] = first_n
+            if trace_dir is not None:
+                params["trace_dir"] = str(trace_dir)
+            builder, _ = TRACE_PRESETS[trace]
+            import inspect
+
+            allowed = inspect.signature(builder).parameters
+            for k in params:
+                if k not in allowed:
+                    raise ClusterGymError(f"--set {k}: preset {trace!r} has no parameter {k!r}; it takes "
+                                          f"{sorted(allowed)}")
+            if not json_out:
+                _err.print(f"building {trace} ...")
+            data = trace_data(builder(**params))
+        elif trace in FORMATS:
+            if set_:
+                raise ClusterGymError(f"{trace} is a format: use --filter key=value for loader options")
+            opts = _parse_pairs(filter_, "--filter")
+            if first_n is not None:
+                opts["first_n"] = first_n
+            if window is not None:
+                opts["window"] = _window(window)
+            if priorities is not None:
+                opts["priorities"] = ([int(p) for p in priorities.split(",")] if priorities[:1].isdigit()
+                                      else priorities)
+            if lifecycle is not None:
+                opts["lifecycle"] = lifecycle
+            if not json_out:
+                _err.print(f"loading {trace} ...")
+            data = trace_data(load_trace(trace, path, trace_dir=trace_dir, **opts), name=trace)
+        else:
+            raise ClusterGymError(f"unknown trace {trace!r}: formats are {', '.join(sorted(FORMATS))}; "
+                                  f"presets are {', '.join(sorted(TRACE_PRESETS))}")
+        summary = summarize(data, bin_width=bin_width)
+        if plot is not None:
+            plot_summary(data, plot, bin_width=bin_width)
+            summary["plot"] = str(plot)
+    except (ClusterGymError, ValueError) as e:
+        _err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    if json_out:
+        sys.stdout.write(json.dumps(_jsonable(summary), indent=2) + "\n")
+        return
+    _print(summary)
+    if plot is not None:
+        _err.print(f"wrote {plot}")
+
+
+def _print(s: dict[str, Any]) -> None:
+    out = Console()
+    t = Table(title=f"trace {s['name']}")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("jobs", f"{s['jobs']:,}")
+    if s["jobs"]:
+        sp, ar = s["span"], s["arrival_rate"]
+        t.add_row("first arrival (s)", _fmt(sp["first_s"]))
+        t.add_row("last arrival (s)", _fmt(sp["last_s"]))
+        t.add_row("span", f"{sp['length_s']:.6g} s = {sp['length_h']:.4g} h")
+        t.add_row("mean arrival rate (1/s)", _fmt(ar["mean_per_s"]))
+        t.add_row(f"peak / min rate per {ar['bin_width_s']:g} s bin (1/s)",
+                  f"{_fmt(ar['peak_per_s'])} / {_fmt(ar['min_per_s'])}")
+        d = s["duration"]
+        t.add_row("duration mean / median / p99 (s)", f"{_fmt(d['mean'])} / {_fmt(d['p50'])} / {_fmt(d['p99'])}")
+    out.print(t)
+    if not s["jobs"]:
+        return
+    t = Table(title="demand quantiles per resource")
+    t.add_column("resource (unit)")
+    for q in ("mean", "min", "p25", "p50", "p75", "p90", "p99", "max"):
+        t.add_column(q, justify="right")
+    for r, v in s["demand"].items():
+        t.add_row(f"{r} ({v['unit']})" if v["unit"] else r, *[_fmt(v[q]) for q in ("mean", "min", "p25", "p50", "p75", "p90", "p99", "max")])
+    out.print(t)
+    ar = s["arrival_rate"]
+    counts = np.asarray(ar["counts"])
+    rows = min(12, counts.size)
+    edges = np.linspace(0, counts.size, rows + 1).astype(int)
+    w = ar["bin_width_s"]
+    t = Table(title=f"arrival rate over time ({rows} slices of {counts.size} bins of {w:g} s)")
+    for c in ("from (h)", "to (h)", "jobs", "rate (1/s)"):
+        t.add_column(c, justify="right")
+    first = s["span"]["first_s"]
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        n = int(counts[a:b].sum())
+        t.add_row(f"{(first + a * w) / 3600:.3g}", f"{(first + b * w) / 3600:.3g}", f"{n:,}", _fmt(n / ((b - a) * w)))
+    out.print(t)
+    if s.get("types"):
+        t = Table(title="jobs per type")
+        t.add_column("type")
+        t.add_column("jobs", justify="right")
+        for k, v in s["types"].items():
+            t.add_row(k, f"{v:,}")
+        out.print(t)
+    rep = s.get("filter_report")
+    if rep:
+        t = Table(title=f"filters ({rep.get('rows', 0):,} rows read, {rep.get('records', 0):,} candidate jobs)")
+        t.add_column("step")
+        t.add_column("jobs", justify="right")
+        for reason, n in rep.get("dropped", {}).items():
+            t.add_row(f"dropped: {reason}", f"{n:,}")
+        for reason, n in rep.get("modified", {}).items():
+            t.add_row(f"kept, modified: {reason}", f"{n:,}")
+        t.add_row("kept", f"{rep.get('kept', 0):,}")
+        out.print(t)
