@@ -248,11 +248,28 @@ def reproduce_cmd(
     all_: bool = typer.Option(False, "--all", help="run every registered claim"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
-    """Check the papers' claims: id, paper, claim, measured, expected, passed."""
-    from clustergym.reproduce import CLAIMS, run_claims
+    """Check the papers' claims: id, paper, claim, measured, expected, passed.
+
+    Without CLAIM ids or --all, list the registered claims (running them all takes a while).
+    """
+    from clustergym.reproduce import CLAIMS, load_claims, run_claims
 
     try:
-        ids = list(CLAIMS) if (all_ or not claims) else claims
+        if not claims and not all_:
+            load_claims()
+            listing = [{"id": c.id, "paper": c.paper, "claim": c.text} for c in CLAIMS.values()]
+            if json_out:
+                _print_json(listing)
+            else:
+                t = Table(title="paper claims (run some with `clustergym reproduce ID ...`, or --all)")
+                for col in ("id", "paper", "claim"):
+                    t.add_column(col)
+                for c in listing:
+                    t.add_row(c["id"], c["paper"], c["claim"])
+                out.print(t)
+            return
+        load_claims()
+        ids = list(CLAIMS) if all_ else claims
         results = run_claims(ids)
     except ClusterGymError as e:
         _fail(e)

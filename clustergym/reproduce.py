@@ -18,7 +18,7 @@ import numpy as np
 
 from clustergym.errors import ClusterGymError
 
-__all__ = ["Claim", "CLAIMS", "claim", "run_claims"]
+__all__ = ["Claim", "CLAIMS", "claim", "load_claims", "run_claims"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,14 @@ def claim(id: str, paper: str, text: str) -> Callable[[Callable[[], tuple[Any, A
     return deco
 
 
-def run_claims(ids: list[str]) -> list[dict[str, Any]]:
+def load_claims() -> None:
+    """Import the modules that register claims."""
     for mod in _MODULES:
         importlib.import_module(mod)
+
+
+def run_claims(ids: list[str]) -> list[dict[str, Any]]:
+    load_claims()
     unknown = [i for i in ids if i not in CLAIMS]
     if unknown:
         raise ClusterGymError(f"unknown claim(s) {unknown}; known: {sorted(CLAIMS)}")
