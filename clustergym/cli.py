@@ -175,6 +175,8 @@ def compare_cmd(
     metric = {"reward": "reward_rate", "weighted-system": "mean_weighted_completion"}.get(sc.objective,
                                                                                          "mean_queue_length")
     summary = summarize(runs, reference=names[0], by=param)
+    if sc.objective == "reward" and param is None:
+        _add_lp_bound(summary, sc)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         runs.to_csv(out_dir / "runs.csv", index=False)
@@ -201,8 +203,31 @@ def compare_cmd(
         lead = [str(r[param])] if param is not None else []
         t.add_row(*lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], str(r["unstable_runs"]))
     out.print(t)
+    if "lp_bound_per_server" in summary:
+        t = Table(title=f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}")
+        for c in ("agent", "reward per server", "ratio to U*"):
+            t.add_column(c, justify="left" if c == "agent" else "right")
+        for _, r in summary.iterrows():
+            t.add_row(r["agent"], f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
+                      f"{r['ratio_to_lp_bound']:.4f}")
+        out.print(t)
     if out_dir is not None:
         err.print(f"wrote runs.csv, summary.csv and a plot to {out_dir}")
+
+
+def _add_lp_bound(summary: Any, sc: Any) -> None:
+    """Loss systems with known rates: reward per server against the LP upper bound U* (autoscale.md §1.7)."""
+    from clustergym.autoscale_lp import lp_bound_per_server
+
+    try:
+        bound = lp_bound_per_server(sc)
+    except ClusterGymError:
+        return  # traces (no rates) or heterogeneous servers: no per-server LP bound
+    L = sc.num_servers
+    summary["reward_per_server"] = summary["reward_rate"] / L
+    summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
+    summary["lp_bound_per_server"] = bound
+    summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
 
 
 def _plot(summary: Any, metric: str, path: Path, title: str) -> None:
