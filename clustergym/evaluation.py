@@ -30,9 +30,16 @@ RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "s
               "utilization", "events", "wall_seconds", "unstable")
 
 
+def _requirements(agent: Any, scenario: Scenario) -> Any:
+    """The agent's requirements on this scenario (``None`` for objects without any)."""
+    if hasattr(agent, "requirements_for"):
+        return agent.requirements_for(scenario)
+    return getattr(agent, "requirements", None)
+
+
 def make_env_for(scenario: Scenario, agent: Any, *, validate: bool = False, **env_kwargs: Any) -> ClusterEnv:
     """The environment for ``agent`` on ``scenario``: the scenario plus the agent's decision epochs."""
-    req = agent.requirements_for(scenario) if hasattr(agent, "requirements_for") else None
+    req = _requirements(agent, scenario)
     if req is not None:
         if scenario.queueing not in req.queueing:
             raise ScenarioError("agent", f"agent {getattr(agent, 'name', agent)!r} works with queueing "
@@ -83,7 +90,7 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
     m = env.metrics()
     out: dict[str, Any] = {"scenario": sc.name, "agent": agent_name or getattr(agent, "name", str(agent)),
                            "seed": seed, **m, "wall_seconds": wall, "return": total, "steps": steps,
-                           "uses_oracle": bool(getattr(getattr(agent, "requirements", None), "uses_oracle", False))}
+                           "uses_oracle": bool(getattr(_requirements(agent, sc), "uses_oracle", False))}
     return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}
 
 

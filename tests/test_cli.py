@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -615,10 +615,9 @@ class Driver:
         elif sim.queueing == "local":
             routed = [j for q in sim.local_queue.values() for j in q][:2]
             out += [Command.route(j, 0) for j in routed]
-            for j in list(sim.queue)[:2]:  # unrouted: a server that can hold neither the job nor its type
-                t = int(jobs.type[j])
+            for j in list(sim.queue)[:2]:  # unrouted: a server that can never hold the job
                 for s in range(L):
-                    if not sim.type_fits_empty[t][s] and not np.all(jobs.demand[j] <= c._limit[s]):
+                    if not np.all(jobs.demand[j] <= c._limit[s]):
                         out.append(Command.route(j, s))
         return out
 

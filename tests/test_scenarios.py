@@ -50,7 +50,12 @@ def test_the_foundation_presets_have_a_change_case():
 
 @pytest.mark.parametrize("name", SYNTHETIC)
 def test_preset_builds_with_defaults(name):
-    s = make_preset(name)
+    from clustergym.traces import TraceNotFoundError
+
+    try:
+        s = make_preset(name)
+    except TraceNotFoundError as e:  # a paper preset built from a trace (e.g. mris-alibaba)
+        pytest.skip(f"{name} needs ../shared/traces: {e}")
     assert isinstance(s, Scenario) and s.name == name
     assert s.num_servers >= 1 and s.num_resources == len(s.resources)
     defaults = PRESETS[name].defaults()

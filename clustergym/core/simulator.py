@@ -389,6 +389,33 @@ class Simulator:
                 self.n_epochs += 1
                 return event
 
+    def epoch_pending_now(self) -> bool:
+        """Whether another decision epoch will open at the current instant.
+
+        True when an event at exactly ``now`` (an arrival, a tick, a wake-up or a
+        completion that is an epoch under ``epochs``) has not been processed yet.
+        Agents whose rule acts once per event *time* (MRIS, mris.md §2.0) WAIT
+        until this is False.
+        """
+        if self.done or self.now >= self.horizon:
+            return False
+        t, ep = self.now, self.epochs
+        if self._next_arrival == t and (ep.arrivals or self.queueing == "loss" or (
+                self.queueing == "local" and self.routing == "agent")):
+            return True
+        if self._next_tick == t:
+            return True
+        jobs = self.jobs
+        for ht, kind, _, job in self._heap:
+            if ht != t:
+                continue
+            if kind == int(EventKind.WAKEUP):
+                return True
+            if kind == _COMPLETION and jobs.status[job] == _RUNNING and jobs.end[job] == t:
+                if ep.dummy_completions if jobs.dummy[job] else ep.completions:
+                    return True
+        return False
+
     def _drained(self) -> bool:
         """With an infinite horizon: the source is exhausted and no real job waits or runs.
 

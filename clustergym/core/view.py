@@ -96,6 +96,10 @@ class ClusterView:
         """Counter of decision epochs; changes exactly when a new epoch starts."""
         return self._sim.n_epochs
 
+    def pending_now(self) -> bool:
+        """Whether another epoch opens at the current instant (simultaneous events not yet seen)."""
+        return self._sim.epoch_pending_now()
+
     @property
     def load(self) -> np.ndarray:
         """``(L, R)`` committed capacity (real jobs outside slots + dummies + slots)."""
