@@ -7,7 +7,6 @@ progress and messages go to stderr.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -18,29 +17,13 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from clustergym._json import jsonable as _jsonable
 from clustergym.errors import ClusterGymError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
 err = Console(stderr=True)
 out = Console()
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        return v if math.isfinite(v) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
 
 
 def _print_json(doc: Any) -> None:

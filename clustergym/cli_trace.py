@@ -7,7 +7,6 @@ exactly one JSON document goes to stdout; messages go to stderr.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -18,30 +17,12 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from clustergym._json import jsonable as _jsonable
 from clustergym.errors import ClusterGymError
 
 __all__ = ["trace_cmd"]
 
 _err = Console(stderr=True)
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        return v if math.isfinite(v) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    if isinstance(x, Path):
-        return str(x)
-    return x
 
 
 def _parse_pairs(items: list[str], opt: str) -> dict[str, Any]:

@@ -94,23 +94,7 @@ def _durations(filt: Filtering, rep: FilterReport, path: Path, line: np.ndarray,
 
 def _window_first(filt: Filtering, window: tuple[float | None, float | None] | None, first_n: int | None,
                   column: str, unit: str = "s") -> None:
-    if window is not None:
-        lo, hi = window
-        a = filt.df[column].to_numpy(dtype=np.float64)
-        m = np.ones(a.size, bool)
-        if lo is not None:
-            m &= a >= float(lo)
-        if hi is not None:
-            m &= a < float(hi)
-        filt.keep(m, f"outside the window [{lo}, {hi}) {unit}")
-    if first_n is not None:
-        n = int(first_n)
-        if n < 1:
-            raise ScenarioError("first_n", f"must be >= 1, got {first_n}")
-        a = filt.df[column].to_numpy(dtype=np.float64)
-        m = np.zeros(a.size, bool)
-        m[np.argsort(a, kind="stable")[:n]] = True
-        filt.keep(m, f"after the first {n} arrivals")
+    filt.window_first(column, window, first_n, unit)
 
 
 def _finish(filt: Filtering, rep: FilterReport, time_col: str, fmt: str, resources: tuple[str, ...],

@@ -295,23 +295,7 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
             rep.modify(f"alive at the censoring time {censor_time:g} s: duration truncated there", int(cens.sum()))
         nonpos = filt.df["duration"].to_numpy() <= 0
         filt.keep(~nonpos, "censored at or before its arrival (non-positive truncated duration)")
-    if window is not None:
-        lo, hi = window
-        a = filt.df["_arr"].to_numpy()
-        m = np.ones(a.size, bool)
-        if lo is not None:
-            m &= a >= float(lo)
-        if hi is not None:
-            m &= a < float(hi)
-        filt.keep(m, f"outside the window [{lo}, {hi}) s")
-    if first_n is not None:
-        nk = int(first_n)
-        if nk < 1:
-            raise ScenarioError("first_n", f"must be >= 1, got {first_n}")
-        a = filt.df["_arr"].to_numpy()
-        m = np.zeros(a.size, bool)
-        m[np.argsort(a, kind="stable")[:nk]] = True
-        filt.keep(m, f"after the first {nk} arrivals")
+    filt.window_first("_arr", window, first_n)
     filt.df = filt.df.sort_values("_arr", kind="stable")
     jobs = filt.done()
     origin = float(jobs["_arr"].iloc[0]) if len(jobs) else 0.0

@@ -393,23 +393,7 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
         rep.modify("missing CPU/memory/disk request read as 0", int(miss.sum()))
         filt.df = filt.df.fillna({"cpu": 0.0, "memory": 0.0, "disk": 0.0})
     _finish_durations(filt, rep, min_duration)
-    if window is not None:
-        lo, hi = window
-        a = filt.df["arrival"].to_numpy()
-        m = np.ones(a.size, bool)
-        if lo is not None:
-            m &= a >= float(lo)
-        if hi is not None:
-            m &= a < float(hi)
-        filt.keep(m, f"outside the window [{lo}, {hi}) s")
-    if first_n is not None:
-        n_keep = int(first_n)
-        if n_keep < 1:
-            raise ScenarioError("first_n", f"must be >= 1, got {first_n}")
-        a = filt.df["arrival"].to_numpy()
-        m = np.zeros(a.size, bool)
-        m[np.argsort(a, kind="stable")[:n_keep]] = True
-        filt.keep(m, f"after the first {n_keep} arrivals")
+    filt.window_first("arrival", window, first_n)
     jobs = filt.df.sort_values("arrival", kind="stable")
     filt.df = jobs
     jobs = filt.done()

@@ -104,6 +104,29 @@ class Filtering:
         if n:
             self.df = self.df.loc[m]
 
+    def window_first(self, column: str, window: tuple[float | None, float | None] | None,
+                     first_n: int | None, unit: str = "s") -> None:
+        """Keep arrivals in ``[lo, hi)`` of ``column``, then the first ``first_n`` by ``column``."""
+        from clustergym.errors import ScenarioError
+
+        if window is not None:
+            lo, hi = window
+            a = self.df[column].to_numpy(dtype=np.float64)
+            m = np.ones(a.size, bool)
+            if lo is not None:
+                m &= a >= float(lo)
+            if hi is not None:
+                m &= a < float(hi)
+            self.keep(m, f"outside the window [{lo}, {hi}) {unit}")
+        if first_n is not None:
+            n = int(first_n)
+            if n < 1:
+                raise ScenarioError("first_n", f"must be >= 1, got {first_n}")
+            a = self.df[column].to_numpy(dtype=np.float64)
+            m = np.zeros(a.size, bool)
+            m[np.argsort(a, kind="stable")[:n]] = True
+            self.keep(m, f"after the first {n} arrivals")
+
     def done(self) -> pd.DataFrame:
         self.df = self.df.reset_index(drop=True)
         self.report.kept = len(self.df)
