@@ -235,7 +235,13 @@ class _MaxWeightBase(Agent):
         return v.head_of_type(j)
 
     def _fits(self, j: int, server: int) -> bool:
-        return bool(np.all(self.view.load[server] + self.type_demand[j] <= self.limit[server]))
+        load = self.view.load[server]
+        lim = self.limit[server]
+        d = self.type_demand[j]
+        for r in range(load.shape[0]):
+            if load[r] + d[r] > lim[r]:
+                return False
+        return True
 
     def _is_empty(self, server: int) -> bool:
         v = self.view
@@ -342,9 +348,8 @@ class MaxWeightRefresh(_MaxWeightBase):
                     return cmd
             return None
         s = item
-        if not self.committed[s]:
-            if not self._is_empty(s) or not self._commit(s):
-                return None
+        if not self.committed[s] and (not self._is_empty(s) or not self._commit(s)):
+            return None
         return self._fill(s)
 
 
@@ -403,11 +408,8 @@ class MaxWeightStop(_MaxWeightBase):
                 return [s] if s >= 0 else []
             j = ev.type
             v = self.view
-            room = np.flatnonzero(~self.stopped & (self.target[:, j] > v.count_real[:, j]))
-            for s in room:
-                if self._fits(j, int(s)):
-                    return [int(s)]
-            return [self._REFRESH]
+            room = np.flatnonzero(~self.stopped & (self.target[:, j] > v.count_real[:, j]) & v.fits_type(j))
+            return [int(room[0])] if room.size else [self._REFRESH]
         return [self._REFRESH] if not self.local else list(range(self.L))
 
     def _step(self, item: int) -> Command | None:

@@ -90,7 +90,8 @@ dummies, replacements) — the complexity proxies of §6 item 30.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

@@ -11,6 +11,7 @@ describes its job types with :class:`TypeInfo`.
 """
 
 from clustergym.workloads.base import ArrivalChunk, ArrivalSource, TypeInfo
+from clustergym.workloads.classes import PoissonClassSource
 from clustergym.workloads.compose import PrefixedSource
 from clustergym.workloads.distributions import (
     DEMAND_DISTS,
@@ -56,6 +57,7 @@ __all__ = [
     "DEMAND_DISTS",
     "PoissonTypedSource",
     "PoissonSource",
+    "PoissonClassSource",
     "SlottedSource",
     "ReplaySource",
     "TimeScaled",
