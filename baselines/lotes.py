@@ -800,6 +800,70 @@ def plan_for(scenario: Any, *, bins: str = "exhaustive", method: str = "highs-ds
 
 
 # ====================================================================================== Stage 3
+class _QueueMirror:
+    """Agent-side copy of one FCFS queue (ids and demands in arrival order, with tombstones), so that
+    "the oldest queued job that fits machine m" is one vectorised scan however long the queue."""
+
+    def __init__(self, R: int):
+        self.ids = np.zeros(64, dtype=np.int64)
+        self.dem = np.zeros((64, R))
+        self.alive = np.zeros(64, dtype=bool)
+        self.n = 0
+        self.live = 0
+
+    def push(self, job: int, demand: np.ndarray) -> None:
+        if self.n == self.ids.shape[0]:
+            size = 2 * self.n
+            self.ids = np.resize(self.ids, size)
+            self.dem = np.resize(self.dem, (size, self.dem.shape[1]))
+            alive = np.zeros(size, dtype=bool)
+            alive[:self.n] = self.alive[:self.n]
+            self.alive = alive
+        self.ids[self.n] = job
+        self.dem[self.n] = demand
+        self.alive[self.n] = True
+        self.n += 1
+        self.live += 1
+
+    def reset_to(self, ids: np.ndarray, dem: np.ndarray) -> None:
+        n = ids.shape[0]
+        size = max(64, 2 * n)
+        self.ids = np.zeros(size, dtype=np.int64)
+        self.dem = np.zeros((size, dem.shape[1] if dem.ndim == 2 else self.dem.shape[1]))
+        self.alive = np.zeros(size, dtype=bool)
+        self.ids[:n] = ids
+        if n:
+            self.dem[:n] = dem
+        self.alive[:n] = True
+        self.n = self.live = n
+
+    def first_fit(self, load: np.ndarray, lim: np.ndarray) -> int:
+        """Position of the oldest live job with ``load + demand <= lim``, or -1."""
+        n = self.n
+        if self.live == 0:
+            return -1
+        ok = self.alive[:n] & np.all(load + self.dem[:n] <= lim, axis=1)
+        pos = int(np.argmax(ok))
+        return pos if ok[pos] else -1
+
+    def remove_at(self, pos: int) -> None:
+        self.alive[pos] = False
+        self.live -= 1
+        if self.live * 2 < self.n and self.n > 256:
+            keep = np.flatnonzero(self.alive[:self.n])
+            m = keep.size
+            self.ids[:m] = self.ids[keep]
+            self.dem[:m] = self.dem[keep]
+            self.alive[:m] = True
+            self.alive[m:self.n] = False
+            self.n = self.live = m
+
+    def remove_job(self, job: int) -> None:
+        hit = np.flatnonzero((self.ids[:self.n] == job) & self.alive[:self.n])
+        if hit.size:
+            self.remove_at(int(hit[0]))
+
+
 @register_agent("lotes")
 class LoTES(Agent):
     """LoTES Stage 3 dispatcher on the Stage 1-2 plan of the scenario (lotes.md §2.4)."""
@@ -859,6 +923,8 @@ class LoTES(Agent):
         # full-capacity fit of each class's jobs: a job is an orphan when it fits no machine of C_k
         self._conf_lim = fits_limit(inp.cap)
         self._orphans: dict[int, None] = {}
+        # agent-side mirrors of the class queues (the kernel's central queue split by class)
+        self._mirror = [_QueueMirror(v.num_resources) for _ in range(K)]
         self._epoch = -1
         self._arrival_done = False
         self._current = -1
@@ -945,6 +1011,7 @@ class LoTES(Agent):
             return first
         st["examined"] += v.num_servers if unexamined is None else int(unexamined.sum())
         st["queued"] += 1
+        self._mirror[k].push(job, d)
         if not self.strict_paper and not self._fits_serving(k, d):
             self._orphans[job] = None
             st["orphans"] += 1
@@ -965,16 +1032,14 @@ class LoTES(Agent):
         hit = np.flatnonzero(ok)
         return int(arr[hit[0]]) if hit.size else -1
 
-    def _first_fit_of_type(self, k: int, server: int) -> int:
+    def _class_mirror(self, k: int) -> _QueueMirror:
+        """The mirror of class k's queue, rebuilt from the view if it disagrees with the kernel."""
+        mq = self._mirror[k]
         v = self.view
-        n = int(v.queued_by_type[k])
-        if n == 0:
-            return -1
-        head = v.queue_of_type(k, limit=64)
-        z = self._first_fit_in(head, server)
-        if z >= 0 or n <= 64:
-            return z
-        return self._first_fit_in(v.queue_of_type(k)[64:], server)
+        if mq.live != int(v.queued_by_type[k]):
+            ids = np.fromiter(v.queue_of_type(k), dtype=np.int64)
+            mq.reset_to(ids, v.demands(ids) if ids.size else np.zeros((0, v.num_resources)))
+        return mq
 
     def _on_exit(self, server: int) -> int:
         """§2.4.3: the next queued job for the machine that freed resources, or -1."""
@@ -987,9 +1052,13 @@ class LoTES(Agent):
             N = self._N
             cur = self._current
             ks.sort(key=lambda k: (-(int(N[server, k]) - int(count[server, k])), k != cur, k))
+            load, lim = v.load[server], self._lim[server]
             for k in ks:
-                z = self._first_fit_of_type(k, server)
-                if z >= 0:
+                mq = self._class_mirror(k)
+                pos = mq.first_fit(load, lim)
+                if pos >= 0:
+                    z = int(mq.ids[pos])
+                    mq.remove_at(pos)
                     self._current = k
                     self.stats["exit_placements"] += 1
                     if z in self._orphans:
@@ -1002,6 +1071,7 @@ class LoTES(Agent):
             z = self._first_fit_in(list(self._orphans), server)
             if z >= 0:
                 del self._orphans[z]
+                self._class_mirror(v.job_type(z)).remove_job(z)
                 self.stats["orphan_pulls"] += 1
                 return z
         return -1

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from typing import Any
 
@@ -104,6 +105,12 @@ def unstable_a23(times: np.ndarray, values: np.ndarray) -> bool:
     return bool(p_one_sided < 0.05 and final > 10 * base)
 
 
+def _progress(msg: str) -> None:
+    """One line on stderr per run (``--json`` keeps stdout for the JSON document)."""
+    if os.environ.get("CLUSTERGYM_LOTES_QUIET", "") in ("", "0"):
+        print(f"[lotes-reproduce] {msg}", file=sys.stderr, flush=True)
+
+
 def run_case(scenario: Any, agent: str, *, seed: int = 0, **agent_params: Any) -> dict[str, Any]:
     """One episode with the figures the claims use."""
     ag = make_agent(agent, **agent_params)
@@ -135,6 +142,9 @@ def run_case(scenario: Any, agent: str, *, seed: int = 0, **agent_params: Any) -
         "wall_seconds": round(float(r["wall_seconds"]), 1),
         "examined_per_arrival": (st["examined"] / arrivals) if "examined" in st else math.nan,
     }
+    _progress(f"{scenario.name} {agent} {agent_params or ''} {dict(scenario.params).get('phi', '')} "
+              f"{dict(scenario.params).get('omega', '')}: {out['arrivals']} arrivals, mean wait {out['mean_wait']:.4g}, "
+              f"unstable {out['unstable']}, {out['wall_seconds']} s")
     return out
 
 
