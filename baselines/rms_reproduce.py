@@ -21,7 +21,16 @@ rms-fig4 (C5, C15)     RMS (r_j = 10) vs RMS+JSQ (r_j^l = 0.5), same grid       
 rms-fig5-* (C6-C9)     RMS, RMS-RF-AD, RMS-RF-AD+ (r = 150), MWR, MWS, BF, same grid     T = 1000, 3 seeds
 rms-fig6 (C10)         EC2, zeta = 0.9, L in {20, 30, 40, 50}, r_j = L (AD: 3L, +: 15L)  T = 400, 2 seeds
 rms-clock-rate (C12)   EC2, L = 20, zeta = 0.8, r_j in {1, 10, 100}                      T = 1000, 2 seeds
+rms-fig8 (C11)         rms-google: first N tasks of the shared slice, 1/alpha in          until drained,
+                       {0.5, 1, 1.5}, L = 1000 (the paper's) and L = 50 (loaded)         1 seed
 =====================  ==============================================================  ==========
+
+Fig. 8 (rms.md §4.8, §6 items 16-17, 22-23): the clock of every fixed/AD
+variant has a total rate equal to the scaled mean arrival rate of the segment
+(the "+" variant 5x that), as the spec recommends.  ``CLUSTERGYM_RMS_GOOGLE_N``
+sets N (default 10,000; 0 = the whole 288k-task slice, hours of CPU: the "+"
+variant alone makes about 120 events per task), ``CLUSTERGYM_RMS_GOOGLE_SCALINGS``
+the grid (default ``0.5,1,1.5``; the spec's is ``0.5,0.75,1,1.25,1.5``).
 
 The EC2 runs are shared between the Fig. 3-5 claims (computed once per
 process, in parallel over ``min(2, cpu_count)`` worker processes; set
@@ -120,6 +129,8 @@ def _run_task(task: Task) -> dict[str, Any]:
         return _trap_run(*task[1:])
     if kind == "fig1b-empty":
         return _fig1b_from_empty(*task[1:])
+    if kind == "google":
+        return _google_run(*task[1:])
     raise ValueError(f"unknown task {kind!r}")
 
 
@@ -472,6 +483,100 @@ def _claim_fig6() -> tuple[Any, Any, bool]:
              "queue": table, "RMS family max/min over L": flat, "others decreasing in L": decreasing},
             ("RMS family: max/min of the mean queue over L < 2; MWS, Best-Fit: queue(L=50) < queue(L=20) "
              "and negative slope"), ok)
+
+
+# ============================================================================ C11: Fig. 8 (Google)
+FIG8_AGENTS = ("rms", "rms-ad", "rms-rf-ad", "rms-rf-ad-plus", "mwr", "mws", "best-fit")
+FIG8_ADAPTIVE = ("rms-rf-ad", "rms-rf-ad-plus")
+FIG8_PRIOR = ("mwr", "mws")
+FIG8_SERVERS = (1000, 50)
+
+
+def _fig8_grid() -> tuple[int, tuple[float, ...]]:
+    try:
+        n = int(os.environ.get("CLUSTERGYM_RMS_GOOGLE_N", "10000"))
+        scalings = tuple(float(x) for x in os.environ.get("CLUSTERGYM_RMS_GOOGLE_SCALINGS", "0.5,1,1.5").split(","))
+    except ValueError as e:
+        raise ValueError(f"CLUSTERGYM_RMS_GOOGLE_N / _SCALINGS: {e}") from None
+    return max(0, n), scalings
+
+
+def google_task(agent: str, traffic_scaling: float, first_n: int, num_servers: int = 1000, seed: int = 0) -> Task:
+    """One ``rms-google`` run (``first_n = 0``: the whole slice), replayed until every task has finished."""
+    sparams = {"traffic_scaling": float(traffic_scaling), "num_servers": int(num_servers)}
+    if first_n:
+        sparams["first_n"] = int(first_n)
+    return ("google", "rms-google", tuple(sorted(sparams.items())), agent, (), seed, math.inf)
+
+
+def _google_run(preset: str, sparams: tuple, agent: str, aparams: tuple, seed: int, horizon: float) -> dict[str, Any]:
+    sc = make_preset(preset, **dict(sparams))
+    t = np.asarray(sc.source.time)
+    # rms.md §4.8 RECOMMEND: the total clock rate is the (scaled) mean arrival rate of the segment
+    rate = t.size / float(t[-1] - t[0]) if t.size > 1 and t[-1] > t[0] else 1.0
+    params = dict(aparams)
+    if agent.startswith("rms"):
+        params.setdefault("total_rate", rate)
+    t0 = time.perf_counter()
+    r = run_episode(sc, make_agent(agent, **params), seed=seed, agent_name=agent)
+    return {"agent": agent, "seed": seed, "params": dict(sparams) | params, "clock_rate": rate,
+            "queue": float(r["mean_queue_length"]), "mean_wait": float(r["mean_wait"]),
+            "p99_wait": float(r["p99_wait"]), "utilization": float(r["utilization"][0]),
+            "unstable": bool(r["unstable"]), "arrivals": r["arrivals"], "completed": r["completed"],
+            "sim_time": float(r["sim_time"]), "events": int(r["events"]), "wall": time.perf_counter() - t0}
+
+
+def fig8_results(first_n: int, scalings: tuple[float, ...], servers: tuple[int, ...] = FIG8_SERVERS,
+                 agents: tuple[str, ...] = FIG8_AGENTS, seed: int = 0) -> dict[tuple[str, int, float], dict[str, Any]]:
+    """``(agent, L, 1/alpha) -> run`` for the Fig. 8 grid (shared with the test suite's short version)."""
+    keys = [(a, L, s) for L in servers for s in scalings for a in agents]
+    return dict(zip(keys, run_tasks([google_task(a, s, first_n, L, seed) for a, L, s in keys])))
+
+
+def fig8_verdict(res: dict[tuple[str, int, float], dict[str, Any]], L: int,
+                 scalings: tuple[float, ...]) -> dict[str, Any]:
+    """C11 on one server count: at the highest traffic both adaptive variants beat MWR and MWS (mean
+    queue), and the best adaptive variant's margin over the better of MWR/MWS does not shrink as the
+    traffic grows ("especially when the traffic is high")."""
+    hi, lo = max(scalings), min(scalings)
+    q = {a: {s: res[(a, L, s)]["queue"] for s in scalings} for a in {k[0] for k in res}}
+    best_prior = {s: min(q[a][s] for a in FIG8_PRIOR) for s in scalings}
+    best_adaptive = {s: min(q[a][s] for a in FIG8_ADAPTIVE) for s in scalings}
+    beat_high = all(q[a][hi] < best_prior[hi] for a in FIG8_ADAPTIVE)
+    margin = {s: best_prior[s] - best_adaptive[s] for s in scalings}
+    return {"adaptive beat MWR and MWS at 1/alpha=%g" % hi: beat_high,
+            "margin (best of MWR/MWS minus best adaptive) by 1/alpha": {f"{s:g}": round(m, 4) for s, m in margin.items()},
+            "margin grows with traffic": bool(margin[hi] >= margin[lo]),
+            "passed": bool(beat_high and margin[hi] >= margin[lo])}
+
+
+def _google_available() -> bool:
+    from clustergym.traces import traces_available
+
+    return traces_available()
+
+
+@claim("rms-fig8", "rms", "Fig. 8 (C11): on the Google trace (10 power-of-1/2 types, 1000 unit servers, traffic "
+                          "scaling 1/alpha), the adaptive RMS variants beat MWR and MWS, especially at high traffic")
+def _claim_fig8() -> tuple[Any, Any, bool]:
+    expected = ("at the highest 1/alpha, RMS-RF-AD and RMS-RF-AD+ have a smaller mean queue than MWR and MWS, and the "
+                "margin is at least as large as at the lowest 1/alpha; judged at L = 1000 (the paper's setting); "
+                "L = 50 is a loaded sensitivity run")
+    if not _google_available():
+        return {"skipped": "Google trace not found (set CLUSTERGYM_TRACES or put ../shared/traces beside the repo)"}, \
+            expected, False
+    n, scalings = _fig8_grid()
+    res = fig8_results(n, scalings)
+    table = {f"L={L}": {a: {f"1/alpha={s:g}": (f"queue {res[(a, L, s)]['queue']:.4g}, wait {res[(a, L, s)]['mean_wait']:.4g} s, "
+                                              f"p99 {res[(a, L, s)]['p99_wait']:.4g} s, util {res[(a, L, s)]['utilization']:.3f}")
+                            for s in scalings} for a in FIG8_AGENTS} for L in FIG8_SERVERS}
+    verdicts = {f"L={L}": fig8_verdict(res, L, scalings) for L in FIG8_SERVERS}
+    first = next(iter(res.values()))
+    return ({"setting": f"rms-google, first {n or 'all'} tasks, seed 0, clock total rate = scaled mean arrival rate "
+                        f"({first['clock_rate']:.3g}/s at 1/alpha={scalings[0]:g}; x5 for RMS-RF-AD+), until drained",
+             "mean queue / wait / p99 / utilisation": table, "verdict": verdicts,
+             "wall seconds": round(sum(r["wall"] for r in res.values()), 1)},
+            expected, verdicts[f"L={FIG8_SERVERS[0]}"]["passed"])
 
 
 # ============================================================================ C12: clock rates
