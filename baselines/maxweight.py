@@ -206,7 +206,6 @@ class _MaxWeightBase(Agent):
         self.L, self.J = v.num_servers, v.num_types
         self.type_demand = np.array(v.types.demand, dtype=np.float64)
         self.capacity = np.array(v.capacity, dtype=np.float64)
-        self.limit = self.capacity * (1.0 + FIT_RTOL) + 1e-12
         self.local = v.queueing == "local"
         rows, inverse = np.unique(self.capacity, axis=0, return_inverse=True)
         ks = [knapsack_for(self.type_demand, r, self.blackbox) for r in rows]
@@ -234,15 +233,6 @@ class _MaxWeightBase(Agent):
             return q[0] if q else -1
         return v.head_of_type(j)
 
-    def _fits(self, j: int, server: int) -> bool:
-        load = self.view.load[server]
-        lim = self.limit[server]
-        d = self.type_demand[j]
-        for r in range(load.shape[0]):
-            if load[r] + d[r] > lim[r]:
-                return False
-        return True
-
     def _is_empty(self, server: int) -> bool:
         v = self.view
         return int(v.count_real[server].sum()) == 0 and int(v.count_dummy[server].sum()) == 0
@@ -256,7 +246,7 @@ class _MaxWeightBase(Agent):
             j = int(j)
             if q[j] <= 0:
                 break
-            if k[j] < t[j] and self._fits(j, server):
+            if k[j] < t[j] and self.view.type_fits_at(j, server):
                 head = self._head(server, j)
                 if head >= 0:
                     return Command.place(head, server)

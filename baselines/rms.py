@@ -313,15 +313,6 @@ class _RMSBase(Agent):
             return cmd
         return _WAIT
 
-    def _fits(self, j: int, server: int) -> bool:
-        load = self.view.load[server]
-        lim = self.limit[server]
-        d = self.type_demand[j]
-        for r in range(load.shape[0]):
-            if load[r] + d[r] > lim[r]:
-                return False
-        return True
-
     def _on_tick(self) -> Command | None:
         raise NotImplementedError
 
@@ -395,7 +386,7 @@ class RMS(_RMSBase):
         v = self.view
         if self.selection == "uniform":
             s = int(self.rng.integers(self.L))
-            return s if self._fits(j, s) else -1
+            return s if self.view.type_fits_at(j, s) else -1
         fits = v.fits_type(j)
         if self.selection == "rf":
             idx = np.flatnonzero(fits)
@@ -423,7 +414,7 @@ class RMS(_RMSBase):
     def _on_departure(self, j: int, server: int) -> Command | None:
         w = self._weight(self.view.queued_by_type, j)
         if w > 0.0 and self.rng.random() < -math.expm1(-w):
-            if not self._fits(j, server):  # cannot happen with monotone K (kept as a guard)
+            if not self.view.type_fits_at(j, server):  # cannot happen with monotone K (kept as a guard)
                 return None
             self.stats["departure_refills"] += 1
             return self._start(j, server)
@@ -574,7 +565,7 @@ class RMSJSQ(_RMSBase):
     def _on_tick(self) -> Command | None:
         self.stats["ticks"] += 1
         s, j = self.tick_queue()
-        if not self._fits(j, s):
+        if not self.view.type_fits_at(j, s):
             self.stats["wasted_ticks"] += 1
             return None
         return self._start(j, s)
@@ -582,7 +573,7 @@ class RMSJSQ(_RMSBase):
     def _on_departure(self, j: int, server: int) -> Command | None:
         w = self._weight(self.view.local_count[server], j, server)  # eq. (5)
         if w > 0.0 and self.rng.random() < -math.expm1(-w):
-            if not self._fits(j, server):
+            if not self.view.type_fits_at(j, server):
                 return None
             self.stats["departure_refills"] += 1
             return self._start(j, server)

@@ -220,6 +220,10 @@ class ClusterView:
         """``(L,)`` bool: servers whose free capacity holds a type-``job_type`` job (dummy or slot)."""
         return self._sim.cluster.fits_free(self._sim.types.demand[job_type])
 
+    def type_fits_at(self, job_type: int, server: int) -> bool:
+        """Whether ``server``'s free capacity holds a type-``job_type`` job (the kernel's tolerance)."""
+        return self._sim.cluster.fits_free_at(server, self._sim.types.demand[job_type])
+
     def demands(self, jobs: np.ndarray | list[int]) -> np.ndarray:
         """``(n, R)`` demands of the given jobs (a new array)."""
         return self._sim.jobs.demand[np.asarray(jobs, dtype=np.int64)]
