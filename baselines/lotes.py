@@ -77,6 +77,7 @@ from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError
 
 __all__ = [
+    "QueueMirror",
     "LoTES",
     "LotesInputs",
     "LotesPlan",
@@ -800,9 +801,10 @@ def plan_for(scenario: Any, *, bins: str = "exhaustive", method: str = "highs-ds
 
 
 # ====================================================================================== Stage 3
-class _QueueMirror:
+class QueueMirror:
     """Agent-side copy of one FCFS queue (ids and demands in arrival order, with tombstones), so that
-    "the oldest queued job that fits machine m" is one vectorised scan however long the queue."""
+    "the oldest queued job that fits machine m" (LoTES) or "every queued job that fits m" (Tetris) is one
+    vectorised scan however long the queue.  Positions are valid until the next ``remove_at``."""
 
     def __init__(self, R: int):
         self.ids = np.zeros(64, dtype=np.int64)
@@ -829,7 +831,7 @@ class _QueueMirror:
         n = ids.shape[0]
         size = max(64, 2 * n)
         self.ids = np.zeros(size, dtype=np.int64)
-        self.dem = np.zeros((size, dem.shape[1] if dem.ndim == 2 else self.dem.shape[1]))
+        self.dem = np.zeros((size, self.dem.shape[1]))
         self.alive = np.zeros(size, dtype=bool)
         self.ids[:n] = ids
         if n:
@@ -839,12 +841,21 @@ class _QueueMirror:
 
     def first_fit(self, load: np.ndarray, lim: np.ndarray) -> int:
         """Position of the oldest live job with ``load + demand <= lim``, or -1."""
+        hits = self.fitting(load, lim)
+        return int(hits[0]) if hits.size else -1
+
+    def fitting(self, load: np.ndarray, lim: np.ndarray) -> np.ndarray:
+        """Positions (ascending, i.e. arrival order) of the live jobs with ``load + demand <= lim``."""
         n = self.n
         if self.live == 0:
-            return -1
-        ok = self.alive[:n] & np.all(load + self.dem[:n] <= lim, axis=1)
-        pos = int(np.argmax(ok))
-        return pos if ok[pos] else -1
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self.alive[:n] & np.all(load + self.dem[:n] <= lim, axis=1))
+
+    def pop_at(self, pos: int) -> int:
+        """Remove the job at ``pos`` and return its id (read before a compaction moves it)."""
+        job = int(self.ids[pos])
+        self.remove_at(pos)
+        return job
 
     def remove_at(self, pos: int) -> None:
         self.alive[pos] = False
@@ -924,7 +935,7 @@ class LoTES(Agent):
         self._conf_lim = fits_limit(inp.cap)
         self._orphans: dict[int, None] = {}
         # agent-side mirrors of the class queues (the kernel's central queue split by class)
-        self._mirror = [_QueueMirror(v.num_resources) for _ in range(K)]
+        self._mirror = [QueueMirror(v.num_resources) for _ in range(K)]
         self._epoch = -1
         self._arrival_done = False
         self._current = -1
@@ -1032,13 +1043,13 @@ class LoTES(Agent):
         hit = np.flatnonzero(ok)
         return int(arr[hit[0]]) if hit.size else -1
 
-    def _class_mirror(self, k: int) -> _QueueMirror:
+    def _class_mirror(self, k: int) -> QueueMirror:
         """The mirror of class k's queue, rebuilt from the view if it disagrees with the kernel."""
         mq = self._mirror[k]
         v = self.view
         if mq.live != int(v.queued_by_type[k]):
             ids = np.fromiter(v.queue_of_type(k), dtype=np.int64)
-            mq.reset_to(ids, v.demands(ids) if ids.size else np.zeros((0, v.num_resources)))
+            mq.reset_to(ids, v.demands(ids))
         return mq
 
     def _on_exit(self, server: int) -> int:
@@ -1057,8 +1068,7 @@ class LoTES(Agent):
                 mq = self._class_mirror(k)
                 pos = mq.first_fit(load, lim)
                 if pos >= 0:
-                    z = int(mq.ids[pos])
-                    mq.remove_at(pos)
+                    z = mq.pop_at(pos)
                     self._current = k
                     self.stats["exit_placements"] += 1
                     if z in self._orphans:

@@ -42,7 +42,7 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 
-from .lotes import fits_limit
+from .lotes import QueueMirror, fits_limit
 
 __all__ = ["TetrisTran"]
 
@@ -78,12 +78,7 @@ class TetrisTran(Agent):
         self._type = np.zeros(1024, dtype=np.int64)
         # agent-side mirror of the central queue (arrival order), so that a completion scores the
         # whole queue with a few vector operations; rebuilt from the view if it ever disagrees
-        R = v.num_resources
-        self._q_ids = np.zeros(256, dtype=np.int64)
-        self._q_dem = np.zeros((256, R))
-        self._q_alive = np.zeros(256, dtype=bool)
-        self._q_n = 0
-        self._q_live = 0
+        self._queue = QueueMirror(v.num_resources)
         self._epoch = -1
         self._arrival_done = False
         self.stats = {"arrivals": 0, "examined": 0, "queued": 0}
@@ -114,7 +109,7 @@ class TetrisTran(Agent):
             s = self._on_arrival(job)
             if s >= 0:
                 return Command.place(job, s)
-            self._q_push(job)
+            self._queue.push(job, v.demand(job))
             return Command.wait()
         if ev.kind == EventKind.COMPLETION:
             if v.num_queued == 0:
@@ -139,64 +134,19 @@ class TetrisTran(Agent):
         score = self.w_align * (free @ d) - self.w_work * p * float(d.sum())
         return int(idx[int(np.argmax(score))])
 
-    # ------------------------------------------------------------------ queue mirror
-    def _q_push(self, job: int) -> None:
-        if self._q_n == self._q_ids.shape[0]:
-            size = 2 * self._q_n
-            self._q_ids = np.resize(self._q_ids, size)
-            self._q_dem = np.resize(self._q_dem, (size, self._q_dem.shape[1]))
-            alive = np.zeros(size, dtype=bool)
-            alive[:self._q_n] = self._q_alive[:self._q_n]
-            self._q_alive = alive
-        self._q_ids[self._q_n] = job
-        self._q_dem[self._q_n] = self.view.demand(job)
-        self._q_alive[self._q_n] = True
-        self._q_n += 1
-        self._q_live += 1
-
-    def _q_rebuild(self) -> None:
-        v = self.view
-        ids = np.fromiter(v.iter_queue(), dtype=np.int64, count=v.num_queued)
-        n = ids.size
-        size = max(256, 2 * n)
-        self._q_ids = np.zeros(size, dtype=np.int64)
-        self._q_ids[:n] = ids
-        self._q_dem = np.zeros((size, v.num_resources))
-        if n:
-            self._q_dem[:n] = v.demands(ids)
-        self._q_alive = np.zeros(size, dtype=bool)
-        self._q_alive[:n] = True
-        self._q_n = self._q_live = n
-
-    def _q_compact(self) -> None:
-        keep = np.flatnonzero(self._q_alive[:self._q_n])
-        n = keep.size
-        self._q_ids[:n] = self._q_ids[keep]
-        self._q_dem[:n] = self._q_dem[keep]
-        self._q_alive[:n] = True
-        self._q_alive[n:self._q_n] = False
-        self._q_n = self._q_live = n
-
     def _on_completion(self, m: int) -> int:
         v = self.view
-        if self._q_live != v.num_queued:
-            self._q_rebuild()
-        n = self._q_n
-        if self._q_live == 0:
-            return -1
+        q = self._queue
+        if q.live != v.num_queued:
+            ids = np.fromiter(v.iter_queue(), dtype=np.int64, count=v.num_queued)
+            q.reset_to(ids, v.demands(ids))
         load = v.load[m]
-        D = self._q_dem[:n]
-        ok = self._q_alive[:n] & np.all(load + D <= self._lim[m], axis=1)
-        idx = np.flatnonzero(ok)
+        idx = q.fitting(load, self._lim[m])
         if idx.size == 0:
             return -1
-        ids, D = self._q_ids[idx], D[idx]
+        ids, D = q.ids[idx], q.dem[idx]
         free = self._cap[m] - load
         p = self._work[ids] / self._speed[m, self._type[ids]]
         score = self.w_align * (D @ free) - self.w_work * p * D.sum(axis=1)
-        best = int(idx[int(np.argmax(score))])   # ties: earliest arrival (the mirror keeps arrival order)
-        self._q_alive[best] = False
-        self._q_live -= 1
-        if self._q_live * 2 < self._q_n and self._q_n > 256:
-            self._q_compact()
-        return int(self._q_ids[best])
+        # ties: earliest arrival (the mirror keeps arrival order)
+        return q.pop_at(int(idx[int(np.argmax(score))]))

@@ -228,3 +228,35 @@ def test_reduced_tetris_unstable_above_omega_01():
 
     te = run_case(make_preset("lotes-omega", omega=0.3, load=0.95, **SMALL), "tetris")
     assert te["unstable"]
+
+
+# ------------------------------------------------------------------ the agent-side queue mirror
+def test_queue_mirror_pop_returns_the_chosen_job_across_a_compaction():
+    from clustergym.baselines.lotes import QueueMirror
+
+    q = QueueMirror(1)
+    for j in range(400):
+        q.push(1000 + j, np.array([j % 7 / 10.0]))
+    taken = [q.pop_at(int(q.fitting(np.zeros(1), np.full(1, 1.0))[-1])) for _ in range(250)]
+    # the newest fitting job each time: 1399, 1398, ... even after the mirror compacted (n > 256, live < n/2)
+    assert taken == list(range(1399, 1149, -1))
+    assert q.live == 150 and q.n < 400   # compacted once, at live = 199
+    assert q.pop_at(q.first_fit(np.zeros(1), np.full(1, 0.25))) == 1000
+    assert q.pop_at(q.first_fit(np.zeros(1), np.full(1, 0.25))) == 1001
+    assert int(q.ids[q.first_fit(np.full(1, 0.6), np.full(1, 0.75))]) == 1007   # 1002..1006 need 0.2..0.6 > 0.15
+
+
+def test_tetris_drains_a_long_queue_with_the_kernel_validating_every_command():
+    """A burst of 700 jobs on two small machines: the mirror grows past 256, compacts while
+    draining, and every PLACE names a queued job that fits (regression: it returned a moved id)."""
+    from clustergym.workloads import ReplaySource
+
+    rng = np.random.default_rng(5)
+    n = 700
+    src = ReplaySource(np.sort(rng.uniform(0, 10, n)), rng.uniform(0.05, 0.5, (n, 2)), rng.exponential(3600.0, n))
+    sc = Scenario(name="burst", capacity=np.ones((2, 2)), source=src, resources=("cpu", "mem"),
+                  horizon=float("inf"))
+    from clustergym.evaluation import run_episode
+
+    r = run_episode(sc, make_agent("tetris"), seed=0, validate=True)
+    assert r["completed"] == n and r["queued_at_end"] == 0
