@@ -153,6 +153,21 @@ class GreedyAgent(Agent):
                     return Command.place(job, s)
         return Command.wait()
 
+    def run_fast(self, env: Any) -> tuple[float, int] | None:
+        """Run the freshly reset episode to its end on the compiled path, if it applies.
+
+        With a scan window, First-Fit or Best-Fit, a central queue and numba installed,
+        :func:`clustergym.core.fastpath.run_scan_episode` runs the whole episode in one
+        compiled loop with bit-identical results; returns ``(return, steps)`` as the
+        ``step`` loop would have summed them, or ``None`` (run the ordinary loop).
+        """
+        from clustergym.core import fastpath
+
+        env = getattr(env, "unwrapped", env)
+        if env.skip_trivial or not fastpath.supported(env.sim, self.server_rule, self.scan, env.objective):
+            return None
+        return fastpath.run_scan_episode(env.sim, self.server_rule, self.scan, env.objective, env.reward_scale)
+
     def _sweep_order(self) -> list[int]:
         v = self.view
         if v.queueing == "local":
