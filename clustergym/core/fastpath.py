@@ -93,7 +93,7 @@ def _heap_swap(ht, hs, hj, a, b):  # pragma: no cover - compiled
 def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_real, real_usage, I_qbt, I_real,
           qbt, rate, ct, cdemand, ctype, cwork, cweight, creward,
           arrival, demand, jtype, work, weight, reward_rate, start, end, server, status, dummy, in_slot,
-          qnext, qprev, ht, hs, hj, tr_t, tr_v, points, impossible_error):  # pragma: no cover - compiled
+          qnext, qprev, ht, hs, hj, tr_t, tr_v, points, impossible_error, fail_at, comp_server):  # pragma: no cover - compiled
     L, R = load.shape
     J = qbt.shape[0]
     inf = np.inf
@@ -177,6 +177,7 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
             s = server[job]
             tp = jtype[job]
             status[job] = _COMPLETED
+            comp_server[ist[I_NCOMP]] = s
             count_real[s, tp] -= 1
             items[s] -= 1
             for r in range(R):
@@ -280,31 +281,61 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
             window[nw] = j
             nw += 1
             j = qnext[j]
+        nc = ist[I_NCOMP]
         for w in range(nw):
             job = window[w]
+            # Exact pruning: loads only grow except at completions, and the fit test
+            # fl(load + d) <= limit is monotone in load, so a job that fitted nowhere after the
+            # c0-th completion can only fit on servers that completed a job since.
+            c0 = fail_at[job]
+            if c0 == nc:
+                continue
             best = -1
             best_score = 0.0
-            for s in range(L):
-                ok = True
-                for r in range(R):
-                    if not (load[s, r] + demand[job, r] <= limit[s, r]):
-                        ok = False
+            if c0 >= 0 and nc - c0 <= 16:
+                for k in range(c0, nc):
+                    s = comp_server[k]
+                    ok = True
+                    for r in range(R):
+                        if not (load[s, r] + demand[job, r] <= limit[s, r]):
+                            ok = False
+                            break
+                    if not ok:
+                        continue
+                    score = 0.0
+                    if best_fit:
+                        for r in range(R):
+                            c = capacity[s, r]
+                            if not (c > 0):
+                                c = 1.0
+                            score += (demand[job, r] / c) * (load[s, r] / c)
+                    # the full scan's choice: the largest score (Best-Fit), ties (and First-Fit) to the lowest index
+                    if best < 0 or score > best_score or (score == best_score and s < best):
+                        best = s
+                        best_score = score
+            else:
+                for s in range(L):
+                    ok = True
+                    for r in range(R):
+                        if not (load[s, r] + demand[job, r] <= limit[s, r]):
+                            ok = False
+                            break
+                    if not ok:
+                        continue
+                    if not best_fit:
+                        best = s
                         break
-                if not ok:
-                    continue
-                if not best_fit:
-                    best = s
-                    break
-                score = 0.0
-                for r in range(R):
-                    c = capacity[s, r]
-                    if not (c > 0):
-                        c = 1.0
-                    score += (demand[job, r] / c) * (load[s, r] / c)
-                if best < 0 or score > best_score:
-                    best = s
-                    best_score = score
+                    score = 0.0
+                    for r in range(R):
+                        c = capacity[s, r]
+                        if not (c > 0):
+                            c = 1.0
+                        score += (demand[job, r] / c) * (load[s, r] / c)
+                    if best < 0 or score > best_score:
+                        best = s
+                        best_score = score
             if best < 0:
+                fail_at[job] = nc
                 continue
             # PLACE(job, best): _dequeue + _start + Cluster.add_real
             tp = jtype[job]
@@ -414,6 +445,8 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
     ht, hs, hj = np.empty(heap_cap), np.empty(heap_cap, np.int64), np.empty(heap_cap, np.int64)
     qnext = np.empty(0, np.int64)
     qprev = np.empty(0, np.int64)
+    fail_at = np.empty(0, np.int64)          # completion count when the job last fitted nowhere
+    comp_server = np.empty(heap_cap, np.int64)  # server of the k-th completion
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
     empty_d = np.empty((0, R))
     while True:
@@ -434,15 +467,17 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
         if len(qnext) < len(jobs.arrival):
             qnext = np.concatenate([qnext, np.full(len(jobs.arrival) - len(qnext), -1, np.int64)])
             qprev = np.concatenate([qprev, np.full(len(jobs.arrival) - len(qprev), -1, np.int64)])
+            fail_at = np.concatenate([fail_at, np.full(len(jobs.arrival) - len(fail_at), -1, np.int64)])
         if heap_cap < need:  # at most one completion per job
             heap_cap = max(2 * heap_cap, need)
             ht, hs, hj = (np.resize(ht, heap_cap), np.resize(hs, heap_cap), np.resize(hj, heap_cap))
+            comp_server = np.resize(comp_server, heap_cap)
         code = _loop(fs, ist, server_rule == "best-fit", int(scan), c.capacity, c._limit, sim.speed, c.load,
                      c.items, c.count_real, c.real_usage, I_qbt, I_real, qbt, sim.rate_estimate,
                      ct, cd, cty, cw, cwe, cr,
                      jobs.arrival, jobs.demand, jobs.type, jobs.work, jobs.weight, jobs.reward_rate,
                      jobs.start, jobs.end, jobs.server, jobs.status, jobs.dummy, jobs.in_slot,
-                     qnext, qprev, ht, hs, hj, tr_t, tr_v, points, sim.impossible == "error")
+                     qnext, qprev, ht, hs, hj, tr_t, tr_v, points, sim.impossible == "error", fail_at, comp_server)
         jobs.size = int(ist[I_SIZE])
         if code != _NEED_CHUNK:
             break
