@@ -82,7 +82,7 @@ class ActionMode(ABC):
         return list(islice(self.sim.queue, self.queue_window))
 
     def only_wait(self, mask: np.ndarray) -> bool:
-        return int(mask.sum()) == 1 and bool(mask[-1])
+        return bool(mask[-1]) and not mask[:-1].any()
 
 
 class _OneJobMode(ActionMode):
@@ -113,8 +113,9 @@ class _OneJobMode(ActionMode):
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
         job = self.job()
-        if job >= 0:
-            m[:-1] = _fit_matrix(self.sim, [job])[0]
+        if job >= 0:  # one job: the cluster's own (L,) fit check, as _fit_matrix computes it
+            sim = self.sim
+            m[:-1] = sim.cluster.fits(int(sim.jobs.type[job]), sim.jobs.demand[job])
         return m
 
 
