@@ -124,11 +124,14 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     arrival, duration, demand = load_jobs(args.first_n, args.trace_dir)
+    with open("/proc/self/status") as f:  # resident memory before the simulation (Linux)
+        rss_loaded = next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:")), float("nan"))
     t0 = time.perf_counter()
     c0 = time.process_time()
     out = simulate(arrival, duration, demand, args.servers, args.scan)
     out["wall_seconds"] = time.perf_counter() - t0
     out["cpu_seconds"] = time.process_time() - c0
+    out["rss_after_load_mb"] = rss_loaded
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["implementation"] = f"simpy {simpy.__version__}"
     print(json.dumps(out, indent=None if args.json else 1))
