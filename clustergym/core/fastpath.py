@@ -177,7 +177,7 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
             s = server[job]
             tp = jtype[job]
             status[job] = _COMPLETED
-            comp_server[ist[I_NCOMP]] = s
+            comp_server[ist[I_NCOMP] & 63] = s  # a ring: only the last 16 are ever read
             count_real[s, tp] -= 1
             items[s] -= 1
             for r in range(R):
@@ -294,7 +294,7 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
             best_score = 0.0
             if c0 >= 0 and nc - c0 <= 16:
                 for k in range(c0, nc):
-                    s = comp_server[k]
+                    s = comp_server[k & 63]
                     ok = True
                     for r in range(R):
                         if not (load[s, r] + demand[job, r] <= limit[s, r]):
@@ -446,7 +446,7 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
     qnext = np.empty(0, np.int64)
     qprev = np.empty(0, np.int64)
     fail_at = np.empty(0, np.int64)          # completion count when the job last fitted nowhere
-    comp_server = np.empty(heap_cap, np.int64)  # server of the k-th completion
+    comp_server = np.empty(64, np.int64)  # server of the k-th completion, at k % 64
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
     empty_d = np.empty((0, R))
     while True:
@@ -468,10 +468,11 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
             qnext = np.concatenate([qnext, np.full(len(jobs.arrival) - len(qnext), -1, np.int64)])
             qprev = np.concatenate([qprev, np.full(len(jobs.arrival) - len(qprev), -1, np.int64)])
             fail_at = np.concatenate([fail_at, np.full(len(jobs.arrival) - len(fail_at), -1, np.int64)])
-        if heap_cap < need:  # at most one completion per job
-            heap_cap = max(2 * heap_cap, need)
+        # the heap holds one completion per running job: at most those running, queued or to arrive
+        need_heap = int(ist[I_NRUN]) + int(ist[I_NQ]) + (len(ct) - int(ist[I_CI]))
+        if heap_cap < need_heap:
+            heap_cap = max(2 * heap_cap, need_heap)
             ht, hs, hj = (np.resize(ht, heap_cap), np.resize(hs, heap_cap), np.resize(hj, heap_cap))
-            comp_server = np.resize(comp_server, heap_cap)
         code = _loop(fs, ist, server_rule == "best-fit", int(scan), c.capacity, c._limit, sim.speed, c.load,
                      c.items, c.count_real, c.real_usage, I_qbt, I_real, qbt, sim.rate_estimate,
                      ct, cd, cty, cw, cwe, cr,
