@@ -119,3 +119,19 @@ def test_simpy_reference_agrees_on_the_fixture_trace() -> None:
     assert m["mean_wait"] > 0  # the fixture queues on 2 servers: the comparison means something
     assert (ref["jobs"], ref["sim_time"], ref["mean_wait"], ref["mean_queue_length"]) == (
         m["arrivals"], m["sim_time"], m["mean_wait"], m["mean_queue_length"])
+
+
+def test_observation_queue_window_rows_match_job_features() -> None:
+    """The vectorised queue window (long queues) writes what ObservationBuilder._job_features writes."""
+    from clustergym.envs import ClusterEnv
+
+    env = ClusterEnv("ec2", num_servers=2, zeta=1.5, queue_window=8, skip_trivial=False)
+    obs, _ = env.reset(seed=0)
+    for _ in range(60):  # WAIT only: the queue grows past the window
+        obs, *_ = env.step(env.sim.num_servers)
+    ids = list(env.sim.queue)[:8]
+    assert len(ids) == 8
+    want = np.zeros_like(obs["queue_jobs"])
+    for i, j in enumerate(ids):
+        env.obs_builder._job_features(j, want[i])
+    assert np.array_equal(obs["queue_jobs"], want) and obs["queue_mask"].sum() == 8
