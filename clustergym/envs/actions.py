@@ -84,6 +84,10 @@ class ActionMode(ABC):
     def only_wait(self, mask: np.ndarray) -> bool:
         return bool(mask[-1]) and not mask[:-1].any()
 
+    def nothing_to_decide(self) -> bool:
+        """A cheap sufficient test that WAIT is the only valid action (False: build the mask)."""
+        return False
+
 
 class _OneJobMode(ActionMode):
     """``Discrete(L + 1)`` over the servers for one designated job, plus a last action."""
@@ -100,6 +104,9 @@ class _OneJobMode(ActionMode):
     @abstractmethod
     def job(self) -> int:
         """The job the server actions refer to, or -1."""
+
+    def nothing_to_decide(self) -> bool:
+        return self.job() < 0  # the mask is then WAIT alone
 
     @property
     def space(self) -> spaces.Space:

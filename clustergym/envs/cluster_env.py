@@ -163,7 +163,7 @@ class ClusterEnv(gym.Env):
         self._invalid_in_epoch = 0
         self._end_reported = False
         area0 = self._area()
-        if self.skip_trivial and self.mode.only_wait(self.action_masks()):
+        if self.skip_trivial and self._only_wait():
             self._advance_to_choice()
         self._carry = self._area() - area0  # reward of time skipped before the first choice
         return self._obs(), self._info()
@@ -191,7 +191,7 @@ class ClusterEnv(gym.Env):
             if reason is None:
                 sim.execute(cmd)
                 self._mask = None
-                if self.skip_trivial and self.mode.only_wait(self.action_masks()):
+                if self.skip_trivial and self._only_wait():
                     reward += self._advance_to_choice()
             elif self.invalid_action == "raise":
                 raise InvalidCommandError(f"{cmd} at t={sim.now:g}: {reason}")
@@ -242,9 +242,15 @@ class ClusterEnv(gym.Env):
             ev = sim.advance()
             self._mask = None
             self._invalid_in_epoch = 0
-            if ev is None or not self.skip_trivial or not self.mode.only_wait(self.action_masks()):
+            if ev is None or not self.skip_trivial or not self._only_wait():
                 break
         return self._area() - before
+
+    def _only_wait(self) -> bool:
+        """Whether WAIT is the only valid action now (without building the mask when that is clear)."""
+        if self._mask is None and self.mode.nothing_to_decide():
+            return True
+        return self.mode.only_wait(self.action_masks())
 
     def _obs(self) -> dict[str, np.ndarray] | None:
         return self.obs_builder.build(self.action_masks()) if self.observe else None
