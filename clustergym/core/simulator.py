@@ -190,6 +190,10 @@ class Simulator:
         self.rate_window = float(rate_window)
         self.validate = validate
         self._limit = self.cluster._limit
+        # with exact types every job of type j demands types.demand[j]: whether it fits some server
+        # is known per type (None: check each job)
+        self._type_fits = ((self.types.demand[:, None, :] <= self._limit[None, :, :]).all(axis=2).any(axis=1)
+                           if self.types.exact else None)
         rates = source.arrival_rates()
         self.total_rate = float(np.sum(rates)) if rates is not None else None
         self._seeded = False
@@ -455,6 +459,8 @@ class Simulator:
         self.rate_estimate *= decay
         self.rate_estimate[jtype] += 1.0 / self.rate_window
         self._rate_time = t
+        if self._type_fits is not None and self.queueing != "local" and self._type_fits[jtype]:
+            return self._admit_arrival(job)  # exact types: this type's demand fits some server
         can_hold = (demand <= self._limit).all(axis=1)
         if not can_hold.any():
             if self.impossible == "error":
@@ -465,11 +471,18 @@ class Simulator:
             self.jobs.status[job] = JobStatus.REJECTED
             self.n_rejected += 1
             return -1
+        if self.queueing == "local":
+            self._enqueue_central(job)
+            if self.routing != "agent":
+                self._route(job, self._choose_route(job, can_hold))
+            return job
+        return self._admit_arrival(job)
+
+    def _admit_arrival(self, job: int) -> int:
+        """Central queue or loss mode: the job waits in the queue (or for ADMIT/REJECT)."""
         self._enqueue_central(job)
         if self.queueing == "loss":
             self.pending = job
-        elif self.queueing == "local" and self.routing != "agent":
-            self._route(job, self._choose_route(job, can_hold))
         return job
 
     def _choose_route(self, job: int, can_hold: np.ndarray) -> int:
