@@ -42,6 +42,13 @@ _COMPLETION, _ARRIVAL, _TICK, _WAKEUP, _HORIZON = (int(EventKind.COMPLETION), in
                                                    int(EventKind.TICK), int(EventKind.WAKEUP), int(EventKind.HORIZON))
 
 
+# command kinds that name a server, a type, a job (sets: one hash per check)
+_NEEDS_SERVER = frozenset({Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT, Cmd.MIGRATE, Cmd.REPLACE,
+                           Cmd.ROUTE})
+_NEEDS_TYPE = frozenset({Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE})
+_NEEDS_JOB = frozenset({Cmd.PLACE, Cmd.MIGRATE, Cmd.PREEMPT, Cmd.REPLACE, Cmd.ROUTE})
+
+
 class ImpossibleJobError(ClusterGymError):
     """A job demands more than the capacity of every server (``impossible="error"``)."""
 
@@ -611,17 +618,16 @@ class Simulator:
             return None
         L, J = self.num_servers, self.num_types
         jobs = self.jobs
-        needs_server = k in (Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT,
-                             Cmd.MIGRATE, Cmd.REPLACE, Cmd.ROUTE)
+        needs_server = k in _NEEDS_SERVER
         if needs_server and not 0 <= cmd.server < L:
             return f"server {cmd.server} does not exist (0..{L - 1})"
-        needs_type = k in (Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE)
+        needs_type = k in _NEEDS_TYPE
         if needs_type:
             if not 0 <= cmd.type < J:
                 return f"type {cmd.type} does not exist (0..{J - 1})"
             if not self.types.exact:
                 return f"{k.name} needs a workload with discrete job types"
-        needs_job = k in (Cmd.PLACE, Cmd.MIGRATE, Cmd.PREEMPT, Cmd.REPLACE, Cmd.ROUTE) or (
+        needs_job = k in _NEEDS_JOB or (
             k == Cmd.REJECT and cmd.job >= 0)
         if needs_job and not 0 <= cmd.job < jobs.size:
             return f"job {cmd.job} does not exist"
