@@ -88,6 +88,11 @@ class ActionMode(ABC):
         """A cheap sufficient test that WAIT is the only valid action (False: build the mask)."""
         return False
 
+    def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
+        """Whether ``mask`` (computed on the current state) alone shows that ``action`` decodes to
+        a command ``Simulator.check`` accepts, so the env may skip the check (False: check it)."""
+        return False
+
 
 class _OneJobMode(ActionMode):
     """``Discrete(L + 1)`` over the servers for one designated job, plus a last action."""
@@ -107,6 +112,12 @@ class _OneJobMode(ActionMode):
 
     def nothing_to_decide(self) -> bool:
         return self.job() < 0  # the mask is then WAIT alone
+
+    def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
+        # a server action allowed by the mask: the job exists, waits (head of the central queue,
+        # or the pending arrival) and fits on that server by Cluster.fits, the test check() repeats
+        a = int(action)
+        return 0 <= a < mask.size - 1 and bool(mask[a])
 
     @property
     def space(self) -> spaces.Space:

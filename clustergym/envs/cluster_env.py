@@ -184,14 +184,16 @@ class ClusterEnv(gym.Env):
             info["invalid_action"] = False
             info["metrics"] = self.metrics()
             return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
-        cmd = action if isinstance(action, Command) else self.mode.decode(action)
+        is_cmd = isinstance(action, Command)
+        cmd = action if is_cmd else self.mode.decode(action)
         reward = self._carry
         self._carry = 0.0
         invalid, reason = False, None
         if cmd.kind == Cmd.WAIT:
             reward += self._advance_to_choice()
         else:
-            reason = sim.check(cmd)
+            proven = not is_cmd and self._mask is not None and self.mode.mask_proves_valid(action, self._mask)
+            reason = None if proven else sim.check(cmd)
             if reason is None:
                 sim.execute(cmd)
                 self._mask = None
