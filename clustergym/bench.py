@@ -226,14 +226,18 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
 
     if log:
         log(f"ppo: MaskablePPO on ec2 for {timesteps} steps, timing the env")
-    torch.set_num_threads(1)
-    env = Timed(FlattenObservation(ClusterEnv("ec2", horizon=200.0)))
-    model = MaskablePPO("MlpPolicy", env, seed=0, n_steps=min(2048, timesteps), batch_size=64, verbose=0,
-                        device="cpu")
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    model.learn(timesteps)
-    wall = time.perf_counter() - t0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core for the learner, as on CI; restored below
+    try:
+        env = Timed(FlattenObservation(ClusterEnv("ec2", horizon=200.0)))
+        model = MaskablePPO("MlpPolicy", env, seed=0, n_steps=min(2048, timesteps), batch_size=64, verbose=0,
+                            device="cpu")
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        model.learn(timesteps)
+        wall = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(threads)
     return {"scenario": "ec2", "timesteps": timesteps, "env_steps": env.steps, "learn_wall_seconds": wall,
             "learn_cpu_seconds": time.process_time() - c0, "env_wall_seconds": env.seconds,
             "env_share": env.seconds / wall, "env_steps_per_second": env.steps / env.seconds}
