@@ -26,6 +26,15 @@ job, ``random`` a uniformly random fitting job type (or job, for untyped
 workloads).  For typed workloads only the head of each type queue is a
 candidate, so jobs of one type start in arrival order.
 
+Scan window (``scan=N``, e.g. ``--set agent.scan=64``; not in the paper): at
+every arrival and completion (and at the start and wake-ups) the first ``N``
+queued jobs, a snapshot in arrival order taken when the epoch opens (an
+arriving job has joined the tail), are scanned oldest first, and each one
+that fits somewhere is placed on the server of the server rule before the
+next is looked at.  This is the common "FIFO queue + Best-Fit over a
+backfilling window" scheduler, the one ``benchmarks/simpy_bestfit.py``
+implements outside clustergym; ``select_job`` is then unused.
+
 The admission variants (``best-fit-admit``, ``first-fit-admit``) run in loss
 systems: admit the arriving job to the selected server if it fits anywhere,
 else reject it (autoscale.md §2.6, a baseline not in the paper).
@@ -33,6 +42,7 @@ else reject it (autoscale.md §2.6, a baseline not in the paper).
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, ClassVar
 
 import numpy as np
@@ -79,11 +89,20 @@ class GreedyAgent(Agent):
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central", "local"))
 
-    def __init__(self, select_job: str | None = None, **params: Any):
+    def __init__(self, select_job: str | None = None, scan: int | None = None, **params: Any):
         super().__init__(**params)
         self.select_job = select_job or self.default_job_rule
         if self.select_job not in JOB_RULES:
             raise ScenarioError("agent.select_job", f"expected one of {list(JOB_RULES)}, got {self.select_job!r}")
+        if scan is not None:
+            try:
+                ok = int(scan) == float(scan) and int(scan) >= 1
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ScenarioError("agent.scan", f"expected a whole number >= 1 (queued jobs scanned), got {scan!r}")
+            scan = int(scan)
+        self.scan = scan
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -100,10 +119,16 @@ class GreedyAgent(Agent):
             self._arrival_done = False
             self._sweep = []
             self._pos = 0
-            if ev.kind in (EventKind.START, EventKind.WAKEUP):
+            if self.scan is not None:
+                if ev.kind != EventKind.TICK:  # the scan window: the first `scan` queued jobs, oldest first
+                    self._sweep = (list(v.queue(self.scan)) if v.queueing == "central"
+                                   else list(islice(self._sweep_order(), self.scan)))
+            elif ev.kind in (EventKind.START, EventKind.WAKEUP):
                 # after an arrival or a completion no queued job fits (that is what the agent keeps
                 # true), and a clock tick changes nothing: only these epochs need a sweep
                 self._sweep = self._sweep_order()
+        if self.scan is not None:
+            return self._next_in_sweep()
         if ev.kind == EventKind.ARRIVAL:
             if not self._arrival_done:
                 self._arrival_done = True
@@ -115,7 +140,11 @@ class GreedyAgent(Agent):
         if ev.kind == EventKind.COMPLETION:
             job = self._job_for(ev.server)
             return Command.wait() if job < 0 else Command.place(job, ev.server)
-        while self._pos < len(self._sweep):  # start or wake-up: place all that fits, oldest first
+        return self._next_in_sweep()  # start or wake-up: place all that fits, oldest first
+
+    def _next_in_sweep(self) -> Command:
+        v = self.view
+        while self._pos < len(self._sweep):
             job = self._sweep[self._pos]
             self._pos += 1
             if v.status(job) == JobStatus.QUEUED:
@@ -123,6 +152,21 @@ class GreedyAgent(Agent):
                 if s >= 0:
                     return Command.place(job, s)
         return Command.wait()
+
+    def run_fast(self, env: Any) -> tuple[float, int] | None:
+        """Run the freshly reset episode to its end on the compiled path, if it applies.
+
+        With a scan window, First-Fit or Best-Fit, a central queue and numba installed,
+        :func:`clustergym.core.fastpath.run_scan_episode` runs the whole episode in one
+        compiled loop with bit-identical results; returns ``(return, steps)`` as the
+        ``step`` loop would have summed them, or ``None`` (run the ordinary loop).
+        """
+        from clustergym.core import fastpath
+
+        env = getattr(env, "unwrapped", env)
+        if env.skip_trivial or not fastpath.supported(env.sim, self.server_rule, self.scan, env.objective):
+            return None
+        return fastpath.run_scan_episode(env.sim, self.server_rule, self.scan, env.objective, env.reward_scale)
 
     def _sweep_order(self) -> list[int]:
         v = self.view

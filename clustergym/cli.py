@@ -300,23 +300,58 @@ def reproduce_cmd(
 def bench_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     quick: bool = typer.Option(False, "--quick", help="shorter runs (a smoke test of the benchmark)"),
+    replay: bool = typer.Option(True, "--replay/--no-replay",
+                                help="the Google Best-Fit replay, clustergym vs the SimPy reference"),
+    full_replay: bool = typer.Option(False, "--full-replay",
+                                     help="replay all 310,705 tasks (SimPy needs minutes) instead of 50,000"),
+    ppo: bool = typer.Option(True, "--ppo/--no-ppo", help="share of MaskablePPO training time spent in the env"),
+    memory_events: int = typer.Option(0, "--memory-events",
+                                      help="also sample RSS over a run of this many events (e.g. 10000000)"),
 ) -> None:
-    """Measure kernel events per second and environment steps per second."""
+    """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.bench import run_benchmarks
 
-    results = run_benchmarks(quick=quick, log=None if json_out else err.print)
+    results = run_benchmarks(quick=quick, log=None if json_out else err.print, replay=replay,
+                             full_replay=full_replay, ppo=ppo, memory_events=memory_events)
     if json_out:
         _print_json(results)
         return
     t = Table(title="clustergym bench")
     for c in ("benchmark", "scenario", "servers", "events", "steps", "wall_seconds", "events_per_second",
-              "steps_per_second", "events_per_cpu_second"):
+              "steps_per_second", "events_per_cpu_second", "steps_per_cpu_second"):
         t.add_column(c, justify="right" if c not in ("benchmark", "scenario") else "left")
     for r in results["benchmarks"]:
         t.add_row(r["benchmark"], r["scenario"], str(r["servers"]), str(r["events"]), str(r["steps"]),
                   f"{r['wall_seconds']:.3f}", f"{r['events_per_second']:,.0f}", f"{r['steps_per_second']:,.0f}",
-                  f"{r['events_per_cpu_second']:,.0f}")
+                  f"{r['events_per_cpu_second']:,.0f}", f"{r['steps_per_cpu_second']:,.0f}")
     out.print(t)
+    rp = results.get("replay")
+    if rp is not None and rp.get("status") != "ok":
+        out.print(f"replay: skipped ({rp.get('reason')})")
+    elif rp is not None:
+        t = Table(title=f"Google Best-Fit replay ({rp['clustergym']['jobs']:,} tasks, "
+                        f"{rp['clustergym']['servers']} servers, scan 64)")
+        for c in ("implementation", "wall_seconds", "cpu_seconds", "peak_rss_mb", "mean_wait", "mean_queue_length"):
+            t.add_column(c, justify="left" if c == "implementation" else "right")
+        for key in ("clustergym", "simpy"):
+            r = rp.get(key, {})
+            if "wall_seconds" in r:
+                t.add_row(r["implementation"], f"{r['wall_seconds']:.2f}", f"{r['cpu_seconds']:.2f}",
+                          f"{r['peak_rss_mb']:.0f}", repr(r["mean_wait"]), repr(r["mean_queue_length"]))
+        out.print(t)
+        if "speedup_wall" in rp:
+            out.print(f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
+                      f"identical metrics: {rp['identical_metrics']}")
+        elif "simpy" in rp:
+            out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
+    pp = results.get("ppo")
+    if pp is not None:
+        out.print(f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
+                  f"env {pp['env_wall_seconds']:.1f} s = {100 * pp['env_share']:.1f}% of it")
+    mm = results.get("memory")
+    if mm is not None:
+        out.print(f"memory over {mm['events']:,} events ({mm['arrivals']:,} jobs): RSS {mm['rss_start_mb']:.0f} MB "
+                  f"after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, {mm['rss_end_mb']:.0f} MB at the end")
 
 
 from clustergym.cli_trace import trace_cmd  # noqa: E402

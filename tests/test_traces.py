@@ -549,7 +549,8 @@ def test_other_presets_on_fixtures():
     g = alibaba_gpu(trace_dir=str(FIX), clip_before=None)
     assert g.resources == ("cpu", "memory", "gpu") and g.num_servers == EXPECTED["alibaba_gpu_v2023"]["nodes"]
     _run_ff_bf(g)
-    assert set(TRACE_PRESETS) == {"rms-google", "bfjs-google", "lotes-google", "autoscale-google", "alibaba-gpu"}
+    assert set(TRACE_PRESETS) == {"rms-google", "bfjs-google", "lotes-google", "autoscale-google", "alibaba-gpu",
+                                  "google-bf-replay"}
     for name, (fn, desc) in TRACE_PRESETS.items():
         assert callable(fn) and desc and "\n" not in desc
         assert "trace_dir" in fn.__code__.co_varnames

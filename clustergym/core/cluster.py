@@ -44,6 +44,7 @@ class Cluster:
         self.slots_filled = np.zeros((L, J), dtype=np.int64)  #: slots holding a real job
         self.items = np.zeros(L, dtype=np.int64)              #: jobs + dummies + slots on the server
         self.any_slots = False
+        self.had_dummies = False  #: a dummy job has been placed since reset (dummy_usage may be nonzero)
         # cluster-wide totals, kept incrementally for the metrics (R,)
         self.real_usage = np.zeros(R)
         self.dummy_usage = np.zeros(R)
@@ -55,6 +56,7 @@ class Cluster:
                     self.empty_slot_usage):
             arr[...] = 0
         self.any_slots = False
+        self.had_dummies = False
 
     # ------------------------------------------------------------------ fit checks
     def free(self) -> np.ndarray:
@@ -63,10 +65,10 @@ class Cluster:
 
     def fits_free(self, demand: np.ndarray) -> np.ndarray:
         """``(L,)`` bool: servers whose free capacity holds ``demand`` (R,)."""
-        return np.all(self.load + demand <= self._limit, axis=1)
+        return (self.load + demand <= self._limit).all(axis=1)
 
     def fits_free_at(self, server: int, demand: np.ndarray) -> bool:
-        return bool(np.all(self.load[server] + demand <= self._limit[server]))
+        return bool((self.load[server] + demand <= self._limit[server]).all())
 
     def slot_usable(self, job_type: int, demand: np.ndarray) -> np.ndarray:
         """``(L,)`` bool: servers with an empty type-``job_type`` slot that holds ``demand``."""
@@ -121,6 +123,7 @@ class Cluster:
         self.items[server] += 1
         self.load[server] += d
         self.dummy_usage += d
+        self.had_dummies = True
 
     def remove_dummy(self, server: int, job_type: int) -> None:
         d = self.type_demand[job_type]

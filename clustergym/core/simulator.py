@@ -38,7 +38,15 @@ Routing = Literal["jsq", "power-of-two", "random", "agent"]
 
 _INF = math.inf
 _QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
-_COMPLETION = int(EventKind.COMPLETION)
+_COMPLETION, _ARRIVAL, _TICK, _WAKEUP, _HORIZON = (int(EventKind.COMPLETION), int(EventKind.ARRIVAL),
+                                                   int(EventKind.TICK), int(EventKind.WAKEUP), int(EventKind.HORIZON))
+
+
+# command kinds that name a server, a type, a job (sets: one hash per check)
+_NEEDS_SERVER = frozenset({Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT, Cmd.MIGRATE, Cmd.REPLACE,
+                           Cmd.ROUTE})
+_NEEDS_TYPE = frozenset({Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE})
+_NEEDS_JOB = frozenset({Cmd.PLACE, Cmd.MIGRATE, Cmd.PREEMPT, Cmd.REPLACE, Cmd.ROUTE})
 
 
 class ImpossibleJobError(ClusterGymError):
@@ -189,6 +197,10 @@ class Simulator:
         self.rate_window = float(rate_window)
         self.validate = validate
         self._limit = self.cluster._limit
+        # with exact types every job of type j demands types.demand[j]: whether it fits some server
+        # is known per type (None: check each job)
+        self._type_fits = ((self.types.demand[:, None, :] <= self._limit[None, :, :]).all(axis=2).any(axis=1)
+                           if self.types.exact else None)
         rates = source.arrival_rates()
         self.total_rate = float(np.sum(rates)) if rates is not None else None
         self._seeded = False
@@ -308,7 +320,8 @@ class Simulator:
                 I.queue_by_type += self.queued_by_type * dt
             c = self.cluster
             I.real_usage += c.real_usage * dt
-            I.dummy_usage += c.dummy_usage * dt
+            if c.had_dummies:  # dummy_usage is exactly zero until the first dummy: nothing to add
+                I.dummy_usage += c.dummy_usage * dt
             if c.any_slots:
                 I.empty_slot_usage += c.empty_slot_usage * dt
             self.trace.record(self.now, t, self.n_queued)
@@ -334,27 +347,31 @@ class Simulator:
             if self._drained():
                 self._finish(terminated=True)
                 return None
-            # choose the next event: (time, kind order) minimal
-            t, kind = self.horizon, EventKind.HORIZON
-            if self._next_wakeup_or_completion_before(t, kind):
-                t, kind = self._heap[0][0], EventKind(self._heap[0][1])
-            if (self._next_arrival, 1) < (t, int(kind)):
-                t, kind = self._next_arrival, EventKind.ARRIVAL
-            if (self._next_tick, 2) < (t, int(kind)):
-                t, kind = self._next_tick, EventKind.TICK
+            # choose the next event: (time, kind order) minimal (kinds as ints: EventKind values)
+            t, kind = self.horizon, _HORIZON
+            if heap:
+                h = heap[0]
+                if h[0] < t or (h[0] == t and h[1] < kind):
+                    t, kind = h[0], h[1]
+            na = self._next_arrival
+            if na < t or (na == t and _ARRIVAL < kind):
+                t, kind = na, _ARRIVAL
+            nt = self._next_tick
+            if nt < t or (nt == t and _TICK < kind):
+                t, kind = nt, _TICK
             if t == _INF:
                 # nothing will ever happen again: a finite source is exhausted and nothing runs
                 self._finish(terminated=True)
                 return None
-            if kind == EventKind.HORIZON:
+            if kind == _HORIZON:
                 self._integrate(t)
                 self._finish(truncated=True)
                 return None
             self._integrate(t)
             self.n_events += 1
-            if kind == EventKind.COMPLETION or kind == EventKind.WAKEUP:
-                _, _, _, job = heapq.heappop(self._heap)
-                if kind == EventKind.WAKEUP:
+            if kind == _COMPLETION or kind == _WAKEUP:
+                _, _, _, job = heapq.heappop(heap)
+                if kind == _WAKEUP:
                     event = Event(EventKind.WAKEUP, t)
                     stop = True
                 else:
@@ -364,7 +381,7 @@ class Simulator:
                     self._end_job(job, JobStatus.COMPLETED)
                     event = Event(EventKind.COMPLETION, t, job, server, jtype)
                     stop = ep.dummy_completions if is_dummy else ep.completions
-            elif kind == EventKind.ARRIVAL:
+            elif kind == _ARRIVAL:
                 job = self._arrive()
                 if job < 0:  # rejected as impossible
                     stop = False
@@ -423,12 +440,6 @@ class Simulator:
         return (self.horizon == _INF and self._chunks is None and self._next_arrival == _INF
                 and self.n_queued == 0 and self.n_running == 0)
 
-    def _next_wakeup_or_completion_before(self, t: float, kind: EventKind) -> bool:
-        if not self._heap:
-            return False
-        h = self._heap[0]
-        return (h[0], h[1]) < (t, int(kind))
-
     def _finish(self, *, truncated: bool = False, terminated: bool = False) -> None:
         self.done = True
         self.truncated = truncated
@@ -455,7 +466,9 @@ class Simulator:
         self.rate_estimate *= decay
         self.rate_estimate[jtype] += 1.0 / self.rate_window
         self._rate_time = t
-        can_hold = np.all(demand <= self._limit, axis=1)
+        if self._type_fits is not None and self.queueing != "local" and self._type_fits[jtype]:
+            return self._admit_arrival(job)  # exact types: this type's demand fits some server
+        can_hold = (demand <= self._limit).all(axis=1)
         if not can_hold.any():
             if self.impossible == "error":
                 raise ImpossibleJobError(
@@ -465,11 +478,18 @@ class Simulator:
             self.jobs.status[job] = JobStatus.REJECTED
             self.n_rejected += 1
             return -1
+        if self.queueing == "local":
+            self._enqueue_central(job)
+            if self.routing != "agent":
+                self._route(job, self._choose_route(job, can_hold))
+            return job
+        return self._admit_arrival(job)
+
+    def _admit_arrival(self, job: int) -> int:
+        """Central queue or loss mode: the job waits in the queue (or for ADMIT/REJECT)."""
         self._enqueue_central(job)
         if self.queueing == "loss":
             self.pending = job
-        elif self.queueing == "local" and self.routing != "agent":
-            self._route(job, self._choose_route(job, can_hold))
         return job
 
     def _choose_route(self, job: int, can_hold: np.ndarray) -> int:
@@ -598,17 +618,16 @@ class Simulator:
             return None
         L, J = self.num_servers, self.num_types
         jobs = self.jobs
-        needs_server = k in (Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT,
-                             Cmd.MIGRATE, Cmd.REPLACE, Cmd.ROUTE)
+        needs_server = k in _NEEDS_SERVER
         if needs_server and not 0 <= cmd.server < L:
             return f"server {cmd.server} does not exist (0..{L - 1})"
-        needs_type = k in (Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE)
+        needs_type = k in _NEEDS_TYPE
         if needs_type:
             if not 0 <= cmd.type < J:
                 return f"type {cmd.type} does not exist (0..{J - 1})"
             if not self.types.exact:
                 return f"{k.name} needs a workload with discrete job types"
-        needs_job = k in (Cmd.PLACE, Cmd.MIGRATE, Cmd.PREEMPT, Cmd.REPLACE, Cmd.ROUTE) or (
+        needs_job = k in _NEEDS_JOB or (
             k == Cmd.REJECT and cmd.job >= 0)
         if needs_job and not 0 <= cmd.job < jobs.size:
             return f"job {cmd.job} does not exist"

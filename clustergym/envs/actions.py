@@ -82,7 +82,16 @@ class ActionMode(ABC):
         return list(islice(self.sim.queue, self.queue_window))
 
     def only_wait(self, mask: np.ndarray) -> bool:
-        return int(mask.sum()) == 1 and bool(mask[-1])
+        return bool(mask[-1]) and not mask[:-1].any()
+
+    def nothing_to_decide(self) -> bool:
+        """A cheap sufficient test that WAIT is the only valid action (False: build the mask)."""
+        return False
+
+    def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
+        """Whether ``mask`` (computed on the current state) alone shows that ``action`` decodes to
+        a command ``Simulator.check`` accepts, so the env may skip the check (False: check it)."""
+        return False
 
 
 class _OneJobMode(ActionMode):
@@ -101,6 +110,15 @@ class _OneJobMode(ActionMode):
     def job(self) -> int:
         """The job the server actions refer to, or -1."""
 
+    def nothing_to_decide(self) -> bool:
+        return self.job() < 0  # the mask is then WAIT alone
+
+    def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
+        # a server action allowed by the mask: the job exists, waits (head of the central queue,
+        # or the pending arrival) and fits on that server by Cluster.fits, the test check() repeats
+        a = int(action)
+        return 0 <= a < mask.size - 1 and bool(mask[a])
+
     @property
     def space(self) -> spaces.Space:
         return self._space
@@ -113,8 +131,9 @@ class _OneJobMode(ActionMode):
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
         job = self.job()
-        if job >= 0:
-            m[:-1] = _fit_matrix(self.sim, [job])[0]
+        if job >= 0:  # one job: the cluster's own (L,) fit check, as _fit_matrix computes it
+            sim = self.sim
+            m[:-1] = sim.cluster.fits(int(sim.jobs.type[job]), sim.jobs.demand[job])
         return m
 
 

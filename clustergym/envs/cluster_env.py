@@ -7,17 +7,19 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from clustergym.core.commands import Cmd, Command
+from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.view import ClusterView
 from clustergym.envs.actions import ActionMode, make_action_mode
 from clustergym.envs.observation import ObservationBuilder
-from clustergym.envs.reward import objective_area, objective_metric
+from clustergym.envs.reward import OBJECTIVES, objective_metric
 from clustergym.envs.viewer import render_text
 from clustergym.errors import InvalidCommandError, ScenarioError
 from clustergym.scenarios.spec import Scenario
 
 __all__ = ["ClusterEnv", "AdmissionEnv"]
+
+_KIND_NAMES = {k: k.name.lower() for k in EventKind}  # info["event"]
 
 
 class ClusterEnv(gym.Env):
@@ -142,6 +144,8 @@ class ClusterEnv(gym.Env):
         self.render_mode = render_mode
         self.observe = bool(observe)
         self.objective = self.scenario.objective
+        objective_metric(self.objective)  # validates the objective (ScenarioError)
+        self._area_sign, self._area_attr = OBJECTIVES[self.objective][:2]
         self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
                                               self.scenario.clairvoyant)
         self.observation_space = self.obs_builder.space
@@ -163,7 +167,7 @@ class ClusterEnv(gym.Env):
         self._invalid_in_epoch = 0
         self._end_reported = False
         area0 = self._area()
-        if self.skip_trivial and self.mode.only_wait(self.action_masks()):
+        if self.skip_trivial and self._only_wait():
             self._advance_to_choice()
         self._carry = self._area() - area0  # reward of time skipped before the first choice
         return self._obs(), self._info()
@@ -180,18 +184,20 @@ class ClusterEnv(gym.Env):
             info["invalid_action"] = False
             info["metrics"] = self.metrics()
             return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
-        cmd = action if isinstance(action, Command) else self.mode.decode(action)
+        is_cmd = isinstance(action, Command)
+        cmd = action if is_cmd else self.mode.decode(action)
         reward = self._carry
         self._carry = 0.0
         invalid, reason = False, None
         if cmd.kind == Cmd.WAIT:
             reward += self._advance_to_choice()
         else:
-            reason = sim.check(cmd)
+            proven = not is_cmd and self._mask is not None and self.mode.mask_proves_valid(action, self._mask)
+            reason = None if proven else sim.check(cmd)
             if reason is None:
                 sim.execute(cmd)
                 self._mask = None
-                if self.skip_trivial and self.mode.only_wait(self.action_masks()):
+                if self.skip_trivial and self._only_wait():
                     reward += self._advance_to_choice()
             elif self.invalid_action == "raise":
                 raise InvalidCommandError(f"{cmd} at t={sim.now:g}: {reason}")
@@ -232,7 +238,8 @@ class ClusterEnv(gym.Env):
         return out
 
     def _area(self) -> float:
-        return objective_area(self.objective, self.sim.integrals) * self.reward_scale
+        # objective_area(self.objective, integrals) * reward_scale, with the lookup done once
+        return (self._area_sign * getattr(self.sim.integrals, self._area_attr)) * self.reward_scale
 
     def _advance_to_choice(self) -> float:
         """WAIT: advance to the next epoch (skipping trivial ones); return the reward earned."""
@@ -242,16 +249,22 @@ class ClusterEnv(gym.Env):
             ev = sim.advance()
             self._mask = None
             self._invalid_in_epoch = 0
-            if ev is None or not self.skip_trivial or not self.mode.only_wait(self.action_masks()):
+            if ev is None or not self.skip_trivial or not self._only_wait():
                 break
         return self._area() - before
+
+    def _only_wait(self) -> bool:
+        """Whether WAIT is the only valid action now (without building the mask when that is clear)."""
+        if self._mask is None and self.mode.nothing_to_decide():
+            return True
+        return self.mode.only_wait(self.action_masks())
 
     def _obs(self) -> dict[str, np.ndarray] | None:
         return self.obs_builder.build(self.action_masks()) if self.observe else None
 
     def _info(self) -> dict[str, Any]:
         ev = self.sim.event
-        return {"time": self.sim.now, "event": ev.kind.name.lower(), "event_job": ev.job,
+        return {"time": self.sim.now, "event": _KIND_NAMES[ev.kind], "event_job": ev.job,
                 "event_server": ev.server, "unstable": self.sim.unstable}
 
 

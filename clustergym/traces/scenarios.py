@@ -55,7 +55,7 @@ from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
 from clustergym.workloads.replay import ReplaySource
 
-__all__ = ["TRACE_PRESETS", "FORMATS", "rms_google", "bfjs_google", "lotes_google", "autoscale_google", "alibaba_gpu",
+__all__ = ["TRACE_PRESETS", "FORMATS", "rms_google", "google_bf_replay", "bfjs_google", "lotes_google", "autoscale_google", "alibaba_gpu",
            "load_trace", "apply_transforms", "trace_workload_from_spec", "clear_cache", "filter_names",
            "pow_half_names"]
 
@@ -203,6 +203,41 @@ def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: i
         description="RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
         params=_params(scope, table, steps, jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
                        mean_duration_per_type=source.types.mean_work.tolist()),
+    )
+
+
+def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon: float = math.inf,
+                     queue_cap: int | None = None, trace_dir: str | None = None) -> Scenario:
+    """The performance benchmark's replay (issue #10): completed Google tasks, CPU and memory, unit servers.
+
+    Preprocessing: Google task_events, lifecycle ``finished`` (first SUBMIT inside the slice,
+    the last non-UPDATE event a FINISH; interruptions and resubmissions allowed), all
+    priorities; arrival = first SUBMIT in seconds from the first kept one; duration = FINISH -
+    last SCHEDULE (seconds); demand = (CPU request, memory request), normalised to the largest
+    machine.  ``num_servers`` identical servers of capacity (1, 1), one central FIFO queue.
+    Run it with ``best-fit --set agent.scan=64`` (Best-Fit over the first 64 queued jobs at every
+    arrival and completion); ``benchmarks/simpy_bestfit.py`` is the same run written with SimPy.
+
+    Args:
+        num_servers: L servers of capacity (1, 1) (the benchmark: 420).
+        first_n: the first N kept arrivals (``None``: all 310,705 of the shared 19.7 h slice).
+        horizon: simulated seconds (``inf``: until every task has finished).
+        queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
+    """
+    scope = dict(locals())
+    L = _pos("num_servers", num_servers, integer=True)
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    table = _google_table(trace_dir, lifecycle="finished", first_n=first_n)
+    jobs = table.jobs
+    demand = np.column_stack([jobs["cpu"].to_numpy(dtype=float), jobs["memory"].to_numpy(dtype=float)])
+    source = ReplaySource(jobs["arrival"].to_numpy(), demand, jobs["duration"].to_numpy(), source=table.source,
+                          columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory"]})
+    return Scenario(
+        name="google-bf-replay", capacity=np.ones((L, 2)), source=source, resources=("cpu", "memory"),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        description="Google 2011 completed tasks (CPU, memory) on L servers of capacity (1, 1): the benchmark replay",
+        params=_params(scope, table, ["demand = (cpu, memory) requests; capacity (1, 1) per server"]),
     )
 
 
@@ -402,6 +437,8 @@ TRACE_PRESETS: dict[str, tuple[Callable[..., Scenario], str]] = {
     "autoscale-google": (autoscale_google, "Auto-scaling Google trace: loss system, reward size x 1/3/9 by "
                                            "priority (autoscale.md §3.6)"),
     "alibaba-gpu": (alibaba_gpu, "Alibaba GPU v2023 pods (CPU, memory, GPU) on 1,523 heterogeneous nodes"),
+    "google-bf-replay": (google_bf_replay, "Google 2011 completed tasks (CPU, memory) on 420 unit servers: the "
+                                           "performance benchmark's Best-Fit replay (issue #10)"),
 }
 
 
