@@ -106,7 +106,8 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
     Cells are ordered by swept value, then agent, then seed; results keep this order.
 
     Args:
-        scenario: preset name, scenario file, or a :class:`Scenario` (then no ``params`` nor ``sweep``).
+        scenario: preset name, scenario file (made absolute; the workers must see the same path),
+            or a :class:`Scenario` (then no ``params`` nor ``sweep``).
         agents: agent specs (registered names or model paths).
         seeds: episode seeds, the same for every agent (common random numbers).
         horizon: simulated time per episode (``None``: the scenario's).
@@ -120,6 +121,10 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
         raise ScenarioError("seeds", "no seed to run (expected at least one)")
     if isinstance(scenario, Scenario) and (params or sweep):
         raise ScenarioError("params", "parameters apply to preset names only, not to a Scenario object")
+    from clustergym.scenarios import PRESETS
+
+    if isinstance(scenario, str) and scenario not in PRESETS and Path(scenario).exists():
+        scenario = str(Path(scenario).resolve())  # a scenario file: workers may run in another directory
     blobs = {a: _factory_blob(a) for a in agents}
     param, values = sweep if sweep is not None else (None, [None])
     cells = []

@@ -282,3 +282,13 @@ def test_ray_gives_the_local_frame_exactly(local_ray, dummy_agent, tmp_path):
         assert code == 0, err
         frames.append(pd.read_parquet(out_dir / "results.parquet").drop(columns="wall_seconds"))
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
+
+
+def test_scenario_files_run_on_workers_from_any_directory(tmp_path, monkeypatch):
+    (tmp_path / "trap.json").write_text(json.dumps({"preset": "bf-trap", "params": {"num_servers": 3}, "horizon": 5}))
+    monkeypatch.chdir(tmp_path)
+    cells = plan("trap.json", ["first-fit"], seeds=[0, 1])
+    assert cells[0].scenario == str(tmp_path / "trap.json")
+    monkeypatch.chdir("/")
+    res = run_cells(cells)
+    assert list(res["servers"]) == [3, 3] and list(res["sim_time"]) == [5.0, 5.0]
