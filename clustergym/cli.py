@@ -149,6 +149,8 @@ def compare_cmd(
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
             param, raw = sweep_.split("=", 1)
             values = [yaml.safe_load(v) for v in raw.split(",") if v.strip()]
+            if not param or not values:
+                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
         sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
         requested = [a.strip() for a in agents.split(",") if a.strip()]
         if requested == ["all"]:

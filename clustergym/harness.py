@@ -119,6 +119,8 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
         raise ScenarioError("agents", "no agent to run")
     if not seeds:
         raise ScenarioError("seeds", "no seed to run (expected at least one)")
+    if sweep is not None and not list(sweep[1]):
+        raise ScenarioError("sweep", f"no value to sweep {sweep[0]!r} over")
     if isinstance(scenario, Scenario) and (params or sweep):
         raise ScenarioError("params", "parameters apply to preset names only, not to a Scenario object")
     from clustergym.scenarios import PRESETS

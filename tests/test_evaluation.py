@@ -85,6 +85,8 @@ def test_plan_orders_cells_by_value_agent_seed():
         plan("ec2", AGENTS_2, seeds=[])
     with pytest.raises(ScenarioError, match="agents"):
         plan("ec2", [], seeds=[0])
+    with pytest.raises(ScenarioError, match="sweep"):
+        plan("ec2", AGENTS_2, seeds=[0], sweep=("zeta", []))
 
 
 def test_local_processes_give_the_serial_frame_exactly(dummy_agent):
@@ -231,6 +233,7 @@ def test_cli_compare_out_writes_results_parquet_summary_and_plots(tmp_path):
     (["--agents", "first-fit,dra"], "dra"),
     (["--agents", "first-fit", "--workers", "0"], "--workers 0"),
     (["--agents", "first-fit", "--ray", "not an address"], "expected 'auto', 'HOST:PORT'"),
+    (["--agents", "first-fit", "--sweep", "num_servers="], "--sweep 'num_servers='"),
 ])
 def test_cli_compare_bad_input_exits_2(args, message):
     code, out, err = _cli("compare", "bf-trap", "--seeds", "1", "--horizon", "2", *args, "--json")
