@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-seeds", type=int, default=5, help="evaluation episodes (seeds 1000..)")
     p.add_argument("--ray-address", default=None, help="a running Ray cluster ('auto', HOST:PORT); "
-                                                       "default: start Ray on this machine")
+                                                       "default: start a new Ray instance on this machine")
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of the Ray instance started here")
     p.add_argument("--checkpoint", default=None, help="save the trained algorithm to this directory")
     return p.parse_args(argv)
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     args = parse_args(argv)
     if not ray.is_initialized():
-        ray.init(address=args.ray_address, num_cpus=args.num_cpus, include_dashboard=False)
+        ray.init(address=args.ray_address or "local", num_cpus=args.num_cpus, include_dashboard=False)
     register_env("clustergym", make_env)
 
     config = build_config(args)

@@ -25,6 +25,7 @@ import os
 import re
 import socket
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -249,17 +250,23 @@ def _connect_ray(address: str) -> Any:
     except ImportError as e:
         raise RayError(f"--ray needs the optional dependency ray ({e}); install it with "
                        "`pip install 'clustergym[ray]'`") from None
+    if address != "auto" and (_ADDRESS.match(address) is None or not 0 < int(_ADDRESS.match(address)["port"]) < 65536):
+        raise RayError(f"--ray {address!r}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
     if ray.is_initialized():
         return ray
-    if address != "auto":
-        m = _ADDRESS.match(address)
-        if m is None or not 0 < int(m["port"]) < 65536:
-            raise RayError(f"--ray {address!r}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
-        host, port = m["host"].strip("[]"), int(m["port"])
-        try:  # fail fast: ray.init retries an unreachable address for minutes
-            socket.create_connection((host, port), timeout=5).close()
+    # fail fast: ray.init retries an unreachable address for minutes.  'auto' means $RAY_ADDRESS,
+    # else the cluster `ray start` last started on this machine (the file it leaves behind)
+    target = address
+    if address == "auto":
+        latest = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        target = os.environ.get("RAY_ADDRESS") or (latest.read_text().strip() if latest.is_file() else "")
+    m = _ADDRESS.match(target)
+    if m is not None:
+        try:
+            socket.create_connection((m["host"].strip("[]"), int(m["port"])), timeout=5).close()
         except OSError as e:
-            raise RayError(f"--ray {address!r}: no Ray cluster reachable there ({e})") from None
+            where = f"{address!r}" if target == address else f"{address!r} (that is {target})"
+            raise RayError(f"--ray {where}: no Ray cluster reachable there ({e})") from None
     try:
         ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:

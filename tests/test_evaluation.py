@@ -263,7 +263,8 @@ def local_ray():
                                             "the Ray executor is not tested")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, logging_level="ERROR",
+        # address="local": a new instance, even where `ray start` left a cluster address behind
+        ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, logging_level="ERROR",
                  log_to_driver=False)
     yield ray
     if started:
@@ -295,3 +296,12 @@ def test_scenario_files_run_on_workers_from_any_directory(tmp_path, monkeypatch)
     monkeypatch.chdir("/")
     res = run_cells(cells)
     assert list(res["servers"]) == [3, 3] and list(res["sim_time"]) == [5.0, 5.0]
+
+
+def test_ray_auto_with_a_dead_cluster_address_fails_fast(monkeypatch):
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'clustergym[ray]')")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit", "--seeds", "1", "--horizon", "1",
+                          "--ray", "auto", "--json")
+    assert code == 2 and out.strip() == "" and "no Ray cluster reachable" in err and "127.0.0.1:1" in err
