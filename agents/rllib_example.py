@@ -14,6 +14,14 @@ Install the pieces RLlib needs with ``pip install -e ".[rllib]"`` (see
 
 It prints one line per training iteration and, at the end, the mean queue length of
 the greedy policy next to Best-Fit's on the same seeds (common random numbers).
+
+This is the plumbing, not a tuned trainer: the hyperparameters are RLlib-style defaults
+and nothing here is tuned for scheduling.  Measured on 2 shared cores, 15 iterations of
+2,000 steps (``--iterations 15 --env-runners 1 --batch 2000 --minibatch 128 --epochs 5
+--horizon 50``, about 3 minutes) leave a policy far worse than Best-Fit (mean queue length
+1936 against 0.42 on seeds 1000-1004): an episode of horizon 50 is longer than a batch,
+and the policy has not yet learned to place rather than WAIT.  For policies that do
+learn on one machine, see ``clustergym train`` (SB3).
 ``tests/test_rllib_example.py`` runs one tiny iteration.
 """
 
