@@ -7,7 +7,7 @@ kernel (this interpreter).  A failing cell fails the test with that cell's sourc
 error.  A notebook whose metadata declares ``"clustergym": {"needs_traces": true}`` is
 skipped, with the reason, when the trace directory is absent.
 
-By hand, on the real budget: ``jupyter nbconvert --to notebook --execute notebooks/NAME.ipynb``.
+By hand, on the real budget: ``jupyter execute --inplace notebooks/NAME.ipynb`` (nbclient).
 """
 
 from __future__ import annotations
