@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 import typer
 import yaml
 from rich.console import Console
@@ -115,63 +114,84 @@ def run_cmd(
 @app.command("compare")
 def compare_cmd(
     scenario: str = typer.Argument(..., help="preset name or scenario file"),
-    agents: str = typer.Option(..., "--agents", help="comma-separated agent names"),
+    agents: str = typer.Option(..., "--agents", help="comma-separated agent names or model paths; "
+                                                     "'all': every registered agent that can run on the scenario"),
     seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
     horizon: Optional[float] = typer.Option(None, "--horizon"),
     sweep_: Optional[str] = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="write runs.csv, summary.csv and a plot here"),
+    reference: Optional[str] = typer.Option(None, "--reference", help="agent the paired differences are taken "
+                                                                      "against (default: the first agent)"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes (default: the "
+                                                                  "available cores; 1 runs in this process)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+                                                                  "'auto', HOST:PORT or ray://HOST:PORT"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="write results.csv, results.parquet, "
+                                                               "summary.csv and a plot here"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.evaluation import compare, summarize, sweep
+    from clustergym.evaluation import summarize
+    from clustergym.harness import available_workers, compatible_agents, plan, run_cells, write_results
     from clustergym.scenarios import resolve_scenario
 
-    names = [a.strip() for a in agents.split(",") if a.strip()]
-    param, values = None, [None]
+    param, values, skipped = None, [None], {}
     try:
         sparams, aparams = _parse_sets(set_)
         if aparams:
             raise ClusterGymError("compare takes scenario parameters only (agent.* is for `run`)")
+        if seeds < 1:
+            raise ClusterGymError(f"--seeds {seeds}: expected at least 1")
+        if workers is not None and workers < 1:
+            raise ClusterGymError(f"--workers {workers}: expected at least 1")
         if sweep_ is not None:
             if "=" not in sweep_:
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
             param, raw = sweep_.split("=", 1)
             values = [yaml.safe_load(v) for v in raw.split(",") if v.strip()]
+            if not param or not values:
+                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
         sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
+        requested = [a.strip() for a in agents.split(",") if a.strip()]
+        if requested == ["all"]:
+            names, skipped = compatible_agents(sc)
+            if not names:
+                raise ClusterGymError(f"--agents all: no registered agent can run on {sc.name!r}")
+        else:
+            names, bad = compatible_agents(sc, requested)
+            if bad:
+                raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()))
+        reference = reference or names[0]
+        if reference not in names:
+            raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
+        if not json_out:
+            for a, why in skipped.items():
+                err.print(f"skipped {a}: {why}", highlight=False)
+        cells = plan(scenario, names, seeds=range(seeds), horizon=horizon, params=sparams,
+                     sweep=(param, values) if param else None)
         from rich.progress import Progress
 
         with Progress(console=err, transient=True) as prog:
-            task = prog.add_task("runs", total=len(names) * seeds * len(values))
+            task = prog.add_task("runs", total=len(cells))
 
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            if param is None:
-                runs = compare(sc, names, seeds=range(seeds), horizon=horizon, progress=tick)
-            else:
-                runs = sweep(scenario, param, values, names, seeds=range(seeds), horizon=horizon,
-                             params=sparams, progress=tick)
+            runs = run_cells(cells, workers=workers or available_workers(), ray=ray_address, progress=tick)
+        summary = summarize(runs, reference=reference, by=param)
     except ClusterGymError as e:
         _fail(e)
         return
     metric = {"reward": "reward_rate", "weighted-system": "mean_weighted_completion"}.get(sc.objective,
                                                                                          "mean_queue_length")
-    summary = summarize(runs, reference=names[0], by=param)
     if sc.objective == "reward" and param is None:
         _add_lp_bound(summary, sc)
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        runs.to_csv(out_dir / "runs.csv", index=False)
-        summary.to_csv(out_dir / "summary.csv", index=False)
-        title = f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)"
-        if param is None:
-            _plot(summary, metric, out_dir / f"{metric}.png", title)
-        else:
-            _plot_sweep(summary, param, metric, out_dir / f"{metric}_vs_{param}.png", title)
+        write_results(out_dir, runs, summary, metric=metric, param=param,
+                      title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
     if json_out:
-        _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names, "sweep": param,
-                     "values": values if param else None,
+        _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names, "reference": reference,
+                     "skipped": skipped, "sweep": param, "values": values if param else None,
                      "metric": metric, "summary": summary.to_dict("records"), "runs": runs.to_dict("records")})
         return
     t = Table(title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)")
@@ -181,10 +201,13 @@ def compare_cmd(
     cols = ["mean_queue_length", "mean_wait", "p99_wait", "reward_rate"]
     for c in cols:
         t.add_column(c, justify="right")
+    t.add_column(f"paired Δ {metric} vs {reference}", justify="right")
     t.add_column("unstable runs", justify="right")
     for _, r in summary.iterrows():
         lead = [str(r[param])] if param is not None else []
-        t.add_row(*lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], str(r["unstable_runs"]))
+        diff = "" if r["agent"] == reference else f"{r[metric + '_diff']:+.4g} ± {r[metric + '_diff_ci95']:.2g}"
+        t.add_row(*lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], diff,
+                  str(r["unstable_runs"]))
     out.print(t)
     if "lp_bound_per_server" in summary:
         t = Table(title=f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}")
@@ -195,7 +218,7 @@ def compare_cmd(
                       f"{r['ratio_to_lp_bound']:.4f}")
         out.print(t)
     if out_dir is not None:
-        err.print(f"wrote runs.csv, summary.csv and a plot to {out_dir}")
+        err.print(f"wrote results.csv, results.parquet, summary.csv and a plot to {out_dir}")
 
 
 def _add_lp_bound(summary: Any, sc: Any) -> None:
@@ -211,43 +234,6 @@ def _add_lp_bound(summary: Any, sc: Any) -> None:
     summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
     summary["lp_bound_per_server"] = bound
     summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
-
-
-def _plot(summary: Any, metric: str, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    x = np.arange(len(summary))
-    ax.bar(x, summary[metric], yerr=summary[f"{metric}_ci95"].fillna(0), capsize=4)
-    ax.set_xticks(x, summary["agent"], rotation=20)
-    ax.set_ylabel(metric)
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _plot_sweep(summary: Any, param: str, metric: str, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for agent, grp in summary.groupby("agent", sort=False):
-        ax.errorbar(grp[param], grp[metric], yerr=grp[f"{metric}_ci95"].fillna(0), marker="o", capsize=3,
-                    label=agent)
-    ax.set_xlabel(param)
-    ax.set_ylabel(metric)
-    ax.set_yscale("log")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 @app.command("reproduce")

@@ -99,30 +99,28 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
 
 
 def compare(scenario: Scenario | str, agents: Iterable[str], *, seeds: Iterable[int] = range(5),
-            horizon: float | None = None, progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
-    """Every agent on every seed: one row per (agent, seed), the ``run`` metrics as columns."""
-    sc = resolve_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    rows = []
-    for name in agents:
-        for seed in seeds:
-            if progress is not None:
-                progress(name, seed)
-            rows.append(run_episode(sc, name, seed=seed, horizon=horizon))
-    return pd.DataFrame(rows)
+            horizon: float | None = None, progress: Callable[[str, int], None] | None = None,
+            params: dict[str, Any] | None = None, workers: int = 1, ray: str | None = None) -> pd.DataFrame:
+    """Every agent on every seed: one row per (agent, seed), the ``run`` metrics as columns.
+
+    ``workers`` > 1 runs the episodes on that many local processes, ``ray`` on a Ray
+    cluster (see :func:`clustergym.harness.run_cells`); the rows are the same.
+    """
+    from clustergym.harness import plan, run_cells
+
+    return run_cells(plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params),
+                     workers=workers, ray=ray, progress=progress)
 
 
 def sweep(scenario: str, param: str, values: Iterable[Any], agents: Iterable[str], *,
           seeds: Iterable[int] = range(5), horizon: float | None = None, params: dict[str, Any] | None = None,
-          progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
+          progress: Callable[[str, int], None] | None = None, workers: int = 1,
+          ray: str | None = None) -> pd.DataFrame:
     """:func:`compare` at each value of one preset parameter (e.g. ``zeta``); adds a column ``param``."""
-    frames = []
-    agents, seeds = list(agents), list(seeds)
-    for value in values:
-        sc = resolve_scenario(scenario, **{**(params or {}), param: value})
-        df = compare(sc, agents, seeds=seeds, horizon=horizon, progress=progress)
-        df.insert(1, param, value)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    from clustergym.harness import plan, run_cells
+
+    cells = plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params, sweep=(param, list(values)))
+    return run_cells(cells, workers=workers, ray=ray, progress=progress)
 
 
 def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -143,6 +141,9 @@ def summarize(results: pd.DataFrame, metrics: Iterable[str] = ("mean_queue_lengt
     """Mean and 95% CI half-width per agent (and per value of the column ``by``, for
     sweeps) and metric; with ``reference``, also the paired difference (agent -
     reference on the same seeds) and its CI."""
+    if reference is not None and reference not in set(results["agent"]):
+        raise ScenarioError("reference", f"reference agent {reference!r} is not among the compared agents "
+                                         f"{list(dict.fromkeys(results['agent']))}")
     out = []
     keys = ["agent"] if by is None else [by, "agent"]
     for key, grp in results.groupby(keys, sort=False):
