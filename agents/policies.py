@@ -77,9 +77,13 @@ class PairScorer(nn.Module):
     * global: ``queue_counts``, ``arrival_rates / L`` (per server, so size-free),
       ``time``, ``event``, the fill of the queue window, and the mean server
       and job embeddings.
+
+    ``wait_bias`` initialises the WAIT/REJECT logit's bias (a random policy
+    that waits at every other step lets the queue explode before it learns).
     """
 
-    def __init__(self, observation_space: spaces.Dict, action_mode: str, hidden: int = 64):
+    def __init__(self, observation_space: spaces.Dict, action_mode: str, hidden: int = 64,
+                 wait_bias: float = -2.0):
         super().__init__()
         if action_mode not in EQUIVARIANT_MODES:
             raise ScenarioError("action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, "
@@ -100,6 +104,8 @@ class PairScorer(nn.Module):
         self.pair_residual = nn.Linear(R, hidden, bias=False)
         self.pair_out = nn.Sequential(nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         self.wait_head = nn.Linear(hidden, 1)
+        # start near work-conserving: WAIT (REJECT in admit mode) is unlikely until learning says otherwise
+        nn.init.constant_(self.wait_head.bias, wait_bias)
         self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         # SB3's ActorCriticPolicy reads these
         self.latent_dim_pi = 0  # set per call (the logits' size is the action space's)

@@ -172,7 +172,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         eval_agents: baselines evaluated beside the policy every ``eval_every`` steps (0: only at the end).
         eval_seeds, eval_horizon: the evaluation episodes (horizon in simulated time units).
         resume: a checkpoint ``.zip`` (or ``model.zip``) of an earlier run to continue from.
-        checkpoint_every: steps between checkpoints (default: ``max(timesteps // 10, 1000)``).
+        checkpoint_every: steps between checkpoints (default: a tenth of ``timesteps``).
         normalize_reward: VecNormalize's return-based reward scaling.
         hidden: width of the equivariant policy's layers.
         progress_bar: SB3's tqdm/rich progress bar.
@@ -237,7 +237,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
                      policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs)
 
     # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
-    every = checkpoint_every or max(timesteps // 10, 1000)
+    every = checkpoint_every or max(timesteps // 10, 1)
     callbacks = [CheckpointCallback(max(every // n_envs, 1), str(out / "checkpoints"), save_vecnormalize=True)]
     if eval_agents or eval_every:
         callbacks.append(_eval_callback(meta, out, list(eval_agents), eval_every or timesteps + 1,
