@@ -78,13 +78,16 @@ class PairScorer(nn.Module):
       ``time``, ``event``, the fill of the queue window, and the mean server
       and job embeddings.
 
-    ``wait_bias`` initialises the WAIT/REJECT logit's bias (a random policy
+    ``work_conserving`` masks WAIT whenever a job can start (the policy then
+    only chooses which job goes where, as Best-Fit does); not for ``admit``,
+    where REJECT is a real choice.  ``wait_bias`` initialises the WAIT/REJECT logit's bias (a random policy
     that waits at every other step lets the queue explode before it learns).
     """
 
     def __init__(self, observation_space: spaces.Dict, action_mode: str, hidden: int = 64,
-                 wait_bias: float = -2.0):
+                 wait_bias: float = -2.0, work_conserving: bool = False):
         super().__init__()
+        self.work_conserving = bool(work_conserving)
         if action_mode not in EQUIVARIANT_MODES:
             raise ScenarioError("action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, "
                                                f"got {action_mode!r}")
@@ -145,6 +148,9 @@ class PairScorer(nn.Module):
         pair = self.pair_out(pre).squeeze(-1).reshape(B, -1)                        # (B, K' * L): k * L + l
         logits = th.cat([pair, self.wait_head(g)], dim=1)
         mask = obs["action_mask"] > 0.5
+        if self.work_conserving:
+            can_start = mask[:, :-1].any(dim=1)
+            mask = th.cat([mask[:, :-1], mask[:, -1:] & ~can_start.unsqueeze(1)], dim=1)
         logits = th.where(mask, logits, th.full_like(logits, MASKED_LOGIT))
         return logits, self.value_head(g)
 
@@ -171,20 +177,27 @@ class _EquivariantMixin:
     """Replaces SB3's MLP extractor and linear heads by a :class:`PairScorer`."""
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Any,
-                 action_mode: str = "head", hidden: int = 64, **kwargs: Any):
+                 action_mode: str = "head", hidden: int = 64, work_conserving: bool = False,
+                 wait_bias: float = -2.0, **kwargs: Any):
         if not isinstance(observation_space, spaces.Dict) or "queue_jobs" not in observation_space.spaces:
             raise ScenarioError("policy", "the equivariant policy needs clustergym's Dict observation "
                                           "(do not flatten it)")
         if not isinstance(action_space, spaces.Discrete):
             raise ScenarioError("policy", f"the equivariant policy needs a Discrete action space, got {action_space}")
+        if work_conserving and action_mode == "admit":
+            raise ScenarioError("policy.work_conserving", "admission ('admit' mode) has no WAIT to forbid: "
+                                                          "REJECT is the choice being learned")
         self.action_mode = action_mode
         self.hidden = hidden
+        self.work_conserving = bool(work_conserving)
+        self.wait_bias = float(wait_bias)
         kwargs.setdefault("features_extractor_class", DictPassThrough)
         kwargs.setdefault("ortho_init", False)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = PairScorer(self.observation_space, self.action_mode, self.hidden)  # type: ignore
+        self.mlp_extractor = PairScorer(self.observation_space, self.action_mode, self.hidden,  # type: ignore
+                                        wait_bias=self.wait_bias, work_conserving=self.work_conserving)
 
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
@@ -195,7 +208,8 @@ class _EquivariantMixin:
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()  # type: ignore[misc]
-        data.update(action_mode=self.action_mode, hidden=self.hidden)
+        data.update(action_mode=self.action_mode, hidden=self.hidden, work_conserving=self.work_conserving,
+                    wait_bias=self.wait_bias)
         return data
 
 

@@ -44,17 +44,20 @@ POLICIES = ("mlp", "equivariant")
 ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "invalid_penalty")
 
 
-def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``--set`` pairs -> (scenario parameters, env kwargs, algorithm kwargs (``algo.<name>``))."""
-    scenario, env, algo = {}, {}, {}
+def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``--set`` pairs -> (scenario parameters, env kwargs, algorithm kwargs (``algo.<name>``),
+    equivariant-policy kwargs (``policy.<name>``: ``work_conserving``, ``wait_bias``))."""
+    scenario, env, algo, pol = {}, {}, {}, {}
     for key, value in params.items():
         if key.startswith("algo."):
             algo[key[len("algo."):]] = value
+        elif key.startswith("policy."):
+            pol[key[len("policy."):]] = value
         elif key in ENV_KEYS:
             env[key] = value
         else:
             scenario[key] = value
-    return scenario, env, algo
+    return scenario, env, algo, pol
 
 
 def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str,
@@ -91,13 +94,14 @@ def _check_args(algo: str, policy: str, action_mode: str, n_envs: int, timesteps
         raise ScenarioError("timesteps", f"must be >= 1, got {timesteps}")
 
 
-def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int) -> tuple[Any, dict[str, Any]]:
+def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
+                 policy_params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     from clustergym.agents.policies import EquivariantMaskablePolicy, EquivariantPolicy
 
     if policy == "mlp":
         return "MlpPolicy", {}
     cls = EquivariantMaskablePolicy if algo == "maskable-ppo" else EquivariantPolicy
-    return cls, {"action_mode": action_mode, "hidden": hidden}
+    return cls, {"action_mode": action_mode, "hidden": hidden, **policy_params}
 
 
 def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], eval_every: int,
@@ -179,7 +183,8 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         torch_threads: torch CPU threads of the learner (the machine is shared).
         algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
         **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
-            ``queue_window``, ``horizon`` of training episodes, ``reward_scale``) and ``algo.*``.
+            ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``
+            and ``policy.*`` (``policy.work_conserving=true``).
     """
     import torch as th
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
@@ -188,13 +193,19 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     from clustergym.scenarios import resolve_scenario
 
     # ---- 1. arguments: scenario, env and algorithm settings
-    scenario_params, env_kwargs, more_algo = split_params(params)
+    scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
     algo_kwargs = {**(algo_kwargs or {}), **more_algo}
     sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
     env_kwargs.setdefault("action_mode", "admit" if sc.queueing == "loss" else "head")
     env_kwargs.setdefault("queue_window", 8)
     n_envs = n_envs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     _check_args(algo, policy, env_kwargs["action_mode"], n_envs, timesteps)
+    unknown = sorted(set(policy_params) - {"work_conserving", "wait_bias"})
+    if unknown:
+        raise ScenarioError(f"policy.{unknown[0]}", "the equivariant policy takes policy.work_conserving and "
+                                                    "policy.wait_bias")
+    if policy_params and policy != "equivariant":
+        raise ScenarioError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
     if Path(scenario).suffix in (".yaml", ".yml", ".json"):
         scenario = str(Path(scenario).resolve())
     if eval_horizon is None:
@@ -209,6 +220,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window")},
         "train_env_kwargs": env_kwargs, "seed": seed, "n_envs": n_envs, "normalize_reward": normalize_reward,
         "normalize_obs": policy == "mlp", "hidden": hidden, "algo_kwargs": algo_kwargs,
+        "policy_kwargs": policy_params,
     }
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
 
@@ -232,7 +244,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
             raise ScenarioError("resume", f"{resume}: no such checkpoint")
         model = Algo.load(str(resume), env=venv, device="cpu", tensorboard_log=str(out / "tb"))
     else:
-        policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden)
+        policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
         model = Algo(policy_cls, venv, seed=seed, device="cpu", tensorboard_log=str(out / "tb"),
                      policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs)
 
