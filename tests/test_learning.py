@@ -116,6 +116,26 @@ def test_slot_logits_extend_head_logits_job_by_job():
     assert not np.allclose(zs[L:2 * L][obs["action_mask"][L:2 * L] > 0], MASKED_LOGIT)
 
 
+def test_work_conserving_policy_masks_wait_only_while_a_job_can_start():
+    env = _env("slot", skip_trivial=False)  # also show the epochs where only WAIT is valid
+    wc = EquivariantMaskablePolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="slot",
+                                   hidden=16, work_conserving=True)
+    obs, _ = env.reset(seed=0)
+    seen = {True: 0, False: 0}
+    for _ in range(200):
+        z, mask = _logits(wc, obs), obs["action_mask"].astype(bool)
+        can_start = mask[:-1].any()
+        seen[bool(can_start)] += 1
+        assert (z[-1] == MASKED_LOGIT) == can_start
+        obs, _, term, trunc, _ = env.step(int(np.argmax(z)))
+        if term or trunc:
+            break
+    assert seen[True] and seen[False]
+    with pytest.raises(ScenarioError, match="policy.work_conserving"):
+        _policy(_env("admit"), "admit").__class__(_env("admit").observation_space, _env("admit").action_space,
+                                                  lambda _: 3e-4, action_mode="admit", work_conserving=True)
+
+
 # ============================================================== permutation equivariance
 @pytest.mark.parametrize("mode", ["head", "slot", "admit"])
 def test_permuting_servers_permutes_logits_and_keeps_value(mode):
@@ -260,6 +280,7 @@ def test_train_cli_smoke_with_two_envs_and_resume(tmp_path):
     (["--algo", "dqn", "--policy", "mlp", "--set", "action_mode=command"], "'command' mode"),
     (["--algo", "ppo", "--policy", "gnn"], "unknown policy 'gnn'"),
     (["--algo", "ppo", "--set", "nope=1"], "nope"),
+    (["--algo", "ppo", "--set", "policy.depth=3"], "policy.depth"),
     (["--algo", "ppo", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint"),
 ])
 def test_train_cli_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
