@@ -128,8 +128,7 @@ class ModelAgent:
         from clustergym.agents.policies import masked_logits
 
         mask = np.asarray(obs["action_mask"]).astype(bool)
-        tensor, _ = self.policy.obs_to_tensor(self._model_input(obs))
-        return masked_logits(self.policy, tensor, mask)
+        return masked_logits(self.policy, self._model_input(obs), mask)
 
     def predict(self, observation: dict[str, np.ndarray], state: Any = None, episode_start: Any = None,
                 deterministic: bool = True) -> tuple[int, None]:
@@ -142,10 +141,18 @@ class ModelAgent:
 
 
 def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
-    """Load a model saved by ``clustergym train`` (``OUT/model.zip`` or a checkpoint) as an agent."""
+    """Load a model saved by ``clustergym train`` (``OUT/model.zip`` or a checkpoint) as an agent.
+
+    Sets torch to one CPU thread (``torch.set_num_threads(1)``) for per-step inference.
+    """
     if params:
         raise ScenarioError(f"agent.{next(iter(params))}", f"a trained model takes no parameter "
                                                            f"{next(iter(params))!r}")
+    import torch as th
+
+    # one observation at a time: one thread is fastest, and on a busy machine several threads are
+    # ~10x slower (the training-time evaluation also runs with one thread: the same arithmetic)
+    th.set_num_threads(1)
     p = Path(path)
     if not p.is_file():
         raise ScenarioError("agent", f"{path}: no such model file")

@@ -241,16 +241,21 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
     return new
 
 
-def masked_logits(policy: Any, obs_tensor: Any, mask: np.ndarray) -> np.ndarray:
-    """``(n_actions,)`` logits of an SB3 policy for one observation, invalid actions at ``MASKED_LOGIT``.
+def masked_logits(policy: Any, obs: Any, mask: np.ndarray) -> np.ndarray:
+    """``(n_actions,)`` scores of an SB3 policy for one (numpy) observation, invalid actions at ``MASKED_LOGIT``.
 
-    Actor-critic policies give their distribution's logits; DQN's gives Q-values.
+    Actor-critic policies give the actor's logits (before the softmax: the same
+    argmax and the same softmax as their distribution); DQN's gives Q-values.
     """
-    with th.no_grad():
+    with th.inference_mode():
+        tensor, _ = policy.obs_to_tensor(obs)
         if hasattr(policy, "q_net"):
-            scores = policy.q_net(obs_tensor)
+            scores = policy.q_net(tensor)
         else:
-            scores = policy.get_distribution(obs_tensor).distribution.logits
+            features = policy.extract_features(tensor)
+            if isinstance(features, tuple):  # separate actor and critic extractors
+                features = features[0]
+            scores = policy.action_net(policy.mlp_extractor.forward_actor(features))
     out = scores.reshape(-1).cpu().numpy().astype(np.float64)
     out[~mask] = MASKED_LOGIT
     return out
