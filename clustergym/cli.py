@@ -266,7 +266,8 @@ def train_cmd(
                                                                               "(default: the training horizon)"),
     resume: Optional[Path] = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
-                                                     "horizon, reward_scale; algo.<name>=v for the algorithm"),
+                                                     "horizon, reward_scale; algo.<name>=v for the algorithm; "
+                                                     "policy.work_conserving=true"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip runs anywhere an agent name does."""
