@@ -78,6 +78,9 @@ class PairScorer(nn.Module):
       ``time``, ``event``, the fill of the queue window, and the mean server
       and job embeddings.
 
+    ``use_time=False`` leaves out ``obs["time"]`` (elapsed / horizon): the
+    objectives are long-run averages, and a policy that reads the fraction of a
+    50-unit training episode misbehaves on a 500-unit evaluation.
     ``work_conserving`` masks WAIT whenever a job can start (the policy then
     only chooses which job goes where, as Best-Fit does); not for ``admit``,
     where REJECT is a real choice.  ``wait_bias`` initialises the WAIT/REJECT logit's bias (a random policy
@@ -85,9 +88,10 @@ class PairScorer(nn.Module):
     """
 
     def __init__(self, observation_space: spaces.Dict, action_mode: str, hidden: int = 64,
-                 wait_bias: float = -2.0, work_conserving: bool = False):
+                 wait_bias: float = -2.0, work_conserving: bool = False, use_time: bool = True):
         super().__init__()
         self.work_conserving = bool(work_conserving)
+        self.use_time = bool(use_time)
         if action_mode not in EQUIVARIANT_MODES:
             raise ScenarioError("action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, "
                                                f"got {action_mode!r}")
@@ -99,7 +103,7 @@ class PairScorer(nn.Module):
         self.R = R
         self.server_net = _mlp(R + 2 * J + 1, hidden, hidden)
         self.job_net = _mlp(F, hidden, hidden)
-        self.global_net = _mlp(2 * J + 1 + E + 1 + 2 * hidden, hidden, hidden)
+        self.global_net = _mlp(2 * J + int(self.use_time) + E + 1 + 2 * hidden, hidden, hidden)
         # first layer of the pair MLP, split by input so that broadcasting replaces a (B, K, L, 3H + R) concat
         self.pair_server = nn.Linear(hidden, hidden)
         self.pair_job = nn.Linear(hidden, hidden, bias=False)
@@ -126,8 +130,11 @@ class PairScorer(nn.Module):
         h_all = self.job_net(th.log1p(jobs))                             # (B, K, H)
         n_jobs = qmask.sum(dim=1)
         h_jobs = (h_all * qmask).sum(dim=1) / n_jobs.clamp(min=1.0)      # masked mean (B, H)
-        glob = th.cat([th.log1p(obs["queue_counts"]), th.log1p(obs["arrival_rates"] / L), obs["time"],
-                       th.log1p(obs["event"]), th.log1p(n_jobs), h_s.mean(dim=1), h_jobs], dim=-1)
+        parts = [th.log1p(obs["queue_counts"]), th.log1p(obs["arrival_rates"] / L)]
+        if self.use_time:
+            parts.append(obs["time"])
+        parts += [th.log1p(obs["event"]), th.log1p(n_jobs), h_s.mean(dim=1), h_jobs]
+        glob = th.cat(parts, dim=-1)
         g = self.global_net(glob)                                        # (B, H)
         if self.action_mode == "head":
             scored = jobs[:, :1]
@@ -178,7 +185,7 @@ class _EquivariantMixin:
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Any,
                  action_mode: str = "head", hidden: int = 64, work_conserving: bool = False,
-                 wait_bias: float = -2.0, **kwargs: Any):
+                 wait_bias: float = -2.0, use_time: bool = True, **kwargs: Any):
         if not isinstance(observation_space, spaces.Dict) or "queue_jobs" not in observation_space.spaces:
             raise ScenarioError("policy", "the equivariant policy needs clustergym's Dict observation "
                                           "(do not flatten it)")
@@ -191,13 +198,15 @@ class _EquivariantMixin:
         self.hidden = hidden
         self.work_conserving = bool(work_conserving)
         self.wait_bias = float(wait_bias)
+        self.use_time = bool(use_time)
         kwargs.setdefault("features_extractor_class", DictPassThrough)
         kwargs.setdefault("ortho_init", False)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = PairScorer(self.observation_space, self.action_mode, self.hidden,  # type: ignore
-                                        wait_bias=self.wait_bias, work_conserving=self.work_conserving)
+                                        wait_bias=self.wait_bias, work_conserving=self.work_conserving,
+                                        use_time=self.use_time)
 
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
@@ -209,7 +218,7 @@ class _EquivariantMixin:
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()  # type: ignore[misc]
         data.update(action_mode=self.action_mode, hidden=self.hidden, work_conserving=self.work_conserving,
-                    wait_bias=self.wait_bias)
+                    wait_bias=self.wait_bias, use_time=self.use_time)
         return data
 
 

@@ -101,7 +101,9 @@ def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
     if policy == "mlp":
         return "MlpPolicy", {}
     cls = EquivariantMaskablePolicy if algo == "maskable-ppo" else EquivariantPolicy
-    return cls, {"action_mode": action_mode, "hidden": hidden, **policy_params}
+    # new models leave out the elapsed-time feature (training episodes are shorter than evaluation ones);
+    # the policy class defaults to use_time=True so that models saved before this option still load
+    return cls, {"action_mode": action_mode, "hidden": hidden, "use_time": False, **policy_params}
 
 
 def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], eval_every: int,
@@ -200,10 +202,10 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     env_kwargs.setdefault("queue_window", 8)
     n_envs = n_envs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     _check_args(algo, policy, env_kwargs["action_mode"], n_envs, timesteps)
-    unknown = sorted(set(policy_params) - {"work_conserving", "wait_bias"})
+    unknown = sorted(set(policy_params) - {"work_conserving", "wait_bias", "use_time"})
     if unknown:
-        raise ScenarioError(f"policy.{unknown[0]}", "the equivariant policy takes policy.work_conserving and "
-                                                    "policy.wait_bias")
+        raise ScenarioError(f"policy.{unknown[0]}", "the equivariant policy takes policy.work_conserving, "
+                                                    "policy.wait_bias and policy.use_time")
     if policy_params and policy != "equivariant":
         raise ScenarioError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
     if Path(scenario).suffix in (".yaml", ".yml", ".json"):
