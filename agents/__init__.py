@@ -1,7 +1,13 @@
-"""Learned agents: policies, feature extractors, training and comparison scripts.
+"""Learned agents: policies, training and loading of trained models.
 
 Installed as ``clustergym.agents`` (the top-level folder ``agents/`` is mapped
 there by ``pyproject.toml``).
+
+* :mod:`.policies`: the MLP reference and the permutation-equivariant
+  actor-critic (:class:`~.policies.EquivariantMaskablePolicy`) for SB3;
+* :mod:`.train`: ``clustergym train`` (vectorised envs, normalisation,
+  checkpoints, TensorBoard, periodic evaluation against baselines, resume);
+* :mod:`.model_agent`: a saved model as an agent (``--agent path/model.zip``).
 """
 
 from __future__ import annotations
@@ -12,8 +18,7 @@ __all__ = ["load_model_agent"]
 
 
 def load_model_agent(path: str, **params: Any) -> Any:
-    """Load a trained model saved by ``clustergym train`` as an agent."""
-    from clustergym.errors import ScenarioError
+    """Load a trained model saved by ``clustergym train`` (``OUT/model.zip`` or a checkpoint) as an agent."""
+    from clustergym.agents.model_agent import load_model_agent as _load
 
-    raise ScenarioError("agent", f"{path}: loading trained models arrives with the learning issue; "
-                                 "no model format is supported yet")
+    return _load(path, **params)

@@ -52,6 +52,8 @@ class AgentRequirements:
             issue commands by job id see every epoch.
         observes: it reads the observation (learned and masked-random agents);
             ``False`` lets the runner skip building observations.
+        env_kwargs: further environment keyword arguments it was built for, as
+            ``(name, value)`` pairs (a trained model's ``queue_window``).
     """
 
     epochs: EpochConfig = field(default_factory=lambda: EpochConfig(arrivals=True, completions=True,
@@ -63,6 +65,7 @@ class AgentRequirements:
     uses_oracle: bool = False
     skip_trivial: bool = False
     observes: bool = False
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
 
 
 class Agent(ABC):

@@ -236,6 +236,44 @@ def _add_lp_bound(summary: Any, sc: Any) -> None:
     summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
 
 
+@app.command("train")
+def train_cmd(
+    scenario: str = typer.Argument(..., help="preset name or scenario file"),
+    algo: str = typer.Option(..., "--algo", help="ppo, maskable-ppo, dqn or a2c"),
+    timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
+    out_dir: Path = typer.Option(Path("runs/train"), "--out", help="model.zip, model.json, checkpoints/, tb/, eval.csv"),
+    policy: str = typer.Option("equivariant", "--policy", help="mlp (flattened observation) or equivariant"),
+    envs: Optional[int] = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
+    seed: int = typer.Option(0, "--seed"),
+    eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
+    eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
+    eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
+    eval_horizon: Optional[float] = typer.Option(None, "--eval-horizon", help="evaluation episode length "
+                                                                              "(default: the training horizon)"),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
+    set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
+                                                     "horizon, reward_scale; algo.<name>=v for the algorithm; "
+                                                     "policy.work_conserving=true"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
+) -> None:
+    """Train an RL agent; the saved OUT/model.zip runs anywhere an agent name does."""
+    try:
+        from clustergym.agents.train import train
+
+        params: dict[str, Any] = {}
+        for item in set_:
+            if "=" not in item:
+                raise ClusterGymError(f"--set {item!r}: expected key=value")
+            key, raw = item.split("=", 1)
+            params[key] = yaml.safe_load(raw) if raw else ""
+        agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
+        train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
+              eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds), eval_horizon=eval_horizon,
+              resume=resume, progress_bar=progress, **params)
+    except ClusterGymError as e:
+        _fail(e)
+
+
 @app.command("reproduce")
 def reproduce_cmd(
     claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),

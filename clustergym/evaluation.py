@@ -52,6 +52,8 @@ def make_env_for(scenario: Scenario, agent: Any, *, validate: bool = False, **en
         env_kwargs.setdefault("observe", req.observes)
         if req.action_mode is not None:
             env_kwargs.setdefault("action_mode", req.action_mode)
+        for key, value in getattr(req, "env_kwargs", ()):
+            env_kwargs.setdefault(key, value)
     env_kwargs.setdefault("invalid_action", "raise")
     cls = AdmissionEnv if scenario.queueing == "loss" else ClusterEnv
     return cls(scenario, validate=validate, **env_kwargs)
