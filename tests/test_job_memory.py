@@ -92,7 +92,10 @@ def test_released_job_raises_clear_error(monkeypatch):
                 sim.jobs.check(10_000_000)
             with pytest.raises(InvalidCommandError, match=r"job 3 has finished and its row was released"):
                 sim.apply(Command.place(3, 0))
+            with pytest.raises(ReleasedJobError, match=r"job 3 has finished"):
+                env.unwrapped.view.status(3)  # what agents read: never a zeroed row
             sim.jobs.check(sim.jobs.size - 1)  # a live row: no error
+            env.unwrapped.view.arrival(sim.jobs.size - 1)
 
     sc = make_preset("ec2", horizon=10.0, num_servers=20, zeta=0.9, job_memory="bounded")
     run_episode(sc, make_agent("best-fit"), seed=0, on_step=on_step)
