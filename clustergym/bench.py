@@ -261,8 +261,11 @@ def _memory_child(events: int, scan: int | None, job_memory: str = "full") -> No
 
     horizon = events / 179.0  # ec2 L=20 at zeta 0.9: about 179 events per time unit
     sc = make_preset("ec2", num_servers=20, zeta=0.9, horizon=horizon, job_memory=job_memory)
-    m = run_episode(sc, make_agent("best-fit", **({} if scan is None else {"scan": scan})))
-    print(json.dumps({"events": m["events"], "arrivals": m["arrivals"], "wall_seconds": m["wall_seconds"],
+    agent = make_agent("best-fit", **({} if scan is None else {"scan": scan}))
+    t_start = time.time()
+    m = run_episode(sc, agent)
+    t_end = time.time()
+    print(json.dumps({"episode_epoch_seconds": [t_start, t_end], "events": m["events"], "arrivals": m["arrivals"], "wall_seconds": m["wall_seconds"],
                       "mean_wait": m["mean_wait"], "p99_wait": m["p99_wait"],
                       "p99_wait_method": m.get("p99_wait_method", "exact (np.percentile)"),
                       "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -277,19 +280,19 @@ def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, inter
     R = 3), ``bounded`` releases finished rows (:mod:`clustergym.core.jobs`).  Reports the
     samples, the RSS after the first 10% of the run, the peak (sampled, and the child's own
     ``ru_maxrss``), the end, and the growth in bytes per job: the least-squares slope of RSS
-    (MB/s) over the second half of the samples (without the last, which may follow the
-    episode), divided by the episode's jobs per wall second (jobs arrive at a steady rate).
+    (MB/s) over the samples in the second half of the episode (the child reports when it ran),
+    divided by the episode's jobs per wall second (jobs arrive at a steady rate).
     """
     if log:
         log(f"memory: RSS over {events:,} events of best-fit on ec2, job_memory={job_memory} "
             f"(child process, sampled every {interval} s)")
     code = f"from clustergym.bench import _memory_child; _memory_child({events}, {scan!r}, {job_memory!r})"
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t0 = time.perf_counter()
+    t0 = time.time()
     samples: list[tuple[float, float]] = []
     while p.poll() is None:
         try:
-            samples.append((time.perf_counter() - t0, _rss_mb(p.pid)))
+            samples.append((time.time() - t0, _rss_mb(p.pid)))
         except OSError:
             break
         time.sleep(interval)
@@ -300,11 +303,13 @@ def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, inter
     ok = [(t, m) for t, m in samples if np.isfinite(m)]
     rss = np.array([m for _, m in ok])
     slope = None
-    late = ok[len(ok) // 2: -1]  # second half of the run (past imports and compilation), not the last sample
+    a, b = (x - t0 for x in res.pop("episode_epoch_seconds"))
+    late = [(t, m) for t, m in ok if (a + b) / 2 <= t <= b]  # second half of the episode (past compilation)
     if len(late) >= 3 and res["arrivals"]:
         t, m = np.array(late).T
         mb_per_s = float(np.polyfit(t, m, 1)[0])
-        slope = mb_per_s * 2**20 * res["wall_seconds"] / res["arrivals"]  # / (jobs per second of the episode)
+        slope = mb_per_s * 2**20 * (b - a) / res["arrivals"]  # / (jobs per second of the episode)
+    res["episode_seconds"] = [round(a, 2), round(b, 2)]
     res.update({"job_memory": job_memory, "samples": [[round(t, 2), round(m, 1)] for t, m in samples],
                 "rss_start_mb": float(rss[max(0, len(rss) // 10)]) if rss.size else None,
                 "rss_peak_mb": float(rss.max()) if rss.size else None,

@@ -108,6 +108,8 @@ def run_cmd(
     for k in RUN_FIELDS:
         v = result[k]
         t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(_jsonable(v)))
+        if k == "p99_wait" and "p99_wait_method" in result:  # job_memory=bounded: p99 is estimated
+            t.add_row("p99_wait_method", str(result["p99_wait_method"]))
     out.print(t)
 
 
