@@ -118,8 +118,6 @@ def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
 
 def _replay_child(first_n: int | None, servers: int) -> None:
     """In a child process: the replay through clustergym; prints one JSON line."""
-    import resource
-
     from clustergym.agent_api import make_agent
     from clustergym.core import accel
     from clustergym.scenarios import resolve_scenario
@@ -255,8 +253,6 @@ def _rss_mb(pid: int) -> float:
 
 
 def _memory_child(events: int, scan: int | None, job_memory: str = "full") -> None:
-    import resource
-
     from clustergym.agent_api import make_agent
 
     horizon = events / 179.0  # ec2 L=20 at zeta 0.9: about 179 events per time unit
@@ -265,10 +261,9 @@ def _memory_child(events: int, scan: int | None, job_memory: str = "full") -> No
     t_start = time.time()
     m = run_episode(sc, agent)
     t_end = time.time()
-    print(json.dumps({"episode_epoch_seconds": [t_start, t_end], "events": m["events"], "arrivals": m["arrivals"], "wall_seconds": m["wall_seconds"],
-                      "mean_wait": m["mean_wait"], "p99_wait": m["p99_wait"],
-                      "p99_wait_method": m.get("p99_wait_method", "exact (np.percentile)"),
-                      "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(json.dumps({"episode_epoch_seconds": [t_start, t_end], "events": m["events"], "arrivals": m["arrivals"],
+                      "wall_seconds": m["wall_seconds"], "mean_wait": m["mean_wait"], "p99_wait": m["p99_wait"],
+                      "p99_wait_method": m.get("p99_wait_method", "exact (np.percentile)")}))
 
 
 def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, interval: float = 0.1,
@@ -278,8 +273,8 @@ def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, inter
     ``scan`` (default 64) uses the compiled path when numba is installed (fast); ``None`` the
     step loop.  ``job_memory``: ``full`` keeps every job's row (about 91 bytes per job for
     R = 3), ``bounded`` releases finished rows (:mod:`clustergym.core.jobs`).  Reports the
-    samples, the RSS after the first 10% of the run, the peak (sampled, and the child's own
-    ``ru_maxrss``), the end, and the growth in bytes per job: the least-squares slope of RSS
+    samples, the RSS after the first 10% of the run, the sampled peak (not ``ru_maxrss``:
+    Linux carries the parent's high-water mark into a forked child), the end, and the growth in bytes per job: the least-squares slope of RSS
     (MB/s) over the samples in the second half of the episode (the child reports when it ran),
     divided by the episode's jobs per wall second (jobs arrive at a steady rate).
     """

@@ -377,10 +377,10 @@ def bench_cmd(
     for key in ("memory", "memory_bounded"):
         mm = results.get(key)
         if mm is not None:
-            slope = "n/a" if mm["bytes_per_job"] is None else f"{mm['bytes_per_job']:.0f}"
+            slope = "n/a" if mm["bytes_per_job"] is None else f"{mm['bytes_per_job']:.1f}"
             out.print(f"memory, job_memory={mm['job_memory']}, over {mm['events']:,} events ({mm['arrivals']:,} jobs): "
-                      f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak "
-                      f"(ru_maxrss {mm['maxrss_mb']:.0f} MB), {mm['rss_end_mb']:.0f} MB at the end; "
+                      f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, "
+                      f"{mm['rss_end_mb']:.0f} MB at the end; "
                       f"growth {slope} bytes/job")
 
 

@@ -125,3 +125,16 @@ def test_unknown_job_memory_is_an_error():
         make_preset("ec2", job_memory="tiny")
     with pytest.raises(ScenarioError, match="job_memory"):
         JobTable(3, memory="tiny")
+
+
+def test_bench_memory_reports_both_modes():
+    from clustergym.bench import bench_memory
+
+    res = {mem: bench_memory(200_000, interval=0.05, job_memory=mem) for mem in ("full", "bounded")}
+    full, bounded = res["full"], res["bounded"]
+    assert full["events"] == bounded["events"] >= 190_000
+    assert full["job_memory"] == "full" and bounded["job_memory"] == "bounded"
+    assert full["p99_wait_method"].startswith("exact") and bounded["p99_wait_method"].startswith("histogram")
+    assert bounded["mean_wait"] == pytest.approx(full["mean_wait"], rel=1e-12)
+    a, b = bounded["episode_seconds"]
+    assert 0 < a < b and bounded["rss_peak_mb"] > 0 and len(bounded["samples"]) >= 1
