@@ -127,6 +127,16 @@ def test_unknown_job_memory_is_an_error():
         JobTable(3, memory="tiny")
 
 
+def test_bounded_table_refuses_copies_and_full_table_still_copies():
+    import copy
+
+    with pytest.raises(TypeError, match="cannot be copied"):
+        copy.deepcopy(JobTable(3, memory="bounded"))
+    t = JobTable(3)
+    t.add(1.0, np.ones(3), 0, 1.0, 1.0, 0.0)
+    assert copy.deepcopy(t).arrival[0] == 1.0
+
+
 def test_bench_memory_reports_both_modes():
     from clustergym.bench import bench_memory
 

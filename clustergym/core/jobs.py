@@ -80,13 +80,22 @@ class JobTable:
         else:
             self._alloc(capacity, np.empty)
 
+    def __getstate__(self) -> dict:
+        if self.memory == "bounded":  # copying would materialise every reserved row
+            raise TypeError("a JobTable with job_memory='bounded' cannot be copied or pickled")
+        return self.__dict__
+
     def column(self, shape: int | tuple[int, ...], dtype=np.float64) -> np.ndarray:
         """Bounded mode: a zero-filled column of ``shape`` (rows first) backed by a reserved,
         uncommitted memory map; its rows are released together with the table's."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape)) * dtype.itemsize
-        m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE)
+        try:
+            m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE)
+        except OSError as e:  # e.g. vm.overcommit_memory=2, which ignores MAP_NORESERVE
+            raise ScenarioError("job_memory", f"bounded job memory could not reserve {nbytes / 2**30:.0f} GiB of "
+                                              f"address space for {shape[0]:,} job ids: {e}") from e
         arr = np.frombuffer(m, dtype=dtype).reshape(shape)
         self._maps.append((m, arr))
         return arr
