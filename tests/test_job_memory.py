@@ -120,6 +120,15 @@ def test_streaming_quantile_within_stated_error():
     assert st.wait_sum / st.n_wait == pytest.approx(waits.mean(), rel=1e-12)
 
 
+def test_job_memory_in_scenario_files():
+    from clustergym.scenarios import scenario_from_dict
+
+    sc = scenario_from_dict({"preset": "ec2", "params": {"horizon": 5.0}, "job_memory": "bounded"})
+    assert sc.job_memory == "bounded" and sc.make_simulator().job_memory == "bounded"
+    with pytest.raises(ScenarioError, match="job_memory"):
+        scenario_from_dict({"preset": "ec2", "job_memory": "some"})
+
+
 def test_unknown_job_memory_is_an_error():
     with pytest.raises(ScenarioError, match="job_memory"):
         make_preset("ec2", job_memory="tiny")
