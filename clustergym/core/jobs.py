@@ -61,6 +61,10 @@ class JobTable:
         status: :class:`JobStatus` value.
         dummy: True for dummy jobs.
         in_slot: True while the job fills a reservation slot.
+
+    ``memory``: ``"full"`` (default: columns grow by doubling, every row is kept) or
+    ``"bounded"`` (see the module docstring): ``virtual_rows`` ids are reserved, rows below
+    :attr:`base` are released and summarised in :attr:`stats`; ``size - base`` rows are kept.
     """
 
     def __init__(self, num_resources: int, capacity: int = 1024, memory: str = "full",
@@ -71,7 +75,6 @@ class JobTable:
         self.memory = memory
         self.size = 0
         self.base = 0  #: ids below this are released (always 0 in full mode)
-        self.allocated_rows = 0  #: rows ever committed, minus released rows (bounded mode; full: capacity)
         self.stats: StreamingJobStats | None = None
         self._maps: list[tuple[mmap.mmap, np.ndarray]] = []
         if memory == "bounded":
