@@ -108,6 +108,8 @@ def run_cmd(
     for k in RUN_FIELDS:
         v = result[k]
         t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(_jsonable(v)))
+        if k == "p99_wait" and "p99_wait_method" in result:  # job_memory=bounded: p99 is estimated
+            t.add_row("p99_wait_method", str(result["p99_wait_method"]))
     out.print(t)
 
 
@@ -372,10 +374,14 @@ def bench_cmd(
     if pp is not None:
         out.print(f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
                   f"env {pp['env_wall_seconds']:.1f} s = {100 * pp['env_share']:.1f}% of it")
-    mm = results.get("memory")
-    if mm is not None:
-        out.print(f"memory over {mm['events']:,} events ({mm['arrivals']:,} jobs): RSS {mm['rss_start_mb']:.0f} MB "
-                  f"after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, {mm['rss_end_mb']:.0f} MB at the end")
+    for key in ("memory", "memory_bounded"):
+        mm = results.get(key)
+        if mm is not None:
+            slope = "n/a" if mm["bytes_per_job"] is None else f"{mm['bytes_per_job']:.1f}"
+            out.print(f"memory, job_memory={mm['job_memory']}, over {mm['events']:,} events ({mm['arrivals']:,} jobs): "
+                      f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, "
+                      f"{mm['rss_end_mb']:.0f} MB at the end; "
+                      f"growth {slope} bytes/job")
 
 
 from clustergym.cli_trace import trace_cmd  # noqa: E402

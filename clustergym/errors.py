@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ClusterGymError", "ScenarioError", "InvalidCommandError", "TraceFormatError"]
+__all__ = ["ClusterGymError", "ScenarioError", "InvalidCommandError", "TraceFormatError", "ReleasedJobError"]
 
 
 class ClusterGymError(Exception):
@@ -28,3 +28,11 @@ class InvalidCommandError(ClusterGymError, ValueError):
 
 class TraceFormatError(ClusterGymError, ValueError):
     """A trace or job table is malformed; the message names the file, line and field."""
+
+
+class ReleasedJobError(ClusterGymError, KeyError):
+    """A job id that is not (or no longer) a row of the job table: with ``job_memory="bounded"``
+    the rows of finished jobs are released; the message names the job."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

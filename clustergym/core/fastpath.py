@@ -443,9 +443,14 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
     jobs = sim.jobs
     heap_cap = 1024
     ht, hs, hj = np.empty(heap_cap), np.empty(heap_cap, np.int64), np.empty(heap_cap, np.int64)
-    qnext = np.empty(0, np.int64)
-    qprev = np.empty(0, np.int64)
-    fail_at = np.empty(0, np.int64)          # completion count when the job last fitted nowhere
+    bounded = jobs.memory == "bounded"
+    if bounded:  # reserved like the table's columns and released with them; filled with -1 as rows come in
+        qnext, qprev, fail_at = (jobs.column(len(jobs.arrival), np.int64) for _ in range(3))
+        filled = 0
+    else:
+        qnext = np.empty(0, np.int64)
+        qprev = np.empty(0, np.int64)
+        fail_at = np.empty(0, np.int64)          # completion count when the job last fitted nowhere
     comp_server = np.empty(64, np.int64)  # server of the k-th completion, at k % 64
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
     empty_d = np.empty((0, R))
@@ -464,7 +469,13 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
         need = int(ist[I_SIZE]) + (len(ct) - int(ist[I_CI]))
         while len(jobs.arrival) < need:
             jobs._grow()
-        if len(qnext) < len(jobs.arrival):
+        if bounded:
+            if need > len(jobs.arrival):
+                jobs._grow()  # raises: the reserved id range is exhausted
+            for a in (qnext, qprev, fail_at):
+                a[filled:need] = -1
+            filled = max(filled, need)
+        elif len(qnext) < len(jobs.arrival):
             qnext = np.concatenate([qnext, np.full(len(jobs.arrival) - len(qnext), -1, np.int64)])
             qprev = np.concatenate([qprev, np.full(len(jobs.arrival) - len(qprev), -1, np.int64)])
             fail_at = np.concatenate([fail_at, np.full(len(jobs.arrival) - len(fail_at), -1, np.int64)])
@@ -480,6 +491,8 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
                      jobs.start, jobs.end, jobs.server, jobs.status, jobs.dummy, jobs.in_slot,
                      qnext, qprev, ht, hs, hj, tr_t, tr_v, points, sim.impossible == "error", fail_at, comp_server)
         jobs.size = int(ist[I_SIZE])
+        if bounded:
+            jobs.release()
         if code != _NEED_CHUNK:
             break
         sim._pull_chunk()
@@ -516,7 +529,7 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
         j = int(qnext[j])
     for r in sim.running:
         r.clear()
-    for j in np.flatnonzero(jobs.status[:jobs.size] == _RUNNING).tolist():
+    for j in (jobs.base + np.flatnonzero(jobs.status[jobs.base:jobs.size] == _RUNNING)).tolist():
         sim.running[int(jobs.server[j])][j] = None
     if code == _IMPOSSIBLE:
         job = int(ist[I_ERRJOB])

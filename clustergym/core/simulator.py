@@ -26,8 +26,8 @@ import numpy as np
 
 from clustergym.core.cluster import Cluster
 from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.core.jobs import JobStatus, JobTable
-from clustergym.core.metrics import QueueTrace, TimeIntegrals, summarize_jobs, trend_unstable
+from clustergym.core.jobs import JOB_MEMORY_MODES, JobStatus, JobTable
+from clustergym.core.metrics import QueueTrace, TimeIntegrals, trend_unstable
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
 from clustergym.workloads.base import ArrivalChunk, ArrivalSource
 
@@ -158,6 +158,7 @@ class Simulator:
         speed: np.ndarray | None = None,
         rate_window: float = 10.0,
         validate: bool = False,
+        job_memory: str = "full",
     ):
         capacity = np.asarray(capacity, dtype=np.float64)
         if capacity.ndim != 2 or capacity.shape[0] < 1 or capacity.shape[1] < 1:
@@ -175,6 +176,9 @@ class Simulator:
             raise ScenarioError("impossible", f"expected 'reject' or 'error', got {impossible!r}")
         if not (horizon > 0):
             raise ScenarioError("horizon", f"must be > 0, got {horizon}")
+        if job_memory not in JOB_MEMORY_MODES:
+            raise ScenarioError("job_memory", f"expected one of {list(JOB_MEMORY_MODES)}, got {job_memory!r}")
+        self.job_memory = job_memory
         if queue_cap is not None and queue_cap < 1:
             raise ScenarioError("queue_cap", f"must be >= 1, got {queue_cap}")
         self.source = source
@@ -217,7 +221,7 @@ class Simulator:
         self.seed = seed
         L, J = self.num_servers, self.num_types
         self.cluster.reset()
-        self.jobs = JobTable(self.num_resources)
+        self.jobs = JobTable(self.num_resources, memory=self.job_memory)
         self.now = 0.0
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
@@ -631,6 +635,8 @@ class Simulator:
             k == Cmd.REJECT and cmd.job >= 0)
         if needs_job and not 0 <= cmd.job < jobs.size:
             return f"job {cmd.job} does not exist"
+        if needs_job and cmd.job < jobs.base:
+            return f"job {cmd.job} has finished and its row was released (job_memory='bounded')"
         if needs_job and jobs.dummy[cmd.job]:
             return f"job {cmd.job} is a dummy job"
         if k == Cmd.PLACE or k == Cmd.REPLACE:
@@ -769,11 +775,7 @@ class Simulator:
         I = self.integrals
         T = I.elapsed
         jobs = self.jobs
-        n = jobs.size
-        real = ~jobs.dummy[:n]
-        completed = real & (jobs.status[:n] == JobStatus.COMPLETED)
-        stats = summarize_jobs(jobs.arrival[:n][real], jobs.start[:n][real], jobs.end[:n][real],
-                               jobs.weight[:n][real], completed[real])
+        stats = jobs.job_stats()
         total_cap = self.cluster.capacity.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             util = I.real_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
@@ -816,9 +818,11 @@ class Simulator:
         """
         c = self.cluster
         jobs = self.jobs
-        n = jobs.size
+        n, lo = jobs.size, jobs.base  # bounded job memory: rows below lo are released (all finished)
+        rel = jobs.stats.counts_by if jobs.stats is not None else dict.fromkeys(("real", "started", "COMPLETED",
+                                                                               "REJECTED", "PREEMPTED"), 0)
         assert np.all(c.load <= c._limit), f"server over capacity: {np.argwhere(c.load > c._limit)[:3].tolist()}"
-        status = jobs.status[:n]
+        status = jobs.status[lo:n]
         valid = np.isin(status, [s.value for s in JobStatus])
         assert valid.all(), "a job has an unknown status"
         # recompute load, counts and queues from the job table
@@ -826,7 +830,7 @@ class Simulator:
         count_real = np.zeros_like(c.count_real)
         count_dummy = np.zeros_like(c.count_dummy)
         filled = np.zeros_like(c.slots_filled)
-        running = np.flatnonzero(status == _RUNNING)
+        running = lo + np.flatnonzero(status == _RUNNING)
         for j in running:
             s, t = int(jobs.server[j]), int(jobs.type[j])
             assert j in self.running[s], f"running job {j} missing from server {s}"
@@ -847,7 +851,7 @@ class Simulator:
         assert np.array_equal(filled, c.slots_filled), "filled slot counts out of sync"
         assert np.all(c.slots_filled <= c.slots), "more filled slots than slots"
         assert np.allclose(load, c.load, rtol=1e-9, atol=1e-9), "incremental load differs from recomputed load"
-        queued = np.flatnonzero(status == _QUEUED)
+        queued = lo + np.flatnonzero(status == _QUEUED)
         in_queues = len(self.queue) + int(self.local_count.sum())
         assert len(queued) == in_queues == self.n_queued, (
             f"queued jobs {len(queued)} != jobs in queues {in_queues} != counter {self.n_queued}")
@@ -857,10 +861,10 @@ class Simulator:
                 s, t = int(jobs.server[j]), int(jobs.type[j])
                 assert j in self.local_queue.get((s, t), {}), f"queued job {j} is in no queue"
         assert int(self.n_running) == int((~jobs.dummy[running]).sum()), "running counter out of sync"
-        assert self.n_arrivals == int(jobs.real().sum()), "arrivals != real jobs"
-        real_status = status[~jobs.dummy[:n]]
-        assert self.n_completed == int((real_status == JobStatus.COMPLETED).sum())
-        assert self.n_rejected == int((real_status == JobStatus.REJECTED).sum())
-        assert self.n_preempted == int((real_status == JobStatus.PREEMPTED).sum())
-        assert self.n_started == int((~np.isnan(jobs.start[:n]) & ~jobs.dummy[:n]).sum())
+        assert self.n_arrivals == rel["real"] + int(jobs.real().sum()), "arrivals != real jobs"
+        real_status = status[~jobs.dummy[lo:n]]
+        assert self.n_completed == rel["COMPLETED"] + int((real_status == JobStatus.COMPLETED).sum())
+        assert self.n_rejected == rel["REJECTED"] + int((real_status == JobStatus.REJECTED).sum())
+        assert self.n_preempted == rel["PREEMPTED"] + int((real_status == JobStatus.PREEMPTED).sum())
+        assert self.n_started == rel["started"] + int((~np.isnan(jobs.start[lo:n]) & ~jobs.dummy[lo:n]).sum())
         assert self.now <= self.horizon

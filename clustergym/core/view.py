@@ -178,37 +178,44 @@ class ClusterView:
         return tuple(self._sim.dummies_by_type[job_type])
 
     # --- per-job data
+    def _rows(self, job: int):
+        """The job table, after checking that ``job``'s row was not released (``job_memory="bounded"``)."""
+        jobs = self._sim.jobs
+        if job < jobs.base:
+            jobs.check(job)  # raises ReleasedJobError naming the job
+        return jobs
+
     def demand(self, job: int) -> np.ndarray:
-        return _ro(self._sim.jobs.demand[job])
+        return _ro(self._rows(job).demand[job])
 
     def job_type(self, job: int) -> int:
-        return int(self._sim.jobs.type[job])
+        return int(self._rows(job).type[job])
 
     def arrival(self, job: int) -> float:
-        return float(self._sim.jobs.arrival[job])
+        return float(self._rows(job).arrival[job])
 
     def weight(self, job: int) -> float:
-        return float(self._sim.jobs.weight[job])
+        return float(self._rows(job).weight[job])
 
     def reward_rate(self, job: int) -> float:
-        return float(self._sim.jobs.reward_rate[job])
+        return float(self._rows(job).reward_rate[job])
 
     def status(self, job: int) -> JobStatus:
-        return JobStatus(int(self._sim.jobs.status[job]))
+        return JobStatus(int(self._rows(job).status[job]))
 
     def server_of(self, job: int) -> int:
-        return int(self._sim.jobs.server[job])
+        return int(self._rows(job).server[job])
 
     def is_dummy(self, job: int) -> bool:
-        return bool(self._sim.jobs.dummy[job])
+        return bool(self._rows(job).dummy[job])
 
     def work(self, job: int) -> float:
         """The job's service requirement: visible in clairvoyant scenarios, else an oracle read."""
-        return float(self._sim.jobs.work[job])
+        return float(self._rows(job).work[job])
 
     def remaining(self, job: int) -> float:
         """Remaining service time of a running job (oracle unless clairvoyant)."""
-        return float(self._sim.jobs.end[job] - self._sim.now)
+        return float(self._rows(job).end[job] - self._sim.now)
 
     # --- fit checks (vectorised over servers)
     def fits(self, job: int) -> np.ndarray:

@@ -29,6 +29,7 @@ or a full definition::
     queue_cap: 100000
     impossible: reject              # reject | error
     clairvoyant: false
+    job_memory: full                # full | bounded (finished jobs' rows released; p99_wait estimated)
 
 ``poisson`` takes ``rate``, ``demand`` (a demand distribution) and ``service``;
 ``slotted`` takes ``rate_per_slot``, ``demand``, ``service`` (whole slots) and
@@ -67,8 +68,9 @@ from clustergym.workloads import (
 __all__ = ["load_scenario_file", "scenario_from_dict"]
 
 _TOP = {"name", "description", "resources", "servers", "workload", "horizon", "objective", "queueing",
-        "routing", "epochs", "queue_cap", "impossible", "clairvoyant", "preset", "params"}
-_OVERRIDABLE = ("horizon", "objective", "queueing", "routing", "epochs", "queue_cap", "impossible", "clairvoyant")
+        "routing", "epochs", "queue_cap", "impossible", "clairvoyant", "job_memory", "preset", "params"}
+_OVERRIDABLE = ("horizon", "objective", "queueing", "routing", "epochs", "queue_cap", "impossible", "clairvoyant",
+                "job_memory")
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
@@ -206,6 +208,8 @@ def _apply_overrides(base: Scenario, d: Mapping[str, Any]) -> Scenario:
         if not isinstance(d["clairvoyant"], bool):
             raise ScenarioError("clairvoyant", f"expected true or false, got {d['clairvoyant']!r}")
         kw["clairvoyant"] = d["clairvoyant"]
+    if "job_memory" in d:
+        kw["job_memory"] = _choice(d["job_memory"], "job_memory", ("full", "bounded"))
     return replace(base, **kw) if kw else base
 
 

@@ -7,6 +7,8 @@ and ``--set key=value`` (or keyword arguments to ``gymnasium.make``) sets them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -237,11 +239,13 @@ def make_preset(name: str, **params: Any) -> Scenario:
         raise ScenarioError("scenario", f"unknown scenario {name!r}; presets are {sorted(PRESETS)}")
     preset = PRESETS[name]
     allowed = preset.defaults()
+    job_memory = params.pop("job_memory", None)  # a kernel option every preset takes
     for key in params:
         if key not in allowed:
             raise ScenarioError(f"params.{key}", f"scenario {name!r} has no parameter {key!r}; "
-                                                 f"it takes {sorted(allowed)}")
-    return preset.build(**params)
+                                                 f"it takes {sorted(allowed) + ['job_memory']}")
+    sc = preset.build(**params)
+    return sc if job_memory is None else dataclasses.replace(sc, job_memory=job_memory)
 
 
 def _load_preset_modules() -> None:

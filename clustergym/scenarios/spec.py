@@ -41,6 +41,9 @@ class Scenario:
         impossible: ``reject`` or ``error`` for jobs larger than every server.
         speed: ``(L, J)`` service speeds, or ``None`` for all ones.
         clairvoyant: whether agents may see job durations (work) before they start.
+        job_memory: ``full`` (default: every job's row kept, exact per-job statistics) or
+            ``bounded`` (rows of finished jobs released, streaming statistics; see
+            :mod:`clustergym.core.jobs`).  ``--set job_memory=bounded`` on any preset.
         description: one line for ``clustergym list``.
         params: the parameters the scenario was built from (for reports).
     """
@@ -58,6 +61,7 @@ class Scenario:
     impossible: str = "reject"
     speed: np.ndarray | None = None
     clairvoyant: bool = False
+    job_memory: str = "full"
     description: str = ""
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -71,6 +75,8 @@ class Scenario:
                                 f"{len(self.resources)} names for {cap.shape[1]} resources")
         if self.objective not in OBJECTIVES:
             raise ScenarioError("objective", f"unknown objective {self.objective!r}; expected one of {sorted(OBJECTIVES)}")
+        if self.job_memory not in ("full", "bounded"):
+            raise ScenarioError("job_memory", f"expected 'full' or 'bounded', got {self.job_memory!r}")
         if not (self.horizon > 0):
             raise ScenarioError("horizon", f"must be > 0, got {self.horizon}")
         # every job type must fit at least one empty server (rms.md §1.4 assumption)
@@ -116,6 +122,7 @@ class Scenario:
             speed=self.speed,
             rate_window=rate_window if rate_window is not None else self._rate_window(),
             validate=validate,
+            job_memory=self.job_memory,
         )
 
     def _rate_window(self) -> float:
