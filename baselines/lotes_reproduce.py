@@ -124,6 +124,7 @@ def run_case(scenario: Any, agent: str, *, seed: int = 0, **agent_params: Any) -
     env = holder["env"].unwrapped
     sim = env.sim
     times, values = sim.trace.arrays()
+    sim.jobs.require_all_rows("the LoTES claims' wait figures")
     n = sim.jobs.size
     real = ~sim.jobs.dummy[:n]
     start, arrival = sim.jobs.start[:n][real], sim.jobs.arrival[:n][real]

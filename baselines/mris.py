@@ -604,6 +604,7 @@ class MRISGreedy(MRIS):
 def schedule_of(sim: Any) -> dict[str, np.ndarray]:
     """Per real job of a finished (or running) episode: ``arrival, start, end, weight, server, completed``."""
     jobs = sim.jobs
+    jobs.require_all_rows("schedule_of")
     n = jobs.size
     real = ~jobs.dummy[:n]
     return {"arrival": jobs.arrival[:n][real].copy(), "start": jobs.start[:n][real].copy(),

@@ -157,3 +157,17 @@ def test_bench_memory_reports_both_modes():
     assert bounded["mean_wait"] == pytest.approx(full["mean_wait"], rel=1e-12)
     a, b = bounded["episode_seconds"]
     assert 0 < a < b and bounded["rss_peak_mb"] > 0 and len(bounded["samples"]) >= 1
+
+
+def test_whole_table_readers_refuse_a_bounded_table_with_released_rows():
+    from clustergym.baselines.mris import schedule_of
+    from clustergym.core.jobs import JobTable
+    from clustergym.errors import ReleasedJobError
+
+    class _Sim:
+        jobs = JobTable(1)
+
+    schedule_of(_Sim())          # full mode, nothing released: fine
+    _Sim.jobs.base = 5           # as after a release in bounded mode
+    with pytest.raises(ReleasedJobError, match="schedule_of reads every job's row.*job_memory='full'"):
+        schedule_of(_Sim())

@@ -175,6 +175,12 @@ class JobTable:
                 f"job {job} has finished and its row was released (job_memory='bounded' keeps ids "
                 f">= {self.base}, the oldest unfinished jobs and after)")
 
+    def require_all_rows(self, what: str) -> None:
+        """Raise a clear error if rows were released: ``what`` reads every job of the episode."""
+        if self.base:
+            raise ReleasedJobError(f"{what} reads every job's row, but job_memory='bounded' released jobs "
+                                   f"0..{self.base - 1}; run it with job_memory='full'")
+
     def release(self) -> int:
         """Bounded mode: fold finished rows below the oldest unfinished job into :attr:`stats`
         and release their memory.  Returns the new :attr:`base`."""
