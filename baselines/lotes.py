@@ -77,10 +77,11 @@ from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError
 
 __all__ = [
-    "QueueMirror",
+    "ArrivalExitDispatcher",
     "LoTES",
     "LotesInputs",
     "LotesPlan",
+    "QueueMirror",
     "Stage1Result",
     "Stage2Result",
     "TooManyBins",
@@ -875,8 +876,55 @@ class QueueMirror:
             self.remove_at(int(hit[0]))
 
 
+class ArrivalExitDispatcher(Agent):
+    """The decision loop LoTES Stage 3 (§2.4) and the paper's Tetris (§2.6) share.
+
+    At a job's arrival: one placement, or none (the job waits in the central queue).  At a
+    completion: jobs for the machine that freed resources, one per step, until none is chosen.
+    Subclasses implement ``_on_arrival(job) -> server or -1`` and ``_on_exit(server) -> job or -1``;
+    ``_new_epoch()`` resets per-epoch state.
+    """
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self._epoch = -1
+        self._arrival_done = False
+
+    def _new_epoch(self) -> None:
+        """Called once at the first step of every decision epoch."""
+
+    def _on_arrival(self, job: int) -> int:
+        raise NotImplementedError
+
+    def _on_exit(self, server: int) -> int:
+        raise NotImplementedError
+
+    def act(self, observation: Any) -> Command:
+        v = self.view
+        ev = v.event
+        if v.epoch != self._epoch:
+            self._epoch = v.epoch
+            self._arrival_done = False
+            self._new_epoch()
+        if ev.kind == EventKind.ARRIVAL:
+            if self._arrival_done:
+                return Command.wait()
+            self._arrival_done = True
+            job = ev.job
+            if v.status(job) != JobStatus.QUEUED:
+                return Command.wait()
+            s = self._on_arrival(job)
+            return Command.place(job, s) if s >= 0 else Command.wait()
+        if ev.kind == EventKind.COMPLETION:
+            if v.num_queued == 0:
+                return Command.wait()
+            job = self._on_exit(ev.server)
+            return Command.wait() if job < 0 else Command.place(job, ev.server)
+        return Command.wait()
+
+
 @register_agent("lotes")
-class LoTES(Agent):
+class LoTES(ArrivalExitDispatcher):
     """LoTES Stage 3 dispatcher on the Stage 1-2 plan of the scenario (lotes.md §2.4)."""
 
     description = "LoTES: allocation LP + bins + assignment LP (oracle: lambda, alpha, r, mu), class-queue dispatch"
@@ -936,35 +984,13 @@ class LoTES(Agent):
         self._orphans: dict[int, None] = {}
         # agent-side mirrors of the class queues (the kernel's central queue split by class)
         self._mirror = [QueueMirror(v.num_resources) for _ in range(K)]
-        self._epoch = -1
-        self._arrival_done = False
         self._current = -1
         self.stats = {"arrivals": 0, "examined": 0, "placed_level2": 0, "fallback": 0, "queued": 0,
                       "orphans": 0, "orphan_pulls": 0, "exit_placements": 0}
 
     # ------------------------------------------------------------------ decisions
-    def act(self, observation: Any) -> Command:
-        v = self.view
-        ev = v.event
-        if v.epoch != self._epoch:
-            self._epoch = v.epoch
-            self._arrival_done = False
-            self._current = -1
-        if ev.kind == EventKind.ARRIVAL:
-            if self._arrival_done:
-                return Command.wait()
-            self._arrival_done = True
-            job = ev.job
-            if v.status(job) != JobStatus.QUEUED:
-                return Command.wait()
-            s = self._on_arrival(job)
-            return Command.place(job, s) if s >= 0 else Command.wait()
-        if ev.kind == EventKind.COMPLETION:
-            if v.num_queued == 0:
-                return Command.wait()
-            job = self._on_exit(ev.server)
-            return Command.wait() if job < 0 else Command.place(job, ev.server)
-        return Command.wait()
+    def _new_epoch(self) -> None:
+        self._current = -1
 
     def _on_arrival(self, job: int) -> int:
         """§2.4.2: the machine for an arriving job, or -1 (it stays in its class queue)."""

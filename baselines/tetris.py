@@ -37,18 +37,17 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements, register_agent
-from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.core.jobs import JobStatus
+from clustergym.agent_api import AgentRequirements, register_agent
+from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
 
-from .lotes import QueueMirror, fits_limit
+from .lotes import ArrivalExitDispatcher, QueueMirror, fits_limit
 
 __all__ = ["TetrisTran"]
 
 
 @register_agent("tetris")
-class TetrisTran(Agent):
+class TetrisTran(ArrivalExitDispatcher):
     """The LoTES paper's Tetris: score r.C - p (r.1), best machine at arrival, best job at completion."""
 
     description = "Tetris as in the LoTES paper: r.C - p*sum(r), clairvoyant p (oracle), global queue"
@@ -79,8 +78,6 @@ class TetrisTran(Agent):
         # agent-side mirror of the central queue (arrival order), so that a completion scores the
         # whole queue with a few vector operations; rebuilt from the view if it ever disagrees
         self._queue = QueueMirror(v.num_resources)
-        self._epoch = -1
-        self._arrival_done = False
         self.stats = {"arrivals": 0, "examined": 0, "queued": 0}
 
     def _learn(self, job: int) -> None:
@@ -92,34 +89,10 @@ class TetrisTran(Agent):
         self._work[job] = v.work(job)
         self._type[job] = v.job_type(job)
 
-    def act(self, observation: Any) -> Command:
-        v = self.view
-        ev = v.event
-        if v.epoch != self._epoch:
-            self._epoch = v.epoch
-            self._arrival_done = False
-        if ev.kind == EventKind.ARRIVAL:
-            if self._arrival_done:
-                return Command.wait()
-            self._arrival_done = True
-            job = ev.job
-            if v.status(job) != JobStatus.QUEUED:
-                return Command.wait()
-            self._learn(job)
-            s = self._on_arrival(job)
-            if s >= 0:
-                return Command.place(job, s)
-            self._queue.push(job, v.demand(job))
-            return Command.wait()
-        if ev.kind == EventKind.COMPLETION:
-            if v.num_queued == 0:
-                return Command.wait()
-            job = self._on_completion(ev.server)
-            return Command.wait() if job < 0 else Command.place(job, ev.server)
-        return Command.wait()
-
     def _on_arrival(self, job: int) -> int:
+        """The best-scoring machine where the arriving job fits, or -1 (it joins the queue)."""
         v = self.view
+        self._learn(job)
         self.stats["arrivals"] += 1
         self.stats["examined"] += v.num_servers
         d = v.demand(job)
@@ -128,13 +101,15 @@ class TetrisTran(Agent):
         idx = np.flatnonzero(fits)
         if idx.size == 0:
             self.stats["queued"] += 1
+            self._queue.push(job, d)
             return -1
         free = self._cap[idx] - load[idx]
         p = self._work[job] / self._speed[idx, self._type[job]]
         score = self.w_align * (free @ d) - self.w_work * p * float(d.sum())
         return int(idx[int(np.argmax(score))])
 
-    def _on_completion(self, m: int) -> int:
+    def _on_exit(self, m: int) -> int:
+        """The best-scoring queued job that fits machine ``m``, which freed resources, or -1."""
         v = self.view
         q = self._queue
         if q.live != v.num_queued:
