@@ -59,7 +59,7 @@ from clustergym.reproduce import claim
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import PrefixedSource, ReplaySource
 
-__all__ = ["run_tasks", "ZETAS", "EC2_HORIZON", "EC2_SEEDS"]
+__all__ = ["TrapSetup", "trap_scenario", "run_tasks", "ZETAS", "EC2_HORIZON", "EC2_SEEDS"]
 
 ZETAS = (0.8, 0.85, 0.9, 0.95)
 EC2_HORIZON = 1000.0
@@ -240,7 +240,7 @@ def _claim_prop1() -> tuple[Any, Any, bool]:
 
 
 # ============================================================================ C2: Fig. 1b
-class _TrapSetup(Agent):
+class TrapSetup(Agent):
     """At t = 0, start the prefix jobs of ``plan`` (job -> server), leave the rest queued, then
     hand over to ``inner`` (rms.md §5.5 (a) initial state)."""
 
@@ -297,7 +297,7 @@ def _trap_run(seed: int, horizon: float) -> dict[str, Any]:
     from clustergym.evaluation import make_env_for
 
     sc, plan, n = trap_scenario(horizon, seed)
-    agent = _TrapSetup(make_agent("best-fit"), plan, n)
+    agent = TrapSetup(make_agent("best-fit"), plan, n)
     env = make_env_for(sc, agent)
     env.reset(seed=seed)
     agent.reset(env, seed=seed)

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from clustergym.agent_api import Agent, list_agents, make_agent
+from clustergym.agent_api import list_agents, make_agent
 from clustergym.baselines.maxweight import Knapsack, knapsack_for
 from clustergym.baselines.rms import ad_probabilities, replacement_probability, rms_weights, weight_function
+from clustergym.baselines.rms_reproduce import TrapSetup, trap_scenario
 from clustergym.capacity import enumerate_configurations, product_form_law
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.errors import ScenarioError
@@ -228,60 +229,13 @@ def test_lemma1_eq14_rms_jsq_per_server_law_at_frozen_weights():
 
 
 # ============================================================================ Fig. 1b trap (§5.5 a)
-class SetupThen(Agent):
-    """Test helper: at time 0, start the prefix jobs named in ``plan`` (job -> server), leave the
-    other prefix jobs queued, then hand over to ``inner`` for the rest of the episode."""
-
-    def __init__(self, inner, plan, num_prefix):
-        super().__init__()
-        self.inner, self.plan, self.num_prefix = inner, plan, num_prefix
-        self.name = f"setup+{inner.name}"
-        self.requirements = inner.requirements
-
-    def requirements_for(self, scenario):
-        return self.inner.requirements_for(scenario)
-
-    def reset(self, env, seed=None):
-        super().reset(env, seed)
-        self.inner.reset(env, seed)
-        self.handed_over = False
-        self._epoch = -1
-
-    def act(self, observation):
-        v = self.view
-        ev = v.event
-        if not self.handed_over:
-            if ev.kind == EventKind.START:
-                return Command.wait()
-            if ev.kind == EventKind.ARRIVAL and ev.job < self.num_prefix and v.now == 0.0:
-                if v.epoch == self._epoch:
-                    return Command.wait()
-                self._epoch = v.epoch
-                s = self.plan.get(ev.job)
-                return Command.place(ev.job, s) if s is not None else Command.wait()
-            self.handed_over = True
-        return self.inner.act(observation)
-
-
-def _trap_scenario(horizon, backlog=1000, num_servers=10, seed=0):
-    base = make_preset("bf-trap", horizon=horizon)
-    rng = np.random.default_rng(10_000 + seed)
-    running = [0, 0, 1] * num_servers           # every server: two size-2 jobs and one size-5 job
-    queued = [0, 1] * backlog                    # Q = (backlog, backlog)
-    types = np.array(running + queued)
-    pre = ReplaySource(np.zeros(types.size), SIZES[types], rng.exponential(1.0, types.size), type=types,
-                       type_demand=SIZES)
-    plan = {3 * s + i: s for s in range(num_servers) for i in range(3)}
-    return dataclasses.replace(base, source=PrefixedSource(pre, base.source)), plan, types.size
-
-
 def test_fig1b_trap_best_fit_stays_in_configuration_2_1():
     """rms.md §5.5 (a): from all servers in (2,1) with Q = (1000, 1000), work-conserving Best-Fit
     (largest-job refill) keeps every server in (2,1) while both queues are non-empty, so the
     queue grows by ~(0.8 + 0.4) per time unit: total ΔQ over T = 2000 is 2400 ± 5 x 350."""
     T = 2000.0
-    sc, plan, n_prefix = _trap_scenario(T)
-    agent = SetupThen(make_agent("best-fit"), plan, n_prefix)
+    sc, plan, n_prefix = trap_scenario(T)
+    agent = TrapSetup(make_agent("best-fit"), plan, n_prefix)
     broken = []
     q_start = []
 
