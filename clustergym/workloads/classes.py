@@ -39,6 +39,7 @@ from clustergym.workloads.distributions import (
     check_int,
     check_matrix,
     check_scalar,
+    check_services,
     check_vector,
     sample_index,
 )
@@ -94,17 +95,7 @@ class PoissonClassSource:
         if self.profile.shape[0] != K:
             raise ScenarioError("profile", f"expected {K} rows (one per class, as alpha), got {self.profile.shape[0]}")
         R = self.num_resources = int(self.profile.shape[1])
-        if isinstance(service, ServiceDist):
-            self.services: tuple[ServiceDist, ...] = (service,) * K
-            self._shared: ServiceDist | None = service
-        else:
-            if not isinstance(service, Sequence) or len(service) != K:
-                raise ScenarioError("service", f"expected one ServiceDist or a list of {K} (one per class), got {service!r}")
-            for k, sv in enumerate(service):
-                if not isinstance(sv, ServiceDist):
-                    raise ScenarioError(f"service[{k}]", f"expected a ServiceDist, got {sv!r}")
-            self.services = tuple(service)
-            self._shared = None
+        self.services, self._shared = check_services(service, K, "class")
         if demand_laws is None:
             cv = check_scalar(cv, "cv", lo=0.0)
             high = check_scalar(high, "high", lo=0.0, lo_open=True)

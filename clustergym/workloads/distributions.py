@@ -35,6 +35,7 @@ from scipy.stats import truncnorm
 from clustergym.errors import ScenarioError
 
 __all__ = [
+    "check_services",
     "ServiceDist",
     "Exponential",
     "Deterministic",
@@ -380,6 +381,19 @@ class Geometric(ServiceDist):
 
     def to_spec(self) -> dict[str, Any]:
         return {"dist": self.name, "p": self.p}
+
+
+def check_services(service: Any, n: int, what: str) -> tuple[tuple[ServiceDist, ...], ServiceDist | None]:
+    """``service`` as one law per ``what`` (type or class): ``(laws, shared)``, where ``shared`` is
+    the single law when one was given for all ``n`` (so sampling can be vectorised), else ``None``."""
+    if isinstance(service, ServiceDist):
+        return (service,) * n, service
+    if not isinstance(service, Sequence) or len(service) != n:
+        raise ScenarioError("service", f"expected one ServiceDist or a list of {n} (one per {what}), got {service!r}")
+    for i, sv in enumerate(service):
+        if not isinstance(sv, ServiceDist):
+            raise ScenarioError(f"service[{i}]", f"expected a ServiceDist, got {sv!r}")
+    return tuple(service), None
 
 
 # --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from clustergym.workloads.distributions import (
     check_int,
     check_matrix,
     check_scalar,
+    check_services,
     check_vector,
     sample_index,
 )
@@ -107,17 +108,7 @@ class PoissonTypedSource:
         if self.type_demand.shape[0] != J:
             raise ScenarioError("type_demand", f"expected {J} rows (one per type, as rates), got {self.type_demand.shape[0]}")
         self.num_resources = int(self.type_demand.shape[1])
-        if isinstance(service, ServiceDist):
-            self.services: tuple[ServiceDist, ...] = (service,) * J
-            self._shared: ServiceDist | None = service
-        else:
-            if not isinstance(service, Sequence) or len(service) != J:
-                raise ScenarioError("service", f"expected one ServiceDist or a list of {J} (one per type), got {service!r}")
-            for j, s in enumerate(service):
-                if not isinstance(s, ServiceDist):
-                    raise ScenarioError(f"service[{j}]", f"expected a ServiceDist, got {s!r}")
-            self.services = tuple(service)
-            self._shared = None
+        self.services, self._shared = check_services(service, J, "type")
         self.weights = np.ones(J) if weights is None else check_vector(weights, "weights", J, lo=0.0, what="(one per type)")
         self.reward_rates = (
             np.ones(J) if reward_rates is None else check_vector(reward_rates, "reward_rates", J, lo=0.0, what="(one per type)")
