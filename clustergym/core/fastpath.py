@@ -90,6 +90,27 @@ def _heap_swap(ht, hs, hj, a, b):  # pragma: no cover - compiled
 
 
 @accel.njit
+def _fits_at(load, demand, limit, s, job, R):  # pragma: no cover - compiled
+    """Cluster.fits_free_at for one job and one server."""
+    for r in range(R):
+        if not (load[s, r] + demand[job, r] <= limit[s, r]):
+            return False
+    return True
+
+
+@accel.njit
+def _bf_score(load, demand, capacity, s, job, R):  # pragma: no cover - compiled
+    """baselines.greedy's Best-Fit score: sum_r (d_r / C_r) (load_r / C_r), C_r = 1 where C_r <= 0."""
+    score = 0.0
+    for r in range(R):
+        c = capacity[s, r]
+        if not (c > 0):
+            c = 1.0
+        score += (demand[job, r] / c) * (load[s, r] / c)
+    return score
+
+
+@accel.njit
 def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_real, real_usage, I_qbt, I_real,
           qbt, rate, ct, cdemand, ctype, cwork, cweight, creward,
           arrival, demand, jtype, work, weight, reward_rate, start, end, server, status, dummy, in_slot,
@@ -295,42 +316,21 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
             if c0 >= 0 and nc - c0 <= 16:
                 for k in range(c0, nc):
                     s = comp_server[k & 63]
-                    ok = True
-                    for r in range(R):
-                        if not (load[s, r] + demand[job, r] <= limit[s, r]):
-                            ok = False
-                            break
-                    if not ok:
+                    if not _fits_at(load, demand, limit, s, job, R):
                         continue
-                    score = 0.0
-                    if best_fit:
-                        for r in range(R):
-                            c = capacity[s, r]
-                            if not (c > 0):
-                                c = 1.0
-                            score += (demand[job, r] / c) * (load[s, r] / c)
+                    score = _bf_score(load, demand, capacity, s, job, R) if best_fit else 0.0
                     # the full scan's choice: the largest score (Best-Fit), ties (and First-Fit) to the lowest index
                     if best < 0 or score > best_score or (score == best_score and s < best):
                         best = s
                         best_score = score
             else:
                 for s in range(L):
-                    ok = True
-                    for r in range(R):
-                        if not (load[s, r] + demand[job, r] <= limit[s, r]):
-                            ok = False
-                            break
-                    if not ok:
+                    if not _fits_at(load, demand, limit, s, job, R):
                         continue
                     if not best_fit:
                         best = s
                         break
-                    score = 0.0
-                    for r in range(R):
-                        c = capacity[s, r]
-                        if not (c > 0):
-                            c = 1.0
-                        score += (demand[job, r] / c) * (load[s, r] / c)
+                    score = _bf_score(load, demand, capacity, s, job, R)
                     if best < 0 or score > best_score:
                         best = s
                         best_score = score
