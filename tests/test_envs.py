@@ -560,6 +560,28 @@ def test_observation_contents_match_the_state():
             break
 
 
+def test_arrival_rate_feature_is_unbiased_early_and_late():
+    """The observed rate estimate has the same mean at t in [2, 4] as at t in [40, 50] (the raw
+    exponentially weighted sum, time constant 10, would read ~20% of the rate early on)."""
+    env = gym.make("clustergym/bf-trap-v0", action_mode="head", horizon=50.0)
+    true = make_preset("bf-trap").source.arrival_rates()
+    early, late = [], []
+    obs, _ = env.reset(seed=3)
+    done = False
+    while not done:
+        t = env.unwrapped.sim.now
+        if 2.0 <= t <= 4.0:
+            early.append(obs["arrival_rates"].copy())
+        elif t >= 40.0:
+            late.append(obs["arrival_rates"].copy())
+        valid = np.flatnonzero(obs["action_mask"])
+        obs, _, term, trunc, _ = env.step(int(valid[0]))
+        done = term or trunc
+    early_mean, late_mean = np.mean(early, axis=0), np.mean(late, axis=0)
+    np.testing.assert_allclose(late_mean, true, rtol=0.2)
+    np.testing.assert_allclose(early_mean, true, rtol=0.3)
+
+
 @pytest.mark.parametrize("env_id", ["clustergym/ec2-v0", "clustergym/autoscale-4vm-v0", "clustergym/two-sizes-v0"])
 def test_flatten_observation_is_a_float32_vector_of_the_declared_size(env_id):
     env = FlattenObservation(gym.make(env_id, horizon=_small(env_id)))

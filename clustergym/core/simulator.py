@@ -767,8 +767,18 @@ class Simulator:
         return self.local_queue.get((server, job_type), OrderedDict())
 
     def arrival_rate_estimate(self) -> np.ndarray:
-        """``(J,)`` exponentially weighted arrival rates per type at the current time."""
-        return self.rate_estimate * math.exp(-(self.now - self._rate_time) / self.rate_window)
+        """``(J,)`` exponentially weighted arrival rates per type at the current time.
+
+        The weights ``exp(-(now - s) / rate_window) / rate_window`` over ``[0, now]`` sum to
+        ``1 - exp(-now / rate_window)``; dividing by that sum (the start-up correction of any
+        exponentially weighted mean) keeps the estimate unbiased from the first arrival on.
+        Without it the estimate climbs from 0 over the first few ``rate_window``, a clock that
+        a learned policy reads: trained on short episodes, it then misbehaves on long ones.
+        """
+        if self.now <= 0.0:
+            return np.zeros_like(self.rate_estimate)
+        raw = self.rate_estimate * math.exp(-(self.now - self._rate_time) / self.rate_window)
+        return raw / -math.expm1(-self.now / self.rate_window)
 
     def summary(self) -> dict:
         """Metrics of the episode so far (DESIGN §6 ``run`` fields, totals over the cluster)."""

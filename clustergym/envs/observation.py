@@ -16,7 +16,8 @@ key                shape       content
 ``event``          (5 + F,)    one-hot event kind (completion, arrival, tick,
                                wake-up, start) + features of the event's job
 ``event_server``   (L,)        one-hot server of the event (zeros if none)
-``arrival_rates``  (J,)        exponentially weighted arrival rate per type
+``arrival_rates``  (J,)        exponentially weighted arrival rate per type, corrected
+                               for the start (it does not grow with elapsed time)
 ``time``           (1,)        elapsed time / horizon (0 for an infinite horizon)
 ``action_mask``    (M,)        1 for valid actions of the action mode
 ================== =========== ===================================================
