@@ -41,7 +41,7 @@ __all__ = ["train", "make_train_env", "split_params", "POLICIES"]
 #: policy kinds accepted by ``--policy``
 POLICIES = ("mlp", "equivariant")
 #: ``--set`` keys that are environment arguments rather than scenario parameters
-ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "invalid_penalty")
+ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "reward_timing", "invalid_penalty")
 
 
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:

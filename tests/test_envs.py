@@ -406,6 +406,39 @@ def test_reward_scale_multiplies_the_return():
     assert b == pytest.approx(0.5 * a, rel=1e-9)
 
 
+def test_reward_timing_start_pays_each_admitted_jobs_whole_reward_at_its_admission():
+    """Same seed, same masked-random admissions: the 'start' return is the integral return plus the
+    reward the jobs still running at the horizon earn after it; each admission step pays rate x service."""
+    a_env = ClusterEnv("autoscale-worst-case", horizon=3.0)
+    s_env = ClusterEnv("autoscale-worst-case", horizon=3.0, reward_timing="start")
+    integral, _ = _masked_random_return(a_env, 5)
+    rng = np.random.default_rng(5)
+    obs, _ = s_env.reset(seed=5)
+    sim = s_env.sim
+    total, admitted, done = 0.0, 0, False
+    while not done:
+        action = _random_masked_action(s_env.action_masks(), rng)
+        job = sim.pending
+        obs, r, term, trunc, _ = s_env.step(action)
+        if action < s_env.sim.num_servers:
+            admitted += 1
+            assert r == pytest.approx(sim.jobs.reward_rate[job] * (sim.jobs.end[job] - sim.jobs.start[job]))
+        else:
+            assert r == 0.0
+        total += r
+        done = term or trunc
+    assert admitted > 10
+    jobs, T = sim.jobs, sim.now
+    running = [j for srv in sim.running for j in srv]
+    after = sum(jobs.reward_rate[j] * (jobs.end[j] - T) for j in running)
+    assert after > 0
+    assert total == pytest.approx(integral + after, rel=1e-9)
+    with pytest.raises(ScenarioError, match="reward_timing"):
+        ClusterEnv("bf-trap", reward_timing="start")
+    with pytest.raises(ScenarioError, match="reward_timing"):
+        ClusterEnv("autoscale-4vm", reward_timing="later")
+
+
 # =============================================================================== invalid actions
 def _fill_server0(env: ClusterEnv, rng_seed: int = 0):
     """bf-trap, head mode: place head jobs on server 0 until the head job no longer fits there."""

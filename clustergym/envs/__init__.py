@@ -23,4 +23,5 @@ def make_scenario_env(scenario: Any = "ec2", **kwargs: Any) -> ClusterEnv:
 
 
 _ENV_ARGS = {"action_mode", "queue_window", "epochs", "horizon", "invalid_action", "invalid_penalty",
-             "max_invalid_per_epoch", "skip_trivial", "reward_scale", "validate", "observe", "render_mode"}
+             "max_invalid_per_epoch", "skip_trivial", "reward_scale", "reward_timing", "validate", "observe",
+             "render_mode"}

@@ -20,6 +20,8 @@ from clustergym.scenarios.spec import Scenario
 __all__ = ["ClusterEnv", "AdmissionEnv"]
 
 _KIND_NAMES = {k: k.name.lower() for k in EventKind}  # info["event"]
+#: commands that start a job (paid at once under reward_timing="start")
+_STARTS = (Cmd.PLACE, Cmd.ADMIT, Cmd.REPLACE)
 
 
 class ClusterEnv(gym.Env):
@@ -58,6 +60,8 @@ class ClusterEnv(gym.Env):
     ``reward_scale``.  With scale 1 the episode return equals the paper metric
     times the horizon.  Commands that do not advance time earn 0; an invalid
     command earns ``invalid_penalty`` when ``invalid_action="penalize"``.
+    For the ``reward`` objective, ``reward_timing="start"`` instead pays each
+    job's whole reward, rate x service time, when it starts (see Arguments).
 
     ## Starting State
 
@@ -89,6 +93,14 @@ class ClusterEnv(gym.Env):
     * ``skip_trivial``: skip epochs where WAIT is the only valid action (default
       True except in ``command`` mode).
     * ``reward_scale``: multiplies every reward.
+    * ``reward_timing``: ``"integral"`` (default: the reward rate earned over
+      the time each step advances) or ``"start"`` (objective ``reward`` only: a
+      job's reward rate times its service time, paid in the step that admits or
+      starts it).  Both have the same expected return in steady state, but
+      ``"start"`` credits an admission to the decision that made it, where the
+      integral spreads it over the next hundreds of decisions, mixed with every
+      other job's.  A training signal: the metrics, and the evaluation of a
+      trained agent, are the same.
     * ``validate``: check every kernel invariant after every event (slow).
     * ``observe``: build observations (default).  ``False`` is the fast path for
       rule-based agents that read the state through ``env.view`` and never the
@@ -111,6 +123,7 @@ class ClusterEnv(gym.Env):
         max_invalid_per_epoch: int = 1000,
         skip_trivial: bool | None = None,
         reward_scale: float = 1.0,
+        reward_timing: Literal["integral", "start"] = "integral",
         validate: bool = False,
         observe: bool = True,
         render_mode: str | None = None,
@@ -146,6 +159,14 @@ class ClusterEnv(gym.Env):
         self.objective = self.scenario.objective
         objective_metric(self.objective)  # validates the objective (ScenarioError)
         self._area_sign, self._area_attr = OBJECTIVES[self.objective][:2]
+        if reward_timing not in ("integral", "start"):
+            raise ScenarioError("reward_timing", f"expected 'integral' or 'start', got {reward_timing!r}")
+        if reward_timing == "start" and self.objective != "reward":
+            raise ScenarioError("reward_timing", f"'start' pays the rewards of the 'reward' objective; scenario "
+                                                 f"{self.scenario.name!r} has objective {self.objective!r}")
+        self.reward_timing = reward_timing
+        if reward_timing == "start":
+            self._area_sign = 0.0  # no integral: rewards are paid at the starts
         self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
                                               self.scenario.clairvoyant)
         self.observation_space = self.obs_builder.space
@@ -195,8 +216,12 @@ class ClusterEnv(gym.Env):
             proven = not is_cmd and self._mask is not None and self.mode.mask_proves_valid(action, self._mask)
             reason = None if proven else sim.check(cmd)
             if reason is None:
+                job = sim.pending if cmd.kind == Cmd.ADMIT else cmd.job
                 sim.execute(cmd)
                 self._mask = None
+                if self.reward_timing == "start" and cmd.kind in _STARTS:
+                    jobs = sim.jobs
+                    reward += float(jobs.reward_rate[job] * (jobs.end[job] - jobs.start[job])) * self.reward_scale
                 if self.skip_trivial and self._only_wait():
                     reward += self._advance_to_choice()
             elif self.invalid_action == "raise":
