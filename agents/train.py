@@ -163,6 +163,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
           eval_horizon: float | None = None, resume: str | Path | None = None,
           checkpoint_every: int | None = None, normalize_reward: bool = True, hidden: int = 64,
           progress_bar: bool = False, torch_threads: int = 1, verbose: bool = True,
+          warm_start: str | None = None, warm_start_steps: int = 20_000, warm_start_epochs: int = 10,
           algo_kwargs: dict[str, Any] | None = None, **params: Any) -> Path:
     """Train ``algo`` with ``policy`` on ``scenario`` and save ``OUT/model.zip``; return its path.
 
@@ -183,6 +184,10 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         hidden: width of the equivariant policy's layers.
         progress_bar: SB3's tqdm/rich progress bar.
         torch_threads: torch CPU threads of the learner (the machine is shared).
+        warm_start: a registered rule-based agent to imitate before RL (behaviour cloning,
+            :mod:`clustergym.agents.imitation`); equivariant policy, new runs only.
+        warm_start_steps, warm_start_epochs: the teacher's decisions recorded, and the passes
+            over them.
         algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
         **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
             ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``
@@ -208,6 +213,13 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
                                                     "policy.wait_bias and policy.use_time")
     if policy_params and policy != "equivariant":
         raise ScenarioError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
+    if warm_start and (policy != "equivariant" or algo == "dqn"):
+        raise ScenarioError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
+                                          "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
+    if warm_start and resume:
+        raise ScenarioError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
+    if warm_start and warm_start_steps < 1:
+        raise ScenarioError("warm_start_steps", f"must be >= 1, got {warm_start_steps}")
     if Path(scenario).suffix in (".yaml", ".yml", ".json"):
         scenario = str(Path(scenario).resolve())
     if eval_horizon is None:
@@ -249,6 +261,25 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
         model = Algo(policy_cls, venv, seed=seed, device="cpu", tensorboard_log=str(out / "tb"),
                      policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs)
+
+    # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
+    if warm_start:
+        from clustergym.agents.imitation import clone, collect_demonstrations, return_scale
+
+        t_bc = time.perf_counter()
+        demo_env = make_train_env(scenario, scenario_params, env_kwargs, policy)
+        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed)
+        running, scale = return_scale(demos, model.gamma)
+        if normalize_reward:  # PPO's reward scaling starts from the statistics the critic was fitted with
+            venv.ret_rms.update(running)
+        else:
+            scale = 1.0
+        stats = clone(model.policy, demos, gamma=model.gamma, scale=scale, epochs=warm_start_epochs, seed=seed)
+        meta["warm_start"] = {"teacher": warm_start, "steps": warm_start_steps, "epochs": warm_start_epochs,
+                              **stats, "wall_seconds": time.perf_counter() - t_bc}
+        if verbose:
+            print(f"warm start: imitated {warm_start} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
+                  flush=True)
 
     # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
     every = checkpoint_every or max(timesteps // 10, 1)

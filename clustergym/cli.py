@@ -257,6 +257,10 @@ def train_cmd(
                                                      "horizon, reward_scale; algo.<name>=v for the algorithm; "
                                                      "policy.work_conserving=true"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
+    warm_start: Optional[str] = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
+                                                                         "(behaviour cloning), e.g. best-fit"),
+    warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
+    warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip runs anywhere an agent name does."""
     try:
@@ -271,7 +275,8 @@ def train_cmd(
         agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
         train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
               eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds), eval_horizon=eval_horizon,
-              resume=resume, progress_bar=progress, **params)
+              resume=resume, progress_bar=progress, warm_start=warm_start, warm_start_steps=warm_start_steps,
+              warm_start_epochs=warm_start_epochs, **params)
     except ClusterGymError as e:
         _fail(e)
 

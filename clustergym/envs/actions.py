@@ -77,6 +77,11 @@ class ActionMode(ABC):
     @abstractmethod
     def decode(self, action) -> Command: ...
 
+    def encode(self, command: Command) -> int | None:
+        """The action that :meth:`decode` maps to ``command`` in the current state, or ``None``
+        when this mode cannot express it (used to imitate rule-based agents)."""
+        return None
+
     def window(self) -> list[int]:
         """Ids of the first ``queue_window`` jobs of the central queue."""
         return list(islice(self.sim.queue, self.queue_window))
@@ -150,6 +155,13 @@ class HeadServerMode(_OneJobMode):
             return Command.wait()
         return Command.place(self.job(), a)
 
+    def encode(self, command: Command) -> int | None:
+        if command.kind == Cmd.WAIT:
+            return self.sim.num_servers
+        if command.kind == Cmd.PLACE and command.job == self.job() >= 0:
+            return int(command.server)
+        return None
+
 
 class SlotServerMode(ActionMode):
     name = "slot"
@@ -186,6 +198,16 @@ class SlotServerMode(ActionMode):
         win = self.window()
         return Command.place(win[k] if k < len(win) else -1, server)
 
+    def encode(self, command: Command) -> int | None:
+        L = self.sim.num_servers
+        if command.kind == Cmd.WAIT:
+            return self.queue_window * L
+        if command.kind == Cmd.PLACE:
+            win = self.window()
+            if command.job in win:
+                return win.index(command.job) * L + int(command.server)
+        return None
+
 
 class AdmitMode(_OneJobMode):
     name = "admit"
@@ -199,6 +221,15 @@ class AdmitMode(_OneJobMode):
         if a == self.sim.num_servers:
             return Command.reject() if self.sim.pending >= 0 else Command.wait()
         return Command.admit(a)
+
+    def encode(self, command: Command) -> int | None:
+        pending = self.sim.pending >= 0
+        if command.kind == Cmd.ADMIT and pending:
+            return int(command.server)
+        if (command.kind == Cmd.REJECT and pending and command.job in (-1, self.sim.pending)) or \
+                (command.kind == Cmd.WAIT and not pending):
+            return self.sim.num_servers
+        return None
 
 
 class CommandMode(ActionMode):

@@ -1,0 +1,197 @@
+"""Behaviour-cloning warm start: imitate a rule-based agent before reinforcement learning.
+
+``clustergym train SCENARIO --warm-start best-fit-admit`` runs the named
+baseline (the *teacher*) in a training environment for ``--warm-start-steps``
+decisions, records ``(observation, action)`` pairs in the action mode being
+trained (:meth:`clustergym.envs.actions.ActionMode.encode` maps the teacher's
+command to that mode's integer action), and fits the policy to them before PPO
+starts.  Read top to bottom:
+
+1. :func:`collect_demonstrations` -- the teacher's decisions and the rewards
+   between them, on training seeds (never the evaluation seeds);
+2. :func:`return_scale` -- the scale VecNormalize will divide rewards by, from
+   the same running discounted return it tracks, so that the critic's targets
+   here and PPO's normalised rewards afterwards agree;
+3. :func:`clone` -- minibatch Adam on the actor's cross-entropy with the
+   teacher's action plus the critic's squared error to the discounted,
+   scaled return-to-go (samples in the last ``3 / (1 - gamma)`` decisions of an
+   episode, whose returns the horizon truncates, train the actor only).
+
+Without a warm start, PPO begins from a random policy; on problems where a
+rule is already good (Best-Fit packing, LP admission), the first thousands of
+steps go to rediscovering it.  With one, PPO starts at the teacher's level and
+its updates are improvements on that rule (or not: the evaluation says).
+Only the equivariant policy is supported: it reads the raw observation, so no
+observation statistics need to be learnt first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clustergym.errors import ScenarioError
+
+__all__ = ["Demonstrations", "collect_demonstrations", "return_scale", "clone"]
+
+
+@dataclass
+class Demonstrations:
+    """A teacher's decisions: ``obs[key]`` of shape ``(N, *space.shape)``, ``actions (N,)``,
+    ``rewards (N,)`` (reward after each decision, raw units), ``episode_end (N,)`` (True at the
+    last decision of an episode) and ``teacher``'s name."""
+
+    obs: dict[str, np.ndarray]
+    actions: np.ndarray
+    rewards: np.ndarray
+    episode_end: np.ndarray
+    teacher: str
+
+    def __len__(self) -> int:
+        return int(self.actions.size)
+
+
+def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Demonstrations:
+    """Run ``teacher`` (a registered agent name) for ``steps`` decisions of ``env`` (a clustergym
+    env with a ``Discrete`` action mode, unflattened observation), episodes seeded ``seed``,
+    ``seed + 1``, ...
+
+    Raises:
+        ScenarioError: the teacher cannot run on the scenario, or issues a command the action
+            mode cannot express (e.g. a dummy job, or a job outside the queue window).
+    """
+    from clustergym.agent_api import make_agent
+
+    base = env.unwrapped
+    agent = make_agent(teacher)
+    req = agent.requirements_for(base.scenario)
+    if base.scenario.queueing not in req.queueing:
+        raise ScenarioError("warm_start", f"teacher {teacher!r} works with queueing {list(req.queueing)}, "
+                                          f"the scenario is {base.scenario.queueing!r}")
+    keys = list(base.observation_space.spaces)
+    obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    actions, rewards, ends = [], [], []
+    episode = 0
+    obs, _ = env.reset(seed=seed)
+    agent.reset(env, seed=seed)
+    while len(actions) < steps:
+        command = agent.act(obs)
+        action = base.mode.encode(command)
+        if action is None:
+            raise ScenarioError("warm_start", f"teacher {teacher!r} issued {command}, which the "
+                                              f"{base.action_mode!r} action mode cannot express")
+        for k in keys:
+            obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
+        obs, reward, terminated, truncated, _ = env.step(action)
+        actions.append(action)
+        rewards.append(float(reward))
+        done = terminated or truncated
+        ends.append(done)
+        if done:
+            episode += 1
+            obs, _ = env.reset(seed=seed + episode)
+            agent.reset(env, seed=seed + episode)
+    ends[-1] = True
+    return Demonstrations({k: np.stack(v) for k, v in obs_rows.items()}, np.asarray(actions, dtype=np.int64),
+                          np.asarray(rewards), np.asarray(ends), teacher)
+
+
+def _running_returns(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> np.ndarray:
+    """VecNormalize's ``returns``: ``R_t = gamma R_{t-1} + r_t``, reset after an episode's end."""
+    out = np.empty_like(rewards)
+    acc = 0.0
+    for t, r in enumerate(rewards):
+        acc = acc * gamma + r
+        out[t] = acc
+        if ends[t]:
+            acc = 0.0
+    return out
+
+
+def return_scale(demos: Demonstrations, gamma: float) -> tuple[np.ndarray, float]:
+    """``(running discounted returns, 1 / sqrt(var + 1e-8))``: what VecNormalize's reward
+    normalisation tracks, and the factor it will divide rewards by once it has seen them."""
+    running = _running_returns(demos.rewards, demos.episode_end, gamma)
+    return running, float(1.0 / np.sqrt(running.var() + 1e-8))
+
+
+def _returns_to_go(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Discounted return-to-go within each episode, and a mask of the samples far enough from
+    the episode's end (``3 / (1 - gamma)`` decisions) for the truncated sum to be accurate."""
+    g = np.empty_like(rewards)
+    acc = 0.0
+    to_end = np.empty(rewards.size, dtype=np.int64)
+    left = 0
+    for t in range(rewards.size - 1, -1, -1):
+        if ends[t]:
+            acc, left = 0.0, 0
+        acc = rewards[t] + gamma * acc
+        g[t] = acc
+        to_end[t] = left
+        left += 1
+    tail = int(3.0 / max(1.0 - gamma, 1e-6))
+    return g, to_end >= tail
+
+
+def clone(policy: Any, demos: Demonstrations, *, gamma: float, scale: float, epochs: int = 10,
+          batch_size: int = 256, learning_rate: float = 1e-3, seed: int = 0) -> dict[str, float]:
+    """Fit ``policy`` (an equivariant SB3 policy) to the demonstrations; return the final
+    ``{"accuracy", "actor_loss", "critic_loss", "samples", "critic_samples", "dropped"}``
+    (``critic_samples`` is 0 when every episode is shorter than ``3 / (1 - gamma)`` decisions:
+    the critic is then left to PPO).
+
+    Teacher actions the policy masks (WAIT under ``policy.work_conserving`` while a job can
+    start) are dropped from the actor loss and counted in ``dropped``.
+    """
+    import torch as th
+
+    from clustergym.agents.policies import MASKED_LOGIT
+
+    net = policy.mlp_extractor
+    obs = {k: th.as_tensor(v) for k, v in demos.obs.items()}
+    actions = th.as_tensor(demos.actions)
+    g, far = _returns_to_go(demos.rewards, demos.episode_end, gamma)
+    targets = th.as_tensor(g * scale, dtype=th.float32)
+    critic_mask = th.as_tensor(far)
+    with th.no_grad():
+        logits, _ = net(obs)
+    allowed = logits.gather(1, actions[:, None]).squeeze(1) > MASKED_LOGIT / 2
+    n = len(demos)
+    optimizer = th.optim.Adam(policy.parameters(), lr=learning_rate)
+    gen = th.Generator().manual_seed(seed)
+    policy.set_training_mode(True)
+    stats: dict[str, float] = {}
+    for _ in range(epochs):
+        perm = th.randperm(n, generator=gen)
+        for start in range(0, n, batch_size):
+            idx = perm[start:start + batch_size]
+            batch = {k: v[idx] for k, v in obs.items()}
+            logits, value = net(batch)
+            ok = allowed[idx]
+            actor = (th.nn.functional.cross_entropy(logits[ok], actions[idx][ok])
+                     if ok.any() else logits.sum() * 0.0)
+            cm = critic_mask[idx]
+            critic = (((value.squeeze(1) - targets[idx]) ** 2)[cm].mean() if cm.any() else value.sum() * 0.0)
+            optimizer.zero_grad()
+            (actor + 0.5 * critic).backward()
+            th.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            optimizer.step()
+    policy.set_training_mode(False)
+    with th.no_grad():
+        correct, a_loss, c_loss = 0, 0.0, 0.0
+        for start in range(0, n, 4096):
+            sl = slice(start, start + 4096)
+            logits, value = net({k: v[sl] for k, v in obs.items()})
+            ok = allowed[sl]
+            correct += int((logits.argmax(1)[ok] == actions[sl][ok]).sum())
+            if ok.any():
+                a_loss += float(th.nn.functional.cross_entropy(logits[ok], actions[sl][ok], reduction="sum"))
+            cm = critic_mask[sl]
+            c_loss += float((((value.squeeze(1) - targets[sl]) ** 2)[cm]).sum())
+    kept = int(allowed.sum())
+    stats = {"accuracy": correct / max(kept, 1), "actor_loss": a_loss / max(kept, 1),
+             "critic_loss": c_loss / max(int(critic_mask.sum()), 1), "samples": float(n),
+             "critic_samples": float(critic_mask.sum()), "dropped": float(n - kept)}
+    return stats
