@@ -117,7 +117,7 @@ def run_cmd(
 def compare_cmd(
     scenario: str = typer.Argument(..., help="preset name or scenario file"),
     agents: str = typer.Option(..., "--agents", help="comma-separated agent names or model paths; "
-                                                     "'all': every registered agent that can run on the scenario"),
+                                                     "'all' (alone or in the list): every registered agent that can run on the scenario"),
     seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
     horizon: Optional[float] = typer.Option(None, "--horizon"),
@@ -155,14 +155,15 @@ def compare_cmd(
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
         sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
         requested = [a.strip() for a in agents.split(",") if a.strip()]
-        if requested == ["all"]:
-            names, skipped = compatible_agents(sc)
-            if not names:
+        named = [a for a in requested if a != "all"]
+        names, bad = compatible_agents(sc, named)
+        if bad:
+            raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()))
+        if "all" in requested:  # every other registered agent that runs here, after the named ones
+            others, skipped = compatible_agents(sc)
+            names += [a for a in others if a not in names]
+            if not others:
                 raise ClusterGymError(f"--agents all: no registered agent can run on {sc.name!r}")
-        else:
-            names, bad = compatible_agents(sc, requested)
-            if bad:
-                raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()))
         reference = reference or names[0]
         if reference not in names:
             raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")

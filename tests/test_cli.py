@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import warnings
 
 import pandas as pd
 import pytest
@@ -29,11 +28,7 @@ RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "s
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 
 def _cli(*args: str):

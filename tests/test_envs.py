@@ -11,7 +11,6 @@ import math
 import os
 import subprocess
 import sys
-import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -78,11 +77,7 @@ def _random_masked_action(mask: np.ndarray, rng: np.random.Generator) -> int:
     return int(valid[rng.integers(valid.size)])
 
 
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 
 # =============================================================================== registration / checkers

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -42,11 +41,7 @@ AGENTS_2 = ["first-fit", "best-fit"]
 DUMMY = "test-dummy-first-fit"
 
 
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 
 def _cli(*args: str):
@@ -197,6 +192,13 @@ def test_agents_all_picks_up_registered_agents_and_skips_with_reasons(dummy_agen
     assert dummy_agent in doc["agents"] and doc["reference"] == doc["agents"][0]
     assert "dra" in doc["skipped"] and "dra" not in doc["agents"]
     assert {r["agent"] for r in doc["runs"]} == set(doc["agents"])
+    # "all" inside a list: the named agents first (the first is the reference), then every other one once
+    code, out, err = _cli("compare", "bf-trap", "--agents", "mwr,all", "--seeds", "1", "--horizon", "3",
+                          "--workers", "1", "--json")
+    assert code == 0, err
+    doc2 = json.loads(out)
+    assert doc2["agents"][0] == "mwr" == doc2["reference"]
+    assert sorted(doc2["agents"]) == sorted(doc["agents"]) and doc2["skipped"] == doc["skipped"]
 
 
 # ================================================================================================== CLI

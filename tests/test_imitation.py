@@ -5,7 +5,6 @@ exactly; cloning makes the policy act like the teacher; bad teachers are clear e
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -26,11 +25,7 @@ from clustergym.scenarios import make_preset
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 
 def _busy(env, steps: int = 30, seed: int = 0):
