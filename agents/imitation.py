@@ -162,7 +162,6 @@ def clone(policy: Any, demos: Demonstrations, *, gamma: float, scale: float, epo
     optimizer = th.optim.Adam(policy.parameters(), lr=learning_rate)
     gen = th.Generator().manual_seed(seed)
     policy.set_training_mode(True)
-    stats: dict[str, float] = {}
     for _ in range(epochs):
         perm = th.randperm(n, generator=gen)
         for start in range(0, n, batch_size):
@@ -191,7 +190,6 @@ def clone(policy: Any, demos: Demonstrations, *, gamma: float, scale: float, epo
             cm = critic_mask[sl]
             c_loss += float((((value.squeeze(1) - targets[sl]) ** 2)[cm]).sum())
     kept = int(allowed.sum())
-    stats = {"accuracy": correct / max(kept, 1), "actor_loss": a_loss / max(kept, 1),
-             "critic_loss": c_loss / max(int(critic_mask.sum()), 1), "samples": float(n),
-             "critic_samples": float(critic_mask.sum()), "dropped": float(n - kept)}
-    return stats
+    return {"accuracy": correct / max(kept, 1), "actor_loss": a_loss / max(kept, 1),
+            "critic_loss": c_loss / max(int(critic_mask.sum()), 1), "samples": float(n),
+            "critic_samples": float(critic_mask.sum()), "dropped": float(n - kept)}
