@@ -155,6 +155,8 @@ def compare_cmd(
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
         sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
         requested = [a.strip() for a in agents.split(",") if a.strip()]
+        if not requested:
+            raise ClusterGymError(f"--agents {agents!r}: expected agent names, model paths or 'all'")
         named = [a for a in requested if a != "all"]
         names, bad = compatible_agents(sc, named)
         if bad:

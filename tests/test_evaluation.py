@@ -231,6 +231,7 @@ def test_cli_compare_out_writes_results_parquet_summary_and_plots(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--agents", "first-fit,nope-agent"], "nope-agent"),
+    (["--agents", " , "], "expected agent names"),
     (["--agents", "first-fit,best-fit", "--reference", "random"], "--reference 'random'"),
     (["--agents", "first-fit,dra"], "dra"),
     (["--agents", "first-fit", "--workers", "0"], "--workers 0"),
