@@ -164,7 +164,8 @@ class GreedyAgent(Agent):
         from clustergym.core import fastpath
 
         env = getattr(env, "unwrapped", env)
-        if env.skip_trivial or not fastpath.supported(env.sim, self.server_rule, self.scan, env.objective):
+        if env.skip_trivial or env.reward_timing != "integral" or \
+                not fastpath.supported(env.sim, self.server_rule, self.scan, env.objective):
             return None
         return fastpath.run_scan_episode(env.sim, self.server_rule, self.scan, env.objective, env.reward_scale)
 

@@ -243,6 +243,9 @@ class Simulator:
         self.n_arrivals = 0
         self.n_started = 0
         self.n_completed = 0
+        #: sum of reward rate x service time over the real jobs started so far: the reward
+        #: ``reward_timing="start"`` pays when a job starts (not a time integral: commands change it)
+        self.reward_started = 0.0
         self.n_rejected = 0
         self.n_preempted = 0
         self.n_migrations = 0
@@ -559,6 +562,7 @@ class Simulator:
         self.n_running += 1
         self.w_running += jobs.weight[job]
         self.r_running += jobs.reward_rate[job]
+        self.reward_started += jobs.reward_rate[job] * (end - self.now)
         self.n_started += 1
         self._push(end, EventKind.COMPLETION, job)
 

@@ -20,8 +20,6 @@ from clustergym.scenarios.spec import Scenario
 __all__ = ["ClusterEnv", "AdmissionEnv"]
 
 _KIND_NAMES = {k: k.name.lower() for k in EventKind}  # info["event"]
-#: commands that start a job (paid at once under reward_timing="start")
-_STARTS = (Cmd.PLACE, Cmd.ADMIT, Cmd.REPLACE)
 
 
 class ClusterEnv(gym.Env):
@@ -165,8 +163,7 @@ class ClusterEnv(gym.Env):
             raise ScenarioError("reward_timing", f"'start' pays the rewards of the 'reward' objective; scenario "
                                                  f"{self.scenario.name!r} has objective {self.objective!r}")
         self.reward_timing = reward_timing
-        if reward_timing == "start":
-            self._area_sign = 0.0  # no integral: rewards are paid at the starts
+        self._pay_at_start = reward_timing == "start"
         self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
                                               self.scenario.clairvoyant)
         self.observation_space = self.obs_builder.space
@@ -216,12 +213,10 @@ class ClusterEnv(gym.Env):
             proven = not is_cmd and self._mask is not None and self.mode.mask_proves_valid(action, self._mask)
             reason = None if proven else sim.check(cmd)
             if reason is None:
-                job = sim.pending if cmd.kind == Cmd.ADMIT else cmd.job
+                before = self._area()
                 sim.execute(cmd)
                 self._mask = None
-                if self.reward_timing == "start" and cmd.kind in _STARTS:
-                    jobs = sim.jobs
-                    reward += float(jobs.reward_rate[job] * (jobs.end[job] - jobs.start[job])) * self.reward_scale
+                reward += self._area() - before  # 0 unless the command started a job under reward_timing="start"
                 if self.skip_trivial and self._only_wait():
                     reward += self._advance_to_choice()
             elif self.invalid_action == "raise":
@@ -263,7 +258,11 @@ class ClusterEnv(gym.Env):
         return out
 
     def _area(self) -> float:
-        # objective_area(self.objective, integrals) * reward_scale, with the lookup done once
+        """The return so far, whose increments the steps pay: the objective's time integral
+        (``objective_area`` with the lookup done once) or, under ``reward_timing="start"``, the
+        reward of the jobs started so far; times ``reward_scale``."""
+        if self._pay_at_start:
+            return self.sim.reward_started * self.reward_scale
         return (self._area_sign * getattr(self.sim.integrals, self._area_attr)) * self.reward_scale
 
     def _advance_to_choice(self) -> float:
