@@ -16,7 +16,7 @@ import pytest
 
 from clustergym.agent_api import make_agent
 from clustergym.core import accel
-from clustergym.evaluation import run_episode
+from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset, resolve_scenario
 from clustergym.traces.paths import default_trace_dir, traces_available
 

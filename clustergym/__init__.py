@@ -1,6 +1,7 @@
 """clustergym: Gymnasium environments and published baselines for multi-resource cluster scheduling.
 
-Importing the package registers the environments with Gymnasium::
+Importing the package registers the environments with Gymnasium and the built-in agents and
+presets by name (nothing heavier: each agent's and preset's module is imported when first used)::
 
     import gymnasium as gym
     import clustergym  # noqa: F401
@@ -12,38 +13,35 @@ Importing the package registers the environments with Gymnasium::
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register, registry
+from importlib.metadata import PackageNotFoundError, version
 
-from clustergym.agent_api import Agent, AgentRequirements, list_agents, make_agent, register_agent
+import clustergym.baselines  # noqa: F401  (registers the built-in agents by name)
+from clustergym.agent_api import (
+    Agent,
+    AgentRequirements,
+    list_agents,
+    make_agent,
+    make_env_for,
+    register_agent,
+    register_model_loader,
+)
 from clustergym.core import Cmd, Command, EpochConfig, EventKind, JobStatus, Simulator
-from clustergym.envs import AdmissionEnv, ClusterEnv, FlattenObservation
-from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError, TraceFormatError
+from clustergym.envs import ENV_IDS, AdmissionEnv, ClusterEnv, make_env
+from clustergym.errors import ClusterGymError, ConfigError, InvalidCommandError, ScenarioError, TraceFormatError
 from clustergym.scenarios import PRESETS, Scenario, load_scenario_file, make_preset, resolve_scenario
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("clustergym")
+except PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 
 __all__ = [
-    "Agent", "AgentRequirements", "list_agents", "make_agent", "register_agent",
+    "Agent", "AgentRequirements", "list_agents", "make_agent", "make_env_for", "register_agent",
     "Cmd", "Command", "EpochConfig", "EventKind", "JobStatus", "Simulator",
-    "ClusterEnv", "AdmissionEnv", "FlattenObservation",
-    "ClusterGymError", "InvalidCommandError", "ScenarioError", "TraceFormatError",
+    "ClusterEnv", "AdmissionEnv", "make_env", "ENV_IDS",
+    "ClusterGymError", "ConfigError", "InvalidCommandError", "ScenarioError", "TraceFormatError",
     "PRESETS", "Scenario", "load_scenario_file", "make_preset", "resolve_scenario",
-    "ENV_IDS",
 ]
 
-
-def _register() -> list[str]:
-    ids = []
-    entries = [("clustergym/Queueing-v0", "clustergym.envs:ClusterEnv", {}),
-               ("clustergym/Admission-v0", "clustergym.envs:AdmissionEnv", {})]
-    for name in PRESETS:
-        entries.append((f"clustergym/{name}-v0", "clustergym.envs:make_scenario_env", {"scenario": name}))
-    for env_id, entry, kwargs in entries:
-        if env_id not in registry:
-            register(id=env_id, entry_point=entry, kwargs=kwargs, disable_env_checker=False)
-        ids.append(env_id)
-    return ids
-
-
-#: every environment id registered by clustergym
-ENV_IDS: list[str] = _register()
+# saved models run wherever an agent name does (``--agent runs/x/model.zip``)
+register_model_loader(".zip", "clustergym.agents.model_agent:load_model_agent")

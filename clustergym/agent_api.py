@@ -31,7 +31,8 @@ from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError
 
-__all__ = ["Agent", "AgentRequirements", "register_agent", "make_agent", "list_agents", "AGENTS"]
+__all__ = ["Agent", "AgentRequirements", "register_agent", "agent_factory", "make_agent", "list_agents", "AGENTS", "MODEL_LOADERS", "register_model_loader",
+           "make_env_for", "requirements_of"]
 
 
 @dataclass(frozen=True)
@@ -109,49 +110,107 @@ class Agent(ABC):
         """The next command at the current epoch (``Command.wait()`` to advance time)."""
 
 
-#: name -> factory (a class or a callable returning an Agent)
-AGENTS: dict[str, Callable[..., Any]] = {}
-#: modules whose import registers the built-in agents
-_BUILTIN_MODULES = ("clustergym.baselines",)
-_loaded = False
+#: name -> factory: a class or callable returning an agent, or its import path ``"module:attr"``
+#: (resolved on first use; see :mod:`clustergym.baselines`, where every built-in agent is registered)
+AGENTS: dict[str, Callable[..., Any] | str] = {}
 
 
-def register_agent(name: str) -> Callable[[Any], Any]:
-    """Class decorator: register an agent factory under a kebab-case name."""
+#: file suffix -> loader ``(path, **params) -> agent`` of saved models, or its import path; the package
+#: registers ``.zip`` (models saved by ``clustergym train``, :mod:`clustergym.agents.model_agent`)
+MODEL_LOADERS: dict[str, Callable[..., Any] | str] = {}
 
-    def deco(cls: Any) -> Any:
-        if name in AGENTS and AGENTS[name] is not cls:
+
+def register_model_loader(suffix: str, loader: Callable[..., Any] | str) -> None:
+    """Let :func:`make_agent` load saved models whose path ends with ``suffix``."""
+    MODEL_LOADERS[suffix] = loader
+
+
+def register_agent(name: str, entry_point: Callable[..., Any] | str | None = None) -> Any:
+    """Register an agent factory under a kebab-case name.
+
+    ``register_agent("my-agent", MyAgent)`` or ``register_agent("my-agent", "pkg.mod:MyAgent")`` (imported
+    on first use), or as a class decorator, ``@register_agent("my-agent")``.  A class without a ``name``
+    of its own gets the registered name.
+    """
+
+    def deco(factory: Any) -> Any:
+        if name in AGENTS and AGENTS[name] is not factory and AGENTS[name] != factory:
             raise ValueError(f"agent name {name!r} is already registered")
-        AGENTS[name] = cls
-        if isinstance(cls, type) and not getattr(cls, "name", ""):
-            cls.name = name
-        return cls
+        AGENTS[name] = factory
+        if isinstance(factory, type):
+            _name_class(factory, name)
+        return factory
 
-    return deco
+    return deco if entry_point is None else deco(entry_point)
 
 
-def _load_builtins() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in _BUILTIN_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
+def _name_class(cls: type, name: str) -> None:
+    if "name" not in cls.__dict__ or not cls.__dict__["name"]:
+        cls.name = name  # type: ignore[attr-defined]
+
+
+def agent_factory(name: str) -> Callable[..., Any]:
+    """The factory registered under ``name`` (importing it if registered by path)."""
+    factory = AGENTS[name]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        if isinstance(factory, type):
+            _name_class(factory, name)
+        AGENTS[name] = factory
+    return factory
 
 
 def list_agents() -> dict[str, str]:
-    """Registered agent names with their one-line descriptions."""
-    _load_builtins()
-    return {name: (getattr(f, "description", "") or (f.__doc__ or "").strip().split("\n")[0])
-            for name, f in sorted(AGENTS.items())}
+    """Registered agent names with their one-line descriptions (imports every agent's module)."""
+    out = {}
+    for name in sorted(AGENTS):
+        f = agent_factory(name)
+        out[name] = getattr(f, "description", "") or (f.__doc__ or "").strip().split("\n")[0]
+    return out
 
 
 def make_agent(name: str, **params: Any) -> Any:
     """An agent by registered name, or by path to a saved model (``.zip``)."""
-    _load_builtins()
     if name in AGENTS:
-        return AGENTS[name](**params)
-    if name.endswith(".zip"):
-        from clustergym.agents import load_model_agent  # learned agents, issue "Learning"
-
-        return load_model_agent(name, **params)
+        return agent_factory(name)(**params)
+    for suffix, loader in MODEL_LOADERS.items():
+        if name.endswith(suffix):
+            if isinstance(loader, str):
+                module, _, attr = loader.partition(":")
+                loader = MODEL_LOADERS[suffix] = getattr(importlib.import_module(module), attr)
+            return loader(name, **params)
     raise ScenarioError("agent", f"unknown agent {name!r}; registered agents: {', '.join(sorted(AGENTS))}")
+
+
+def requirements_of(agent: Any, scenario: Any) -> AgentRequirements | None:
+    """The agent's requirements on this scenario (``None`` for objects without any, e.g. an SB3 model)."""
+    if hasattr(agent, "requirements_for"):
+        return agent.requirements_for(scenario)
+    return getattr(agent, "requirements", None)
+
+
+def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, **env_kwargs: Any) -> Any:
+    """The environment for ``agent`` on ``scenario``: the scenario plus the agent's decision epochs, its
+    action mode and environment arguments (:class:`AgentRequirements`), built by
+    :func:`clustergym.envs.make_env`.  Raises :class:`ScenarioError` when the agent cannot run there
+    (queueing mode, discrete types)."""
+    from clustergym.envs import make_env
+
+    req = requirements_of(agent, scenario)
+    if req is not None:
+        if scenario.queueing not in req.queueing:
+            raise ScenarioError("agent", f"agent {getattr(agent, 'name', agent)!r} works with queueing "
+                                         f"{list(req.queueing)}, scenario {scenario.name!r} is {scenario.queueing!r}")
+        if req.needs_types and not scenario.source.types.exact:
+            raise ScenarioError("agent", f"agent {agent.name!r} needs discrete job types; scenario "
+                                         f"{scenario.name!r} has continuous demands")
+        env_kwargs.setdefault("epochs", req.epochs)
+        env_kwargs.setdefault("skip_trivial", req.skip_trivial)
+        env_kwargs.setdefault("observe", req.observes)
+        if req.action_mode is not None:
+            env_kwargs.setdefault("action_mode", req.action_mode)
+        for key, value in req.env_kwargs:
+            env_kwargs.setdefault(key, value)
+    env_kwargs.setdefault("invalid_action", "raise")
+    return make_env(scenario, validate=validate, **env_kwargs)

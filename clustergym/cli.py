@@ -86,7 +86,7 @@ def run_cmd(
 ) -> None:
     """Run one agent on one scenario and report its metrics."""
     from clustergym.agent_api import make_agent
-    from clustergym.evaluation import RUN_FIELDS, run_episode
+    from clustergym.runner import RUN_FIELDS, run_episode
     from clustergym.scenarios import resolve_scenario
 
     try:
@@ -133,8 +133,8 @@ def compare_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.evaluation import summarize
-    from clustergym.harness import available_workers, compatible_agents, plan, run_cells, write_results
+    from clustergym.runner import summarize
+    from clustergym.runner import available_workers, compatible_agents, plan, run_cells, write_results
     from clustergym.scenarios import resolve_scenario
 
     param, values, skipped = None, [None], {}
@@ -228,7 +228,7 @@ def compare_cmd(
 
 def _add_lp_bound(summary: Any, sc: Any) -> None:
     """Loss systems with known rates: reward per server against the LP upper bound U* (autoscale.md §1.7)."""
-    from clustergym.autoscale_lp import lp_bound_per_server
+    from clustergym.theory.autoscale import lp_bound_per_server
 
     try:
         bound = lp_bound_per_server(sc)
@@ -267,7 +267,7 @@ def train_cmd(
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip runs anywhere an agent name does."""
     try:
-        from clustergym.agents.train import train
+        from clustergym.training.train import train
 
         params: dict[str, Any] = {}
         for item in set_:

@@ -75,11 +75,13 @@ def trace_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Summarise a trace: jobs, span, demand quantiles per resource, arrival rate over time, filters."""
-    from clustergym.traces.scenarios import FORMATS, TRACE_PRESETS, load_trace
+    from clustergym.scenarios import PRESETS
+    from clustergym.traces.formats import FORMATS, load_trace
     from clustergym.traces.summary import plot_summary, summarize, trace_data
 
+    trace_presets = sorted(name for name, p in PRESETS.items() if p.needs_traces)
     try:
-        if trace in TRACE_PRESETS:
+        if trace in trace_presets:
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
                 raise ClusterGymError(f"{trace} is a preset: use --set key=value for its parameters "
                                       "(--window/--priorities/--lifecycle/--filter/--path apply to formats)")
@@ -88,7 +90,7 @@ def trace_cmd(
                 params["first_n"] = first_n
             if trace_dir is not None:
                 params["trace_dir"] = str(trace_dir)
-            builder, _ = TRACE_PRESETS[trace]
+            builder = PRESETS[trace].build
             import inspect
 
             allowed = inspect.signature(builder).parameters
@@ -117,7 +119,7 @@ def trace_cmd(
             data = trace_data(load_trace(trace, path, trace_dir=trace_dir, **opts), name=trace)
         else:
             raise ClusterGymError(f"unknown trace {trace!r}: formats are {', '.join(sorted(FORMATS))}; "
-                                  f"presets are {', '.join(sorted(TRACE_PRESETS))}")
+                                  f"presets are {', '.join(trace_presets)}")
         summary = summarize(data, bin_width=bin_width)
         if plot is not None:
             plot_summary(data, plot, bin_width=bin_width)

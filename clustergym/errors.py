@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ClusterGymError", "ScenarioError", "InvalidCommandError", "TraceFormatError", "ReleasedJobError"]
+__all__ = ["ClusterGymError", "ScenarioError", "ConfigError", "InvalidCommandError", "TraceFormatError", "ReleasedJobError"]
 
 
 class ClusterGymError(Exception):
@@ -17,6 +17,22 @@ class ScenarioError(ClusterGymError, ValueError):
     """
 
     def __init__(self, field: str, problem: str):
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+class ConfigError(ClusterGymError, ValueError):
+    """A setting that is not part of a scenario is malformed: an agent and its parameters, a number of
+    seeds or workers, a training algorithm or its options, an output folder.
+
+    Like :class:`ScenarioError`, the message starts with the dotted name of the setting when there is
+    one (``agent.scan: expected an integer >= 1, got 0``).
+    """
+
+    def __init__(self, field: str, problem: str | None = None):
+        if problem is None:  # ConfigError("a whole message")
+            field, problem = "", field
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}" if field else problem)

@@ -14,3 +14,29 @@ def quiet_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
+
+
+@pytest.fixture
+def run_stepping():
+    """``run_stepping(scenario, agent, hook, seed=0, horizon=None, validate=False, agent_name=None)``:
+    one episode through the step loop, calling ``hook(env)`` after every step, then the finished
+    env.  For tests that watch the kernel between steps (the runner only hands out probes)."""
+    from clustergym.agent_api import make_agent, make_env_for
+    from clustergym.scenarios import resolve_scenario
+
+    def run(scenario, agent, hook=None, *, seed=0, horizon=None, validate=False):
+        sc = resolve_scenario(scenario).with_horizon(horizon)
+        ag = make_agent(agent) if isinstance(agent, str) else agent
+        env = make_env_for(sc, ag, validate=validate)
+        obs, _ = env.reset(seed=seed)
+        ag.reset(env, seed=seed)
+        done = False
+        while not done:
+            action, _ = ag.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+            if hook is not None:
+                hook(env.unwrapped)
+        return env.unwrapped
+
+    return run

@@ -117,7 +117,7 @@ def _key(preset: str, params: dict, agent: str, aparams: dict, seed: int, horizo
 
 def run_case(preset: str, params: dict, agent: str, aparams: dict, seed: int, horizon: float | None) -> dict:
     from clustergym.agent_api import make_agent
-    from clustergym.evaluation import run_episode
+    from clustergym.runner import run_episode
     from clustergym.scenarios import resolve_scenario
 
     sc = resolve_scenario(preset, **params)

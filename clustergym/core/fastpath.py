@@ -3,7 +3,7 @@
 Rule-based agents decide many placements per epoch; driving them one
 ``env.step`` per command costs Python overhead per event and per placement.
 For First-Fit and Best-Fit with a scan window (``agent.scan=N``, see
-``baselines/greedy.py``) on a central queue the whole episode -- events,
+:mod:`clustergym.baselines.greedy`) on a central queue the whole episode -- events,
 the agent's scans and the env's reward bookkeeping -- runs here in one numba
 function over the kernel's own arrays (job table columns, ``Cluster`` load,
 ``TimeIntegrals``, ``QueueTrace``).  The Python objects the kernel keeps beside
@@ -18,7 +18,7 @@ the step count are bit-identical; ``tests/test_golden.py`` and
 ``tests/test_fastpath.py`` check this against the ordinary path.
 
 :func:`supported` says when the path applies; :func:`run_scan_episode` runs it.
-It is used by :func:`clustergym.evaluation.run_episode` when numba is
+It is used by :func:`clustergym.runner.episode.run_episode` when numba is
 installed (:mod:`clustergym.core.accel`); otherwise the ordinary path runs.
 """
 
@@ -47,12 +47,13 @@ _NEED_CHUNK, _TRUNCATED, _TERMINATED, _IMPOSSIBLE, _BAD_TYPE = 0, 1, 2, 3, 4
 # int state slots
 (I_NQ, I_NRUN, I_NARR, I_NSTART, I_NCOMP, I_NREJ, I_IMPREJ, I_NEV, I_NEP, I_SEQ, I_HEAP, I_QHEAD, I_QTAIL,
  I_SIZE, I_CI, I_TCOUNT, I_STEPS, I_UNSTABLE, I_CHUNKS_DONE, I_QCAP, I_ERRJOB, I_OBJ) = range(22)
-_OBJ_ATTR = {"queue": 0, "system": 1, "weighted-system": 2, "reward": 3}
+#: the TimeIntegrals attributes a reward can integrate on the compiled path -> their slot order
+_INTEGRALS = {"queue": 0, "system": 1, "weighted_system": 2, "reward": 3}
 _QUEUED, _RUNNING, _COMPLETED, _REJECTED = (int(JobStatus.QUEUED), int(JobStatus.RUNNING),
                                             int(JobStatus.COMPLETED), int(JobStatus.REJECTED))
 
 
-def supported(sim: "Simulator", server_rule: str, scan: int | None, objective: str) -> bool:
+def supported(sim: "Simulator", server_rule: str, scan: int | None, integral: str) -> bool:
     """Whether the compiled path reproduces this run: numba on, a scan window, First-/Best-Fit,
     a central queue without agent clocks, reservation slots or dummies, and a fresh episode."""
     e = sim.epochs
@@ -60,7 +61,7 @@ def supported(sim: "Simulator", server_rule: str, scan: int | None, objective: s
             and sim.queueing == "central" and e.arrivals and e.completions
             and e.tick_rate == 0 and e.tick_period == 0 and not sim.validate
             and not sim.cluster.any_slots and sim.n_epochs == 0 and not sim._heap and sim.n_queued == 0
-            and sim.num_resources < 8 and objective in _OBJ_ATTR)
+            and sim.num_resources < 8 and integral in _INTEGRALS)
 
 
 @accel.njit
@@ -395,8 +396,8 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
     return code
 
 
-def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: str,
-                     reward_scale: float) -> tuple[float, int]:
+def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: float, integral: str,
+                     scale: float) -> tuple[float, int]:
     """Run a freshly reset episode to its end with greedy ``server_rule`` over a ``scan`` window.
 
     Equivalent, bit for bit, to driving :class:`~clustergym.baselines.greedy.GreedyAgent` with
@@ -408,7 +409,6 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
     """
     from clustergym.core.simulator import Event, ImpossibleJobError
     from clustergym.errors import ScenarioError
-    from clustergym.envs.reward import OBJECTIVES
 
     c = sim.cluster
     I = sim.integrals
@@ -420,11 +420,11 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
     fs[F_RATE_T] = sim._rate_time
     fs[F_TSTEP], fs[F_TNEXT] = sim.trace.step, sim.trace._next
     fs[F_HORIZON] = sim.horizon
-    fs[F_SIGN] = OBJECTIVES[objective][0]
-    fs[F_SCALE] = reward_scale
+    fs[F_SIGN] = sign
+    fs[F_SCALE] = scale
     fs[F_WINDOW] = sim.rate_window
-    fs[F_APREV] = (fs[F_SIGN] * getattr(I, OBJECTIVES[objective][1])) * reward_scale  # the env's _area()
-    ist[I_OBJ] = _OBJ_ATTR[objective]
+    fs[F_APREV] = (fs[F_SIGN] * getattr(I, integral)) * scale  # the env's reward function, ObjectiveReward
+    ist[I_OBJ] = _INTEGRALS[integral]
     ist[I_QHEAD] = ist[I_QTAIL] = -1
     ist[I_SIZE] = sim.jobs.size
     ist[I_CI] = sim._ci

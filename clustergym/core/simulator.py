@@ -29,7 +29,7 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JOB_MEMORY_MODES, JobStatus, JobTable
 from clustergym.core.metrics import QueueTrace, TimeIntegrals, trend_unstable
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
-from clustergym.workloads.base import ArrivalChunk, ArrivalSource
+from clustergym.core.source import ArrivalChunk, ArrivalSource
 
 __all__ = ["EpochConfig", "Event", "Simulator", "Queueing", "Routing", "ImpossibleJobError"]
 
@@ -118,7 +118,7 @@ class Simulator:
 
     Args:
         capacity: ``(L, R)`` server capacities.
-        source: the job stream (:class:`~clustergym.workloads.base.ArrivalSource`).
+        source: the job stream (:class:`~clustergym.core.source.ArrivalSource`).
         queueing: ``"central"`` (one queue; the agent picks which job to start),
             ``"local"`` (one queue per server, routing at arrival; a job is
             started only on its server), or ``"loss"`` (no queue: each arrival is

@@ -20,7 +20,7 @@ from clustergym.core.jobs import JobStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from clustergym.core.simulator import Event, Simulator
-    from clustergym.workloads.base import TypeInfo
+    from clustergym.core.source import TypeInfo
 
 __all__ = ["ClusterView"]
 

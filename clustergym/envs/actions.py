@@ -306,7 +306,20 @@ class CommandMode(ActionMode):
 ACTION_MODES = {m.name: m for m in (HeadServerMode, SlotServerMode, AdmitMode, CommandMode)}
 
 
-def make_action_mode(name: str, sim: Simulator, queue_window: int) -> ActionMode:
+#: the action mode of each queueing mode when none is asked for
+DEFAULT_ACTION_MODES = {"central": "head", "loss": "admit", "local": "command"}
+
+
+def default_action_mode(queueing: str) -> str:
+    """The natural action mode of a queueing mode: ``head`` (central queue), ``admit`` (loss system),
+    ``command`` (local queues, whose routing and per-server starts need the full command set)."""
+    return DEFAULT_ACTION_MODES[queueing]
+
+
+def make_action_mode(name: str | None, sim: Simulator, queue_window: int) -> ActionMode:
+    """The action mode ``name`` (``None``: :func:`default_action_mode` of the simulator's queueing)."""
+    if name is None:
+        name = default_action_mode(sim.queueing)
     if name not in ACTION_MODES:
         raise ScenarioError("action_mode", f"unknown action mode {name!r}; expected one of {sorted(ACTION_MODES)}")
     return ACTION_MODES[name](sim, queue_window)

@@ -12,7 +12,8 @@ from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.view import ClusterView
 from clustergym.envs.actions import ActionMode, make_action_mode
 from clustergym.envs.observation import ObservationBuilder
-from clustergym.envs.reward import OBJECTIVES, objective_metric
+from clustergym.core.objectives import objective_metric
+from clustergym.envs.reward import RewardFn, make_reward_fn
 from clustergym.envs.viewer import render_text
 from clustergym.errors import InvalidCommandError, ScenarioError
 from clustergym.scenarios.spec import Scenario
@@ -48,7 +49,7 @@ class ClusterEnv(gym.Env):
     counts per server and type, queue counts and a window of the first ``K``
     queued jobs with a mask, the epoch's event, arrival-rate estimates,
     elapsed time and the action mask (:mod:`clustergym.envs.observation`).
-    ``FlattenObservation`` from :mod:`clustergym.envs.wrappers` flattens it.
+    Gymnasium's ``FlattenObservation`` flattens it (keys in the space's order).
 
     ## Rewards
 
@@ -99,6 +100,9 @@ class ClusterEnv(gym.Env):
       integral spreads it over the next hundreds of decisions, mixed with every
       other job's.  A training signal: the metrics, and the evaluation of a
       trained agent, are the same.
+    * ``reward_fn``: a :class:`~clustergym.envs.reward.RewardFn` (any callable of the simulator
+      giving the return so far); each step pays its increment.  Default: the scenario's
+      objective with ``reward_scale`` and ``reward_timing``.
     * ``validate``: check every kernel invariant after every event (slow).
     * ``observe``: build observations (default).  ``False`` is the fast path for
       rule-based agents that read the state through ``env.view`` and never the
@@ -122,6 +126,7 @@ class ClusterEnv(gym.Env):
         skip_trivial: bool | None = None,
         reward_scale: float = 1.0,
         reward_timing: Literal["integral", "start"] = "integral",
+        reward_fn: RewardFn | None = None,
         validate: bool = False,
         observe: bool = True,
         render_mode: str | None = None,
@@ -142,10 +147,8 @@ class ClusterEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ScenarioError("render_mode", f"expected one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.sim: Simulator = self.scenario.make_simulator(epochs, validate=validate)
-        if action_mode is None:
-            action_mode = {"central": "head", "loss": "admit", "local": "command"}[self.scenario.queueing]
         self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
-        self.action_mode = action_mode
+        self.action_mode = self.mode.name
         self.queue_window = queue_window
         self.skip_trivial = self.mode.skippable if skip_trivial is None else bool(skip_trivial)
         self.invalid_action = invalid_action
@@ -155,15 +158,12 @@ class ClusterEnv(gym.Env):
         self.render_mode = render_mode
         self.observe = bool(observe)
         self.objective = self.scenario.objective
-        objective_metric(self.objective)  # validates the objective (ScenarioError)
-        self._area_sign, self._area_attr = OBJECTIVES[self.objective][:2]
-        if reward_timing not in ("integral", "start"):
-            raise ScenarioError("reward_timing", f"expected 'integral' or 'start', got {reward_timing!r}")
-        if reward_timing == "start" and self.objective != "reward":
-            raise ScenarioError("reward_timing", f"'start' pays the rewards of the 'reward' objective; scenario "
-                                                 f"{self.scenario.name!r} has objective {self.objective!r}")
         self.reward_timing = reward_timing
-        self._pay_at_start = reward_timing == "start"
+        if reward_fn is None:
+            reward_fn = make_reward_fn(self.objective, timing=reward_timing, scale=self.reward_scale)
+        elif not callable(reward_fn):
+            raise ScenarioError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
+        self.reward_fn = reward_fn
         self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
                                               self.scenario.clairvoyant)
         self.observation_space = self.obs_builder.space
@@ -258,12 +258,8 @@ class ClusterEnv(gym.Env):
         return out
 
     def _area(self) -> float:
-        """The return so far, whose increments the steps pay: the objective's time integral
-        (``objective_area`` with the lookup done once) or, under ``reward_timing="start"``, the
-        reward of the jobs started so far; times ``reward_scale``."""
-        if self._pay_at_start:
-            return self.sim.reward_started * self.reward_scale
-        return (self._area_sign * getattr(self.sim.integrals, self._area_attr)) * self.reward_scale
+        """The return so far, whose increments the steps pay (the reward function's value)."""
+        return self.reward_fn(self.sim)
 
     def _advance_to_choice(self) -> float:
         """WAIT: advance to the next epoch (skipping trivial ones); return the reward earned."""

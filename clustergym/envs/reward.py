@@ -1,48 +1,79 @@
-"""Reward functions: the integral of a cost (or reward) rate over the time that advances.
+"""Reward functions: the environment pays the increments of a cumulative score.
 
-The sum of rewards over an episode equals the paper metric times the elapsed
-time, so RL returns and paper metrics are the same number (DESIGN §4):
+A reward function maps the kernel's state to *the return so far* (a float); each ``step`` pays
+the difference between its value after the step and before it.  Because the kernel keeps exact
+time integrals of everything an objective uses, this works in continuous time: the reward of a
+step that advances time from ``t0`` to ``t1`` is the integral of the objective's rate over
+``[t0, t1)``, and the reward of a command that changes no integral is 0.  Any function of the
+episode so far can be a reward (a count of rejections, a weighted sum of integrals, ...): pass an
+instance to ``ClusterEnv(reward_fn=...)``, as Jumanji environments take a ``RewardFn``.
 
-====================== =============================== ==============================
-objective              reward over [t0, t1)            paper metric (time average)
-====================== =============================== ==============================
-``queue``              -∫ jobs waiting dt              mean queue length (RMS, BF-J/S;
-                                                       LoTES mean wait by Little's law)
-``system``             -∫ jobs in system dt            mean jobs in system
-``weighted-system``    -∫ Σ weights in system dt       weighted flow time (MRIS)
-``reward``             +∫ Σ reward rates in service dt reward rate (auto-scaling)
-====================== =============================== ==============================
+The default, :class:`ObjectiveReward`, integrates the scenario's objective
+(:mod:`clustergym.core.objectives`), so the episode return equals the paper metric times the
+horizon (times ``scale``); :class:`StartReward` pays an admitted job's whole reward when it starts.
 """
 
 from __future__ import annotations
 
-from clustergym.core.metrics import TimeIntegrals
+from abc import ABC, abstractmethod
+from typing import Any
+
+from clustergym.core.objectives import objective
+from clustergym.core.simulator import Simulator
 from clustergym.errors import ScenarioError
 
-__all__ = ["OBJECTIVES", "objective_area", "objective_metric"]
-
-#: objective -> (sign, integral attribute, summary metric name)
-OBJECTIVES: dict[str, tuple[float, str, str]] = {
-    "queue": (-1.0, "queue", "mean_queue_length"),
-    "system": (-1.0, "system", "mean_jobs_in_system"),
-    "weighted-system": (-1.0, "weighted_system", "mean_weighted_jobs_in_system"),
-    "reward": (1.0, "reward", "reward_rate"),
-}
+__all__ = ["RewardFn", "ObjectiveReward", "StartReward", "make_reward_fn"]
 
 
-def _check(objective: str) -> None:
-    if objective not in OBJECTIVES:
-        raise ScenarioError("objective", f"unknown objective {objective!r}; expected one of {sorted(OBJECTIVES)}")
+class RewardFn(ABC):
+    """The return so far of an episode, as a function of the kernel's state."""
+
+    @abstractmethod
+    def __call__(self, sim: Simulator) -> float:
+        """The cumulative score at the simulator's current time (the env pays its increments)."""
 
 
-def objective_area(objective: str, integrals: TimeIntegrals) -> float:
-    """Signed integral of the objective's rate from time 0 (the return so far)."""
-    _check(objective)
-    sign, attr, _ = OBJECTIVES[objective]
-    return sign * getattr(integrals, attr)
+class ObjectiveReward(RewardFn):
+    """``sign x ∫ rate dt x scale`` for a scenario objective: ``-∫ queue length dt`` (``queue``),
+    ``-∫ jobs in system dt``, ``-∫ Σ weights in system dt``, or ``+∫ Σ reward rates in service dt``.
+
+    Args:
+        objective: ``queue``, ``system``, ``weighted-system`` or ``reward``.
+        scale: multiplies every reward.
+    """
+
+    def __init__(self, objective_name: str, scale: float = 1.0):
+        obj = objective(objective_name)
+        self.objective = objective_name
+        self.sign = obj.sign
+        self.integral = obj.integral
+        self.scale = float(scale)
+
+    def __call__(self, sim: Simulator) -> float:
+        return (self.sign * getattr(sim.integrals, self.integral)) * self.scale
 
 
-def objective_metric(objective: str) -> str:
-    """Name of the ``summary()`` metric that the objective's return measures."""
-    _check(objective)
-    return OBJECTIVES[objective][2]
+class StartReward(RewardFn):
+    """For the ``reward`` objective: each job's reward rate times its service time, paid in the step
+    that starts it (``reward_timing="start"``).  The expected return in steady state is the same as
+    :class:`ObjectiveReward`'s, but an admission is credited to the decision that made it instead of
+    being spread over the next hundreds of decisions together with every other job's reward."""
+
+    def __init__(self, scale: float = 1.0):
+        self.scale = float(scale)
+
+    def __call__(self, sim: Simulator) -> float:
+        return sim.reward_started * self.scale
+
+
+def make_reward_fn(objective_name: str, *, timing: Any = "integral", scale: float = 1.0) -> RewardFn:
+    """The reward of an objective under a ``reward_timing`` (``"integral"`` or ``"start"``)."""
+    objective(objective_name)
+    if timing == "integral":
+        return ObjectiveReward(objective_name, scale)
+    if timing != "start":
+        raise ScenarioError("reward_timing", f"expected 'integral' or 'start', got {timing!r}")
+    if objective_name != "reward":
+        raise ScenarioError("reward_timing", f"'start' pays the rewards of the 'reward' objective; the scenario "
+                                             f"has objective {objective_name!r}")
+    return StartReward(scale)

@@ -1,13 +1,19 @@
-"""Scenarios: named presets and scenario files (DESIGN §5)."""
+"""Scenarios, the instance generator: named presets and scenario files.
+
+A :class:`Scenario` holds one problem instance (servers, job stream, horizon, objective, queueing);
+presets build scenarios from a few documented parameters (registered in
+:mod:`clustergym.scenarios.presets`), scenario files from YAML or JSON (:mod:`.files`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import clustergym.scenarios.presets  # noqa: F401  (registers the built-in presets)
 from clustergym.errors import ScenarioError
 from clustergym.scenarios.files import load_scenario_file, scenario_from_dict
-from clustergym.scenarios.presets import PRESETS, make_preset
+from clustergym.scenarios.registry import PRESETS, make_preset
 from clustergym.scenarios.spec import Scenario
 
 __all__ = ["Scenario", "PRESETS", "make_preset", "load_scenario_file", "scenario_from_dict", "resolve_scenario"]

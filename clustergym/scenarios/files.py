@@ -38,7 +38,7 @@ or a full definition::
 ``weight``, ``reward_rate``); ``trace`` reads a real trace with a loader of
 :mod:`clustergym.traces` (``format``, ``path``, ``trace_dir``, ``filters``,
 ``transforms``, ``demand``, ``type``, ``weight``, ``reward_rate``; see
-:func:`clustergym.traces.scenarios.trace_workload_from_spec` and docs/traces.md).  ``servers[i].speed`` (one number per job type)
+:func:`clustergym.traces.formats.trace_workload_from_spec` and docs/traces.md).  ``servers[i].speed`` (one number per job type)
 sets machine-dependent service rates.
 """
 
@@ -53,7 +53,7 @@ import numpy as np
 
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.scenarios.presets import make_preset
+from clustergym.scenarios.registry import make_preset
 from clustergym.scenarios.spec import Scenario
 from clustergym.workloads import (
     PoissonSource,
@@ -245,7 +245,7 @@ def _workload(value: Any, R: int, base_dir: Path):
                                   "format", "path", "trace_dir", "filters", "transforms", "type"}, required=("kind",))
     kind = _choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay", "trace"))
     if kind == "trace":
-        from clustergym.traces.scenarios import trace_workload_from_spec
+        from clustergym.scenarios.trace_spec import trace_workload_from_spec
 
         source: Any = trace_workload_from_spec(w, "workload", R, base_dir)
         if "time_scale" in w:

@@ -2,7 +2,7 @@
 
 This is the *instance generator* of an environment: it owns everything that
 defines a problem instance and nothing of the dynamics.  Presets build
-scenarios from a few documented parameters (:mod:`clustergym.scenarios.presets`);
+scenarios from a few documented parameters (:mod:`clustergym.scenarios.registry`);
 files build them from YAML or JSON (:mod:`clustergym.scenarios.files`).
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from clustergym.core.simulator import EpochConfig, Simulator
-from clustergym.envs.reward import OBJECTIVES
+from clustergym.core.objectives import objective
 from clustergym.errors import ScenarioError
-from clustergym.workloads.base import ArrivalSource
+from clustergym.core.source import ArrivalSource
 
 __all__ = ["Scenario"]
 
@@ -33,7 +33,7 @@ class Scenario:
         resources: resource names, e.g. ``("cpu", "memory", "disk")``.
         horizon: simulated time of an episode (``inf``: until a trace drains).
         objective: ``queue``, ``system``, ``weighted-system`` or ``reward``
-            (see :mod:`clustergym.envs.reward`).
+            (see :mod:`clustergym.core.objectives`).
         queueing: ``central``, ``local`` or ``loss``.
         routing: local-queue routing (``jsq``, ``power-of-two``, ``random``, ``agent``).
         epochs: the scenario's decision epochs; an agent's needs are added on top.
@@ -73,8 +73,7 @@ class Scenario:
         if len(self.resources) != cap.shape[1]:
             raise ScenarioError("cluster.resources",
                                 f"{len(self.resources)} names for {cap.shape[1]} resources")
-        if self.objective not in OBJECTIVES:
-            raise ScenarioError("objective", f"unknown objective {self.objective!r}; expected one of {sorted(OBJECTIVES)}")
+        objective(self.objective)  # a ScenarioError naming the options
         if self.job_memory not in ("full", "bounded"):
             raise ScenarioError("job_memory", f"expected 'full' or 'bounded', got {self.job_memory!r}")
         if not (self.horizon > 0):

@@ -1,4 +1,7 @@
-"""Real workload traces: loaders, preprocessing transforms, trace-driven scenarios and summaries.
+"""Real workload traces: loaders, preprocessing transforms, caches and summaries.
+
+The trace-driven presets are in :mod:`clustergym.scenarios.presets.traces`, and ``kind: trace``
+workloads of scenario files in :mod:`clustergym.scenarios.trace_spec`.
 
 clustergym ships no trace data.  Download the public traces (``docs/traces.md``) and point
 clustergym at them with ``trace_dir=...`` or ``$CLUSTERGYM_TRACES`` (:mod:`.paths`).
@@ -9,8 +12,9 @@ clustergym at them with ``trace_dir=...`` or ``$CLUSTERGYM_TRACES`` (:mod:`.path
   flavour/duration traces);
 * :mod:`.transforms` -- power-of-1/2 types, max of resources, k-means classes, priority maps,
   arrival scaling, windows;
-* :mod:`.scenarios` -- the trace presets (:data:`TRACE_PRESETS`), :func:`load_trace` by format
-  name, and :func:`trace_workload_from_spec` for ``kind: trace`` in scenario files;
+* :mod:`.formats` -- :func:`load_trace` by format name (:data:`FORMATS`); :mod:`.pipeline` -- the
+  named transforms of ``kind: trace`` scenario files (:func:`apply_transforms`); :mod:`.cache` --
+  parsed tables kept per process;
 * :mod:`.summary` -- a trace's summary table and plot (``clustergym trace``).
 """
 
@@ -37,19 +41,9 @@ from clustergym.traces.paths import (
     resolve_trace_dir,
     traces_available,
 )
-from clustergym.traces.scenarios import (
-    FORMATS,
-    TRACE_PRESETS,
-    alibaba_gpu,
-    apply_transforms,
-    autoscale_google,
-    bfjs_google,
-    clear_cache,
-    load_trace,
-    lotes_google,
-    rms_google,
-    trace_workload_from_spec,
-)
+from clustergym.traces.cache import clear_cache
+from clustergym.traces.formats import FORMATS, load_trace
+from clustergym.traces.pipeline import apply_transforms
 from clustergym.traces.summary import plot_summary, summarize, trace_data
 from clustergym.traces.table import FilterReport, TraceTable
 
@@ -58,7 +52,6 @@ __all__ = [
     "read_task_events", "google_tasks", "load_google", "load_google_job_events", "load_google_machines",
     "machine_configurations", "load_alibaba_v2017", "load_alibaba_v2017_machines", "load_cloudsimpy_jobs",
     "load_alibaba_gpu_v2023", "load_alibaba_gpu_v2023_nodes", "load_alibaba_gpu_v2025", "load_azure_v1",
-    "FORMATS", "TRACE_PRESETS", "load_trace", "apply_transforms", "trace_workload_from_spec", "clear_cache",
-    "rms_google", "bfjs_google", "lotes_google", "autoscale_google", "alibaba_gpu",
+    "FORMATS", "load_trace", "apply_transforms", "clear_cache",
     "summarize", "plot_summary", "trace_data",
 ]

@@ -28,7 +28,7 @@ import pandas as pd
 from clustergym.errors import ScenarioError
 
 __all__ = [
-    "pow_half_exponent", "round_up_pow_half", "rms_type", "pow_half_type_demand", "max_demand", "clamp_min",
+    "pow_half_exponent", "pow_half_names", "round_up_pow_half", "rms_type", "pow_half_type_demand", "max_demand", "clamp_min",
     "kmeans_classes", "assign_classes", "class_table", "PRIORITY_BANDS", "PRIORITY_MAPS", "priority_band",
     "map_priority", "scale_arrivals", "window", "first_n", "rebase",
 ]
@@ -325,3 +325,8 @@ def rebase(arrival: Any, origin: float | None = None) -> tuple[np.ndarray, float
     a = np.asarray(arrival, dtype=np.float64)
     o = float(a.min()) if origin is None and a.size else float(origin or 0.0)
     return a - o, o
+
+
+def pow_half_names(p_max: int = 9) -> tuple[str, ...]:
+    """Type names ``"1", "1/2", ..., "1/512"`` for the power-of-1/2 sizes."""
+    return tuple("1" if p == 0 else f"1/{2 ** p}" for p in range(int(p_max) + 1))

@@ -10,7 +10,7 @@ describes its job types with :class:`TypeInfo`.
 * :mod:`.replay` -- replaying a job table (traces) and time-scaling any source.
 """
 
-from clustergym.workloads.base import ArrivalChunk, ArrivalSource, TypeInfo
+from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.workloads.classes import PoissonClassSource
 from clustergym.workloads.compose import PrefixedSource
 from clustergym.workloads.distributions import (

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from clustergym.errors import ScenarioError
-from clustergym.workloads.base import ArrivalChunk, TypeInfo
+from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.workloads.distributions import (
     PROB_SUM_TOL,
     DemandDist,

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from clustergym.errors import ScenarioError
-from clustergym.workloads.base import ArrivalChunk, ArrivalSource, TypeInfo
+from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.workloads.replay import ReplaySource
 
 __all__ = ["PrefixedSource"]

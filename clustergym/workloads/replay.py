@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.workloads.base import ArrivalChunk, ArrivalSource, TypeInfo
+from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.workloads.distributions import check_int, check_matrix, check_scalar
 from clustergym.workloads.poisson import check_job_type
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.errors import ScenarioError
-from clustergym.workloads.base import TypeInfo
+from clustergym.core.source import TypeInfo
 from clustergym.workloads.distributions import DemandDist, ServiceDist, check_scalar
 from clustergym.workloads.poisson import PoissonSource, demand_type_info
 

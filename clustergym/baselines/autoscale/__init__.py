@@ -1,0 +1,1 @@
+"""Auto-scaling paper (Psychas & Ghaderi, Stochastic Systems): DRA, static GPA/LP reservations, admission rules."""

@@ -1,0 +1,127 @@
+"""Tetris as the LoTES paper defines it (Tran et al. 2018, §5.1; spec: ``lotes.md`` §2.6, §5 A16).
+
+Not the original Tetris of Grandl et al. (SIGCOMM 2014: normalised alignment,
+an epsilon-weighted remaining-work term, a fairness knob); another agent may
+implement an MRIS-adapted Tetris as ``tetris-mris``.  This is the paper's
+simplified score, implemented literally:
+
+* packing score ``omega = r . C``: the job's demand vector dotted with the
+  machine's *remaining* (free) capacity, unnormalised (§2.6 observation: it
+  favours machines with more free capacity, biased towards the resource the
+  job needs most; it is not a tight best fit and is not "fixed" into one);
+* work score ``gamma = p (r . 1)`` with ``p`` the job's processing time *on
+  that machine* (``work / speed``; machine-dependent in the Omega experiment);
+* score ``S(z, m) = w_align omega - w_work gamma``, equal weights by default,
+  larger is better; ``p`` in **hours** (§5 A16/A18: equal weights are meant
+  for hours): the generated presets run in hours; trace scenarios run in
+  seconds (the workloads' convention), so there ``p`` is divided by 3600
+  (``hours_per_unit`` overrides).
+
+Operational rules (§2.6 [I]):
+
+* **arrival** of ``z``: over every machine where ``z`` fits now, start ``z`` on
+  the best score (ties: lowest index); if none fits, ``z`` joins the single
+  global queue (the kernel's central queue);
+* **completion** on ``m``: repeatedly start the queued job with the best
+  ``S(z, m)`` among those that fit ``m`` (ties: earliest arrival), until none fits.
+
+Tetris is clairvoyant: it reads each job's processing time (its work, and the
+machine's speed for its class) at arrival, so it declares ``uses_oracle=True``
+(the work is an oracle read unless the scenario is clairvoyant).  It always
+examines every machine (``stats["examined"]``, lotes.md §4.3 T6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clustergym.agent_api import AgentRequirements
+from clustergym.core.commands import Cmd
+from clustergym.core.simulator import EpochConfig
+
+from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
+from clustergym.theory.lotes import fits_limit
+
+__all__ = ["TetrisTran"]
+
+
+class TetrisTran(ArrivalExitDispatcher):
+    """The LoTES paper's Tetris: score r.C - p (r.1), best machine at arrival, best job at completion."""
+
+    description = "Tetris as in the LoTES paper: r.C - p*sum(r), clairvoyant p (oracle), global queue"
+    requirements = AgentRequirements(
+        epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central",), uses_oracle=True)
+
+    def __init__(self, w_align: float = 1.0, w_work: float = 1.0, hours_per_unit: float | None = None, **params: Any):
+        super().__init__(**params)
+        self.w_align = float(w_align)
+        self.w_work = float(w_work)
+        self.hours_per_unit = None if hours_per_unit is None else float(hours_per_unit)
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        v = self.view
+        self._cap = np.array(v.capacity, dtype=float)
+        self._lim = fits_limit(self._cap)
+        hpu = self.hours_per_unit
+        if hpu is None:
+            sc = self.env.scenario
+            is_trace = bool((sc.params or {}).get("trace_report")) or type(sc.source).__name__ == "ReplaySource"
+            hpu = 1.0 / 3600.0 if is_trace else 1.0
+        self._hpu = hpu
+        self._speed = np.array(v.speed, dtype=float) / hpu   # oracle (L, J); p = work / speed in hours
+        self._work = np.zeros(1024)                    # per job id, learnt at arrival (clairvoyance)
+        self._type = np.zeros(1024, dtype=np.int64)
+        # agent-side mirror of the central queue (arrival order), so that a completion scores the
+        # whole queue with a few vector operations; rebuilt from the view if it ever disagrees
+        self._queue = QueueMirror(v.num_resources)
+        self.stats = {"arrivals": 0, "examined": 0, "queued": 0}
+
+    def _learn(self, job: int) -> None:
+        if job >= self._work.shape[0]:
+            size = max(2 * self._work.shape[0], job + 1)
+            self._work = np.resize(self._work, size)
+            self._type = np.resize(self._type, size)
+        v = self.view
+        self._work[job] = v.work(job)
+        self._type[job] = v.job_type(job)
+
+    def _on_arrival(self, job: int) -> int:
+        """The best-scoring machine where the arriving job fits, or -1 (it joins the queue)."""
+        v = self.view
+        self._learn(job)
+        self.stats["arrivals"] += 1
+        self.stats["examined"] += v.num_servers
+        d = v.demand(job)
+        load = v.load
+        fits = np.all(load + d <= self._lim, axis=1)
+        idx = np.flatnonzero(fits)
+        if idx.size == 0:
+            self.stats["queued"] += 1
+            self._queue.push(job, d)
+            return -1
+        free = self._cap[idx] - load[idx]
+        p = self._work[job] / self._speed[idx, self._type[job]]
+        score = self.w_align * (free @ d) - self.w_work * p * float(d.sum())
+        return int(idx[int(np.argmax(score))])
+
+    def _on_exit(self, m: int) -> int:
+        """The best-scoring queued job that fits machine ``m``, which freed resources, or -1."""
+        v = self.view
+        q = self._queue
+        if q.live != v.num_queued:
+            ids = np.fromiter(v.iter_queue(), dtype=np.int64, count=v.num_queued)
+            q.reset_to(ids, v.demands(ids))
+        load = v.load[m]
+        idx = q.fitting(load, self._lim[m])
+        if idx.size == 0:
+            return -1
+        ids, D = q.ids[idx], q.dem[idx]
+        free = self._cap[m] - load
+        p = self._work[ids] / self._speed[m, self._type[ids]]
+        score = self.w_align * (D @ free) - self.w_work * p * D.sum(axis=1)
+        # ties: earliest arrival (the mirror keeps arrival order)
+        return q.pop_at(int(idx[int(np.argmax(score))]))

@@ -1,0 +1,198 @@
+"""PRIORITY-QUEUE (PQ) and COLLECT-ALL-PQ (CA-PQ) of the MRIS paper (mris.md §2.1, §2.2, §2.5, §2.6).
+
+PQ (paper §4, mris.md §2.2): at every event time ``t`` (arrivals and completions, after every
+completion and arrival at ``t`` has been processed, mris.md §2.0), the released, unstarted jobs are
+sorted by a key of §2.1 (ties: release time, then id) and scanned once from the head; each job that
+fits some machine now starts on the lowest-index machine where it fits (first fit; equivalent to the
+reference code's machine-major min-clock scan, §2.2 and §4.9 item 1).  Work-conserving list
+scheduling; Lemma 4.1 shows its competitive ratio is Omega(N).
+
+Agents: ``pq`` (parameter ``key``, default ``wsjf``: PQ-WSJF of Figs 3-6) and one name per key,
+``pq-svf``, ``pq-wsvf`` (Figure 7), ``pq-sjf``, ``pq-wsjf``, ``pq-sdf``, ``pq-wsdf``, ``pq-erf``.
+
+CA-PQ (mris.md §2.6): waits until the last release time ``r_max`` -- privileged information, so the
+agent is flagged ``uses_oracle`` -- then runs PQ on everything (offline PQ shifted by ``r_max``).
+``r_max`` is the last arrival of a replayed table (or the parameter ``r_max``).
+
+Offline references (for the oracles of mris.md §4.3, §4.4, §4.9): :func:`pq_schedule` (job-major
+first fit, event-driven; ``offline=True`` releases every job at 0 as in §2.5) and
+:func:`pq_schedule_machine_major` (the reference code's machine-major scan).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Iterator
+
+import numpy as np
+
+from clustergym.agent_api import AgentRequirements
+from clustergym.baselines.mris.mris import (_NEEDS_DURATION, _WORK_EPOCHS, SORT_KEYS, TOL, EventTimeAgent, check_key,
+                                       priority_order, sort_scores)
+from clustergym.core.commands import Cmd, Command
+from clustergym.errors import ScenarioError
+from clustergym.theory.mris import MRISInstance
+
+__all__ = ["PriorityQueue", "PQ_SVF", "PQ_WSVF", "PQ_SJF", "PQ_WSJF", "PQ_SDF", "PQ_WSDF", "PQ_ERF", "CollectAllPQ", "pq_schedule", "pq_schedule_machine_major"]
+
+
+class PriorityQueue(EventTimeAgent):
+    """PQ with sort key ``key`` (mris.md §2.2)."""
+
+    description = "PRIORITY-QUEUE (MRIS paper §4): at each event, scan the queue sorted by a key, first fit"
+    default_key: ClassVar[str] = "wsjf"
+
+    def __init__(self, key: str | None = None, **params: Any):
+        super().__init__(**params)
+        self.key = check_key(key or self.default_key)
+
+    @property
+    def needs_durations(self) -> bool:  # type: ignore[override]
+        return self.key in _NEEDS_DURATION
+
+    def decide(self) -> Iterator[Command]:
+        yield from self.pq_pass()
+
+    def pq_pass(self) -> Iterator[Command]:
+        """One PQ scan of the whole queue at the current time."""
+        q = self.queued()
+        if q.size == 0:
+            return
+        cand = q[self.fits(q).any(axis=1)]  # usage only grows during the scan: the others never fit
+        if cand.size == 0:
+            return
+        c = self.jobs
+        order = priority_order(self.key, cand, c.arrival, c.work, c.weight, c.u)
+        dem = c.dem_abs[order]
+        first = 0
+        while first < order.size:  # the next job in order that fits some machine, on the first such machine
+            ok = np.all(self.view.load[None, :, :] + dem[first:, None, :] <= self.limit[None, :, :], axis=2)
+            hit = np.flatnonzero(ok.any(axis=1))
+            if hit.size == 0:
+                break
+            a = int(hit[0])
+            yield Command.place(int(order[first + a]), int(np.argmax(ok[a])))
+            first += a + 1
+
+
+def _keyed(key: str) -> type[PriorityQueue]:
+    """PQ with a fixed sort key: the agents ``pq-<key>``."""
+    return type(f"PQ_{key.upper()}", (PriorityQueue,), {
+        "__module__": __name__, "name": f"pq-{key}", "default_key": key,
+        "__doc__": f"PQ-{key.upper()} (Fan et al. 2024, §4): PQ sorted by {SORT_KEYS[key]}.",
+        "description": f"PQ-{key.upper()} (MRIS paper): priority queue sorted by {SORT_KEYS[key]}, first fit"})
+
+
+PQ_SVF, PQ_WSVF, PQ_SJF, PQ_WSJF = _keyed("svf"), _keyed("wsvf"), _keyed("sjf"), _keyed("wsjf")
+PQ_SDF, PQ_WSDF, PQ_ERF = _keyed("sdf"), _keyed("wsdf"), _keyed("erf")
+
+
+class CollectAllPQ(PriorityQueue):
+    """CA-PQ (mris.md §2.6): nothing starts before the last release ``r_max``; then PQ (key WSJF)."""
+
+    name = "ca-pq"
+    description = "CA-PQ (MRIS paper §7.2): wait for the last release r_max (privileged), then PQ-WSJF"
+    requirements = AgentRequirements(epochs=_WORK_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.WAKE}),
+                                     queueing=("central",))
+
+    def __init__(self, key: str | None = None, r_max: float | None = None, **params: Any):
+        super().__init__(key=key, **params)
+        self.r_max_param = None if r_max is None else float(r_max)
+
+    def _r_max(self, scenario: Any) -> float:
+        if self.r_max_param is not None:
+            return self.r_max_param
+        t = getattr(scenario.source, "time", None)
+        if t is None or not len(t):
+            raise ScenarioError("agent.r_max", "CA-PQ needs the last release time: replay a fixed table or pass r_max")
+        return float(np.max(t))
+
+    def _uses_oracle(self, scenario: Any) -> bool:
+        return True  # r_max is privileged (mris.md §5 item 20)
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.r_max = self._r_max(self.env.scenario)
+        self._woke = False
+
+    def act(self, observation: Any) -> Command:
+        if not self._woke:
+            self._woke = True
+            if self.r_max > self.view.now:
+                return Command.wake(self.r_max)
+        return super().act(observation)
+
+    def decide(self) -> Iterator[Command]:
+        if self.view.now >= self.r_max:
+            yield from self.pq_pass()
+
+
+# ============================================================================================ references
+
+def _order(key: str, ids: list[int], inst: MRISInstance) -> list[int]:
+    u = inst.demand.sum(axis=1)
+    ids_a = np.asarray(ids, dtype=np.int64)
+    s = sort_scores(key, inst.release[ids_a], inst.proc[ids_a], inst.weight[ids_a], u[ids_a])
+    return [int(j) for j in ids_a[np.lexsort((ids_a, inst.release[ids_a], s))]]
+
+
+def pq_schedule(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False,
+                start_time: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """PQ's schedule ``(start, machine)`` of ``inst``, computed directly (mris.md §2.2).
+
+    ``offline``: every job is released at ``start_time`` (PQ for makespan, §2.5; CA-PQ is this with
+    ``start_time = r_max``).  Otherwise jobs are released at ``max(r_j, start_time)``.
+    """
+    key = check_key(key, "key")
+    n, M = inst.n, inst.machines
+    rel = np.full(n, float(start_time)) if offline else np.maximum(inst.release, start_time)
+    p, d = inst.proc, inst.demand
+    S = np.full(n, math.nan)
+    mach = np.full(n, -1)
+    running: list[list[int]] = [[] for _ in range(M)]
+    started = np.zeros(n, dtype=bool)
+    t = float(rel.min())
+    while not started.all():
+        for i in range(M):
+            running[i] = [x for x in running[i] if S[x] + p[x] > t]
+        queue = [j for j in range(n) if not started[j] and rel[j] <= t]
+        for j in _order(key, queue, inst):
+            for i in range(M):
+                use = d[running[i]].sum(axis=0) if running[i] else 0.0
+                if np.all(use + d[j] <= 1 + TOL):
+                    S[j], mach[j], started[j] = t, i, True
+                    running[i].append(j)
+                    break
+        nxt = [rel[j] for j in range(n) if rel[j] > t] + [S[x] + p[x] for i in range(M) for x in running[i]]
+        if not nxt:
+            break
+        t = min(nxt)
+    return S, mach
+
+
+def pq_schedule_machine_major(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """PQ in the reference code's machine-major form (mris.md §2.2): at each event time, for machine
+    0, 1, ...: scan the sorted queue and start every job that fits on that machine."""
+    key = check_key(key, "key")
+    n, M = inst.n, inst.machines
+    rel = np.zeros(n) if offline else inst.release
+    p, d = inst.proc, inst.demand
+    S = np.full(n, math.nan)
+    mach = np.full(n, -1)
+    started = np.zeros(n, dtype=bool)
+    t = float(rel.min())
+    while not started.all():
+        for i in range(M):
+            use = np.zeros(inst.num_resources)
+            for x in np.flatnonzero((mach == i) & (S <= t) & (S + p > t)):
+                use += d[x]
+            for j in _order(key, [j for j in range(n) if not started[j] and rel[j] <= t], inst):
+                if np.all(use + d[j] <= 1 + TOL):
+                    S[j], mach[j], started[j] = t, i, True
+                    use += d[j]
+        ends = S + p
+        nxt = np.concatenate([rel[rel > t], ends[started & (ends > t)]])
+        if nxt.size == 0:
+            break
+        t = float(nxt.min())
+    return S, mach

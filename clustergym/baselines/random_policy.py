@@ -1,0 +1,42 @@
+"""The masked random policy: a uniformly random valid action of the env's action mode.
+
+A reference point for learned agents (DESIGN §4): any policy worth training
+should beat it.  It acts through the discrete action space, exactly as a
+learned agent does, using the action mask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.core.commands import Cmd
+from clustergym.core.simulator import EpochConfig
+
+__all__ = ["RandomMasked"]
+
+
+class RandomMasked(Agent):
+    """Uniformly random valid action (masked) of the env's action mode."""
+
+    description = "uniformly random valid action of the env's action mode (masked)"
+    requirements = AgentRequirements(
+        epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.ADMIT, Cmd.REJECT}),
+        queueing=("central", "loss", "local"), skip_trivial=True, observes=True)
+
+    def act(self, observation: Any) -> Any:
+        env = self.env
+        mask = env.action_masks()
+        space = env.action_space
+        if hasattr(space, "nvec"):  # MultiDiscrete with a factorised mask
+            out, start = [], 0
+            for n in space.nvec:
+                valid = np.flatnonzero(mask[start:start + n])
+                out.append(int(valid[self.rng.integers(valid.size)]))
+                start += n
+            return np.array(out)
+        valid = np.flatnonzero(mask)
+        return int(valid[self.rng.integers(valid.size)])

@@ -1,0 +1,336 @@
+"""``clustergym bench``: speed and memory figures, measured side by side in one run.
+
+Measured, never asserted: the test suite checks correctness only.  Sections:
+
+* ``benchmarks`` (rows) -- on ``ec2`` (20 servers) and ``ec2`` with 1000 servers
+  (arrival rates scale with L):
+
+  - ``kernel``: work-conserving Best-Fit driven through the environment by
+    ``Command`` objects, one ``step`` per command: simulated events per second;
+  - ``kernel-compiled``: Best-Fit with a 64-job scan window on the compiled
+    whole-episode path (:mod:`clustergym.core.fastpath`; only with numba);
+  - ``env-random``: the masked random policy through the Gymnasium API (``head``
+    action mode, trivial epochs skipped, observations built): steps per second.
+
+* ``replay`` -- the Google Best-Fit replay of issue #10 (``google-bf-replay``:
+  completed tasks, CPU and memory, 420 unit servers, Best-Fit over the first 64
+  queued jobs at every arrival and completion) through ``clustergym`` and through
+  the SimPy reference :mod:`clustergym.bench.simpy_bestfit`, each in its own process, one
+  after the other: simulation wall and CPU time (trace loading excluded), peak RSS,
+  the two metrics side by side, and the speed-up ratio.
+
+* ``ppo`` -- the share of ``MaskablePPO.learn`` wall time spent inside the
+  environment (``reset``, ``step``, ``action_masks``) on ``ec2``.
+
+* ``memory`` and ``memory_bounded`` (opt-in, ``memory_events``) -- resident memory of a
+  child process sampled over a run of that many events (Best-Fit, ``ec2``), with the
+  default job table and with ``job_memory="bounded"``, one after the other.
+
+Every time is reported as wall-clock seconds and, beside it, CPU seconds of the
+process that did the work (less sensitive to other load on the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from clustergym.runner import run_episode
+from clustergym.scenarios import make_preset
+
+__all__ = ["run_benchmarks", "bench_replay", "bench_ppo_share", "bench_memory", "REPLAY_SCAN"]
+
+REPLAY_SCAN = 64
+#: the SimPy reference, run as ``python -m clustergym.bench.simpy_bestfit`` (needs the ``bench`` extra)
+SIMPY_MODULE = "clustergym.bench.simpy_bestfit"
+
+
+def _random_steps(scenario, seed: int, max_steps: int) -> tuple[int, int, float, float]:
+    from clustergym.envs import ClusterEnv
+
+    env = ClusterEnv(scenario)
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    steps = 0
+    while steps < max_steps:
+        valid = np.flatnonzero(obs["action_mask"])
+        obs, _, term, trunc, _ = env.step(int(valid[rng.integers(valid.size)]))
+        steps += 1
+        if term or trunc:
+            obs, _ = env.reset(seed=seed + steps)
+    return steps, env.sim.n_events, time.perf_counter() - t0, time.process_time() - c0
+
+
+def _row(bench: str, name: str, L: int, events: int, steps: int, wall: float, cpu: float) -> dict[str, Any]:
+    return {"benchmark": bench, "scenario": name, "servers": L, "events": events, "steps": steps,
+            "wall_seconds": wall, "cpu_seconds": cpu, "events_per_second": events / wall,
+            "steps_per_second": steps / wall, "events_per_cpu_second": events / cpu,
+            "steps_per_cpu_second": steps / cpu}
+
+
+def _kernel_rows(quick: bool, log: Callable[[str], Any] | None) -> list[dict[str, Any]]:
+    from clustergym.agent_api import make_agent
+    from clustergym.core import accel
+
+    cases = [("ec2", 20, 200.0 if quick else 1000.0), ("ec2", 1000, 4.0 if quick else 20.0)]
+    rows = []
+    for name, L, horizon in cases:
+        sc = make_preset(name, num_servers=L, zeta=0.9, horizon=horizon)
+        if log:
+            log(f"kernel: best-fit on {name} L={L} horizon={horizon:g}")
+        c0 = time.process_time()
+        r = run_episode(sc, "best-fit", seed=0)
+        rows.append(_row("kernel", name, L, r["events"], r["steps"], r["wall_seconds"], time.process_time() - c0))
+        if accel.enabled():
+            run_episode(sc.with_horizon(1.0), make_agent("best-fit", scan=REPLAY_SCAN), seed=0)  # compile / load cache
+            if log:
+                log(f"kernel-compiled: best-fit scan={REPLAY_SCAN} on {name} L={L} horizon={10 * horizon:g}")
+            c0 = time.process_time()
+            r = run_episode(sc.with_horizon(10 * horizon), make_agent("best-fit", scan=REPLAY_SCAN), seed=0)
+            rows.append(_row("kernel-compiled", name, L, r["events"], r["steps"], r["wall_seconds"],
+                             time.process_time() - c0))
+        max_steps = 5_000 if quick else 50_000
+        if log:
+            log(f"env-random: masked random policy on {name} L={L}, {max_steps} steps")
+        steps, events, wall, cpu = _random_steps(sc.with_horizon(1e9), 0, max_steps)
+        rows.append(_row("env-random", name, L, events, steps, wall, cpu))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- replay
+
+def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    return json.loads(p.stdout)
+
+
+def _replay_child(first_n: int | None, servers: int) -> None:
+    """In a child process: the replay through clustergym; prints one JSON line."""
+    from clustergym.agent_api import make_agent
+    from clustergym.core import accel
+    from clustergym.scenarios import resolve_scenario
+
+    t0 = time.perf_counter()
+    sc = resolve_scenario("google-bf-replay", num_servers=servers, first_n=first_n)
+    load_s = time.perf_counter() - t0
+    rss_loaded = _rss_mb(os.getpid())
+    warm = 0.0
+    if accel.enabled():  # numba compiles once (cached on disk): timed apart, like SimPy's import
+        t0 = time.perf_counter()
+        run_episode(sc.with_horizon(1.0), make_agent("best-fit", scan=REPLAY_SCAN))
+        warm = time.perf_counter() - t0
+    c0 = time.process_time()
+    m = run_episode(sc, make_agent("best-fit", scan=REPLAY_SCAN), agent_name="best-fit")
+    out = {"implementation": "clustergym" + (" (compiled path)" if accel.enabled() else " (NumPy path)"),
+           "jobs": m["arrivals"], "servers": servers, "sim_time": m["sim_time"], "mean_wait": m["mean_wait"],
+           "mean_queue_length": m["mean_queue_length"], "events": m["events"], "wall_seconds": m["wall_seconds"],
+           "cpu_seconds": time.process_time() - c0, "trace_load_seconds": load_s, "warmup_seconds": warm,
+           "rss_after_load_mb": rss_loaded, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    print(json.dumps(out))
+
+
+def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = True,
+                 log: Callable[[str], Any] | None = None, timeout: float = 3600.0) -> dict[str, Any]:
+    """clustergym and the SimPy reference on the Google Best-Fit replay, side by side.
+
+    Returns ``{"status": "skipped", "reason": ...}`` when the traces (or, for the reference,
+    SimPy) are absent.
+    """
+    from clustergym.traces.paths import traces_available
+
+    if not traces_available():
+        from clustergym.traces.paths import default_trace_dir
+
+        return {"status": "skipped", "reason": f"traces not found ({default_trace_dir()}): set CLUSTERGYM_TRACES"}
+    what = "all" if first_n is None else f"the first {first_n:,}"
+    if log:
+        log(f"replay: clustergym best-fit scan={REPLAY_SCAN} on google-bf-replay ({what} tasks, L={servers})")
+    code = f"from clustergym.bench import _replay_child; _replay_child({first_n!r}, {servers})"
+    cg = _child_json([sys.executable, "-c", code], timeout)
+    out: dict[str, Any] = {"status": "ok", "clustergym": cg}
+    if not simpy:
+        return out
+    try:
+        import simpy as _simpy  # noqa: F401
+    except ImportError:
+        out["simpy"] = {"status": "skipped", "reason": "simpy is not installed (pip install -e '.[bench]')"}
+        return out
+    if log:
+        log(f"replay: SimPy reference {SIMPY_MODULE} on the same run")
+    cmd = [sys.executable, "-m", SIMPY_MODULE, "--json", "--servers", str(servers), "--scan", str(REPLAY_SCAN)]
+    if first_n is not None:
+        cmd += ["--first-n", str(first_n)]
+    sp = _child_json(cmd, timeout)
+    out["simpy"] = sp
+    out["identical_metrics"] = bool(cg["mean_wait"] == sp["mean_wait"]
+                                    and cg["mean_queue_length"] == sp["mean_queue_length"])
+    out["relative_difference"] = {k: abs(cg[k] - sp[k]) / max(abs(sp[k]), 1e-300)
+                                  for k in ("mean_wait", "mean_queue_length", "sim_time")}
+    out["speedup_wall"] = sp["wall_seconds"] / cg["wall_seconds"]
+    out["speedup_cpu"] = sp["cpu_seconds"] / cg["cpu_seconds"]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- PPO share
+
+def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """Share of ``MaskablePPO.learn`` wall time spent in the environment on ``ec2`` (CPU torch, seed 0)."""
+    import gymnasium as gym
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from gymnasium.wrappers import FlattenObservation
+
+    from clustergym.envs import ClusterEnv
+
+    class Timed(gym.Wrapper):
+        """Accumulates the wall time of reset, step and action_masks."""
+
+        def __init__(self, env: gym.Env):
+            super().__init__(env)
+            self.seconds = 0.0
+            self.steps = 0
+
+        def reset(self, **kw: Any):
+            t = time.perf_counter()
+            r = self.env.reset(**kw)
+            self.seconds += time.perf_counter() - t
+            return r
+
+        def step(self, action: Any):
+            t = time.perf_counter()
+            r = self.env.step(action)
+            self.seconds += time.perf_counter() - t
+            self.steps += 1
+            return r
+
+        def action_masks(self) -> np.ndarray:
+            t = time.perf_counter()
+            m = self.env.unwrapped.action_masks()
+            self.seconds += time.perf_counter() - t
+            return m
+
+    if log:
+        log(f"ppo: MaskablePPO on ec2 for {timesteps} steps, timing the env")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core for the learner, as on CI; restored below
+    try:
+        env = Timed(FlattenObservation(ClusterEnv("ec2", horizon=200.0)))
+        model = MaskablePPO("MlpPolicy", env, seed=0, n_steps=min(2048, timesteps), batch_size=64, verbose=0,
+                            device="cpu")
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        model.learn(timesteps)
+        wall = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(threads)
+    return {"scenario": "ec2", "timesteps": timesteps, "env_steps": env.steps, "learn_wall_seconds": wall,
+            "learn_cpu_seconds": time.process_time() - c0, "env_wall_seconds": env.seconds,
+            "env_share": env.seconds / wall, "env_steps_per_second": env.steps / env.seconds}
+
+
+# ---------------------------------------------------------------------------------------------- memory
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _memory_child(events: int, scan: int | None, job_memory: str = "full") -> None:
+    from clustergym.agent_api import make_agent
+
+    horizon = events / 179.0  # ec2 L=20 at zeta 0.9: about 179 events per time unit
+    sc = make_preset("ec2", num_servers=20, zeta=0.9, horizon=horizon, job_memory=job_memory)
+    agent = make_agent("best-fit", **({} if scan is None else {"scan": scan}))
+    t_start = time.time()
+    m = run_episode(sc, agent)
+    t_end = time.time()
+    print(json.dumps({"episode_epoch_seconds": [t_start, t_end], "events": m["events"], "arrivals": m["arrivals"],
+                      "wall_seconds": m["wall_seconds"], "mean_wait": m["mean_wait"], "p99_wait": m["p99_wait"],
+                      "p99_wait_method": m.get("p99_wait_method", "exact (np.percentile)")}))
+
+
+def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, interval: float = 0.1,
+                 log: Callable[[str], Any] | None = None, job_memory: str = "full") -> dict[str, Any]:
+    """RSS of a child process running ``events`` events of Best-Fit on ``ec2``, sampled every ``interval`` s.
+
+    ``scan`` (default 64) uses the compiled path when numba is installed (fast); ``None`` the
+    step loop.  ``job_memory``: ``full`` keeps every job's row (about 91 bytes per job for
+    R = 3), ``bounded`` releases finished rows (:mod:`clustergym.core.jobs`).  Reports the
+    samples, the RSS after the first 10% of the run, the sampled peak (not ``ru_maxrss``:
+    Linux carries the parent's high-water mark into a forked child), the end, and the growth in bytes per job: the least-squares slope of RSS
+    (MB/s) over the samples in the second half of the episode (the child reports when it ran),
+    divided by the episode's jobs per wall second (jobs arrive at a steady rate).
+    """
+    if log:
+        log(f"memory: RSS over {events:,} events of best-fit on ec2, job_memory={job_memory} "
+            f"(child process, sampled every {interval} s)")
+    code = f"from clustergym.bench import _memory_child; _memory_child({events}, {scan!r}, {job_memory!r})"
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    samples: list[tuple[float, float]] = []
+    while p.poll() is None:
+        try:
+            samples.append((time.time() - t0, _rss_mb(p.pid)))
+        except OSError:
+            break
+        time.sleep(interval)
+    out, err = p.communicate()
+    if p.returncode != 0:
+        raise RuntimeError(f"memory benchmark child failed: {err.strip()[-2000:]}")
+    res = json.loads(out)
+    ok = [(t, m) for t, m in samples if np.isfinite(m)]
+    rss = np.array([m for _, m in ok])
+    slope = None
+    a, b = (x - t0 for x in res.pop("episode_epoch_seconds"))
+    late = [(t, m) for t, m in ok if (a + b) / 2 <= t <= b]  # second half of the episode (past compilation)
+    if len(late) >= 3 and res["arrivals"]:
+        t, m = np.array(late).T
+        mb_per_s = float(np.polyfit(t, m, 1)[0])
+        slope = mb_per_s * 2**20 * (b - a) / res["arrivals"]  # / (jobs per second of the episode)
+    res["episode_seconds"] = [round(a, 2), round(b, 2)]
+    res.update({"job_memory": job_memory, "samples": [[round(t, 2), round(m, 1)] for t, m in samples],
+                "rss_start_mb": float(rss[max(0, len(rss) // 10)]) if rss.size else None,
+                "rss_peak_mb": float(rss.max()) if rss.size else None,
+                "rss_end_mb": float(rss[-1]) if rss.size else None,
+                "bytes_per_job": slope})
+    return res
+
+
+# ---------------------------------------------------------------------------------------------- all
+
+def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None, *, replay: bool = True,
+                   full_replay: bool = False, ppo: bool = True, memory_events: int = 0) -> dict[str, Any]:
+    """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
+    from clustergym.core import accel
+
+    out: dict[str, Any] = {
+        "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpus": os.cpu_count(),
+                    "load_average": list(os.getloadavg()), "numba": accel.available() and accel.enabled()},
+        "benchmarks": _kernel_rows(quick, log),
+    }
+    if replay:
+        first_n = None if full_replay else (3_000 if quick else 50_000)
+        out["replay"] = bench_replay(first_n=first_n, log=log)
+    if ppo:
+        out["ppo"] = bench_ppo_share(512 if quick else 8192, log=log)
+    if memory_events:
+        out["memory"] = bench_memory(memory_events, log=log)
+        out["memory_bounded"] = bench_memory(memory_events, log=log, job_memory="bounded")
+    out["machine"]["load_average_end"] = list(os.getloadavg())
+    return out

@@ -1,0 +1,141 @@
+"""Reference: the Google Best-Fit replay written with SimPy, the way a user would (issue #10).
+
+The run: completed Google 2011 tasks of the shared slice (clustergym's ``google-bf-replay``
+preprocessing: arrival = first SUBMIT, duration = FINISH - last SCHEDULE, demand = (CPU,
+memory) requests), ``L`` identical servers of capacity (1, 1), one FIFO queue, and
+work-conserving Best-Fit scanning the first 64 queued jobs at every arrival and every
+completion:
+
+* the scan takes a snapshot of the first 64 queued jobs (oldest first; an arriving job has
+  joined the tail), and places each one that fits somewhere on the *tightest* server: the
+  largest score ``sum_d demand_d * load_d`` (capacities are 1), ties to the lowest index;
+* a job fits where ``load + demand <= capacity * (1 + 1e-9) + 1e-12`` in every resource
+  (clustergym's rounding tolerance); a server's load is reset to exactly 0 when it empties;
+* at equal times completions come before arrivals (clustergym's event order): completion
+  events are scheduled with SimPy's URGENT priority.
+
+Metrics: mean wait (start - arrival, over all jobs) and the time-average queue length
+(exact integral of the number of waiting jobs, over [0, last completion]).
+
+    python benchmarks/simpy_bestfit.py [--servers 420] [--first-n N] [--scan 64] [--json]
+
+It prints the metrics and the simulation's wall time (trace loading excluded) and peak RSS.
+clustergym's equivalent: ``clustergym run google-bf-replay --agent best-fit --set agent.scan=64``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from itertools import islice
+
+import numpy as np
+import simpy
+from simpy.core import URGENT
+
+RTOL, ATOL = 1e-9, 1e-12  # clustergym.core.cluster.FIT_RTOL and its absolute slack
+
+
+def load_jobs(first_n: int | None = None, trace_dir: str | None = None):
+    """(arrival, duration, demand (n, 2)) of the replay, sorted by arrival (stable)."""
+    from clustergym.traces.cache import google_table as _google_table
+
+    jobs = _google_table(trace_dir, lifecycle="finished", first_n=first_n).jobs
+    order = np.argsort(jobs["arrival"].to_numpy(), kind="stable")
+    arrival = jobs["arrival"].to_numpy()[order]
+    duration = jobs["duration"].to_numpy()[order]
+    demand = np.column_stack([jobs["cpu"].to_numpy(dtype=float), jobs["memory"].to_numpy(dtype=float)])[order]
+    return arrival, duration, demand
+
+
+class Completion(simpy.events.Event):
+    """A timeout that fires before ordinary events at the same time (SimPy URGENT priority)."""
+
+    def __init__(self, env: simpy.Environment, delay: float):
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, URGENT, delay)
+
+
+def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, servers: int = 420,
+             scan: int = 64) -> dict:
+    env = simpy.Environment()
+    n = len(arrival)
+    capacity = np.ones((servers, 2))
+    limit = capacity * (1.0 + RTOL) + ATOL
+    load = np.zeros((servers, 2))
+    jobs_on = np.zeros(servers, dtype=np.int64)
+    queue: dict[int, None] = {}          # FIFO: insertion-ordered
+    start = np.full(n, np.nan)
+    area = [0.0, 0.0]                    # [integral of queue length, time of the last update]
+
+    def integrate() -> None:
+        area[0] += len(queue) * (env.now - area[1])
+        area[1] = env.now
+
+    def best_fit_scan() -> None:
+        for j in list(islice(queue, scan)):
+            d = demand[j]
+            fits = np.all(load + d <= limit, axis=1)
+            idx = np.flatnonzero(fits)
+            if idx.size == 0:
+                continue
+            cap = capacity[idx]
+            score = ((d / cap) * (load[idx] / cap)).sum(axis=1)
+            s = int(idx[int(np.argmax(score))])
+            del queue[j]
+            load[s] += d
+            jobs_on[s] += 1
+            start[j] = env.now
+            Completion(env, duration[j]).callbacks.append(lambda _ev, j=j, s=s: complete(j, s))
+
+    def complete(j: int, s: int) -> None:
+        integrate()
+        load[s] -= demand[j]
+        jobs_on[s] -= 1
+        if jobs_on[s] == 0:
+            load[s] = 0.0
+        best_fit_scan()
+
+    def job(j: int):
+        yield env.timeout(arrival[j])  # from time 0: the exact arrival time
+        integrate()
+        queue[j] = None
+        best_fit_scan()
+
+    for j in range(n):
+        env.process(job(j))
+    env.run()
+    T = env.now
+    waits = start - arrival
+    return {"jobs": n, "servers": servers, "sim_time": T, "mean_wait": float(waits.mean()),
+            "mean_queue_length": area[0] / T, "events": 2 * n}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--servers", type=int, default=420)
+    ap.add_argument("--first-n", type=int, default=None)
+    ap.add_argument("--scan", type=int, default=64)
+    ap.add_argument("--trace-dir", default=None)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    arrival, duration, demand = load_jobs(args.first_n, args.trace_dir)
+    with open("/proc/self/status") as f:  # resident memory before the simulation (Linux)
+        rss_loaded = next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:")), float("nan"))
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    out = simulate(arrival, duration, demand, args.servers, args.scan)
+    out["wall_seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
+    out["rss_after_load_mb"] = rss_loaded
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["implementation"] = f"simpy {simpy.__version__}"
+    print(json.dumps(out, indent=None if args.json else 1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Running agents on scenarios and comparing them fairly.
+
+One direction: an :mod:`.episode` (one agent, one scenario, one seed, with named probes) <- the
+:mod:`.cells` of a comparison, run serially, on local processes or on Ray <- the :mod:`.stats` of
+their rows (confidence intervals, paired differences, bounds) <- the :mod:`.outputs` (tables and
+figures).  Every agent runs on the same seeds and a seed fixes the arrival stream whatever the
+agent does (common random numbers), so differences between agents are paired::
+
+    from clustergym.runner import compare, summarize
+    rows = compare("bf-trap", ["first-fit", "best-fit"], seeds=range(10), horizon=200, workers=2)
+    print(summarize(rows, reference="first-fit"))
+"""
+
+from clustergym.runner.cells import (
+    Cell,
+    EvaluationError,
+    RayError,
+    available_workers,
+    compare,
+    compatible_agents,
+    plan,
+    run_cell,
+    run_cells,
+    sweep,
+)
+from clustergym.runner.episode import RUN_FIELDS, Probe, run_episode
+from clustergym.runner.outputs import flat_results, plot_agents, plot_sweep, write_results
+from clustergym.runner.stats import add_lp_bound, check_lp_bound, headline_metric, mean_ci, reward_per_server_table, summarize
+
+__all__ = ["Cell", "EvaluationError", "RayError", "available_workers", "compare", "compatible_agents", "plan",
+           "run_cell", "run_cells", "sweep", "RUN_FIELDS", "Probe", "run_episode", "flat_results", "plot_agents",
+           "plot_sweep", "write_results", "add_lp_bound", "check_lp_bound", "headline_metric", "mean_ci",
+           "reward_per_server_table", "summarize"]

@@ -1,0 +1,344 @@
+"""The evaluation harness: a job list of cells, run serially, on local processes or on Ray.
+
+A sweep is a list of :class:`Cell` s, one per (scenario, parameters, agent, seed).
+Every cell is independent: it resolves its scenario, builds the agent the agent
+spec names (a registered name or a path to a saved model) and runs one episode
+with :func:`clustergym.runner.episode.run_episode`, with the cell's probes.  A seed fixes the arrival
+stream whatever the agent does (common random numbers), and an episode depends
+only on its cell, so the three executors give the same rows in the same order
+(the cell order); only ``wall_seconds``, which measures the machine, differs::
+
+    cells = plan("bf-trap", ["first-fit", "best-fit"], seeds=range(10), horizon=200)
+    results = run_cells(cells, workers=2)             # or workers=1, or ray="auto"
+    summary = summarize(results, reference="first-fit")
+    write_results("out/", results, summary, metric="mean_queue_length")
+
+Agents registered at run time (in a notebook, a script or a test) are shipped
+to the workers with their cell: their factory is pickled by value with
+cloudpickle, so worker processes and Ray workers know them too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import cloudpickle
+import numpy as np
+import pandas as pd
+
+from clustergym.agent_api import AGENTS, list_agents, make_agent, make_env_for
+from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
+from clustergym.runner.episode import Probe, run_episode
+from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
+
+__all__ = ["Cell", "plan", "run_cell", "run_cells", "compare", "sweep", "available_workers", "compatible_agents",
+           "EvaluationError", "RayError"]
+
+
+class EvaluationError(ClusterGymError):
+    """A cell of a sweep failed; the message names the cell (scenario, agent, seed)."""
+
+
+class RayError(ClusterGymError):
+    """Ray is not installed, or the ``--ray`` address is malformed or unreachable."""
+
+
+# ================================================================================================ cells
+@dataclass(frozen=True)
+class Cell:
+    """One episode of a sweep.
+
+    Attributes:
+        scenario: a preset name, a scenario file path, or a :class:`Scenario` object.
+        agent: a registered agent name or a path to a saved model (``.zip``); passed
+            to :func:`clustergym.agent_api.make_agent` unchanged.
+        seed: the episode seed (it fixes the arrival stream).
+        params: preset parameters as ``(name, value)`` pairs (preset names only).
+        horizon: overrides the scenario's horizon (simulated time units), ``None`` keeps it.
+        columns: names of ``params`` that become columns of the results (the swept ones).
+        factory: the agent's factory pickled by value (agents registered outside
+            clustergym's own modules), so that a fresh worker process can build it.
+        agent_params: the agent's parameters as ``(name, value)`` pairs.
+        probes: named :class:`~clustergym.runner.episode.Probe` s as ``(name, probe)`` pairs; their
+            values are columns of the cell's row (the functions must be importable by workers:
+            module-level functions).
+    """
+
+    scenario: str | Scenario
+    agent: str
+    seed: int
+    params: tuple[tuple[str, Any], ...] = ()
+    horizon: float | None = None
+    columns: tuple[str, ...] = ()
+    factory: bytes | None = field(default=None, repr=False, compare=False)
+    agent_params: tuple[tuple[str, Any], ...] = ()
+    probes: tuple[tuple[str, Probe], ...] = ()
+
+
+def _factory_blob(name: str) -> bytes | None:
+    """The registered factory of ``name`` pickled by value, unless clustergym's own modules define it."""
+    factory = AGENTS.get(name)
+    if factory is None or isinstance(factory, str):
+        return None  # a model path, or a built-in registered by import path: the worker makes it
+    module = getattr(factory, "__module__", "") or ""
+    if module == "clustergym" or module.startswith("clustergym."):
+        return None  # a fresh process registers it on import
+    mod = sys.modules.get(module)
+    by_value = mod is not None and module != "__main__"
+    if by_value:
+        cloudpickle.register_pickle_by_value(mod)
+    try:
+        return cloudpickle.dumps(factory)
+    finally:
+        if by_value:
+            cloudpickle.unregister_pickle_by_value(mod)
+
+
+def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int] = range(5),
+         horizon: float | None = None, params: dict[str, Any] | None = None,
+         sweep: tuple[str, Sequence[Any]] | None = None) -> list[Cell]:
+    """The job list: every agent on every seed (at every value of the swept parameter).
+
+    Cells are ordered by swept value, then agent, then seed; results keep this order.
+
+    Args:
+        scenario: preset name, scenario file (made absolute; the workers must see the same path),
+            or a :class:`Scenario` (then no ``params`` nor ``sweep``).
+        agents: agent specs (registered names or model paths).
+        seeds: episode seeds, the same for every agent (common random numbers).
+        horizon: simulated time per episode (``None``: the scenario's).
+        params: fixed preset parameters.
+        sweep: ``(param, values)``: one preset parameter and the values it takes.
+    """
+    agents, seeds = list(agents), [int(s) for s in seeds]
+    if not agents:
+        raise ConfigError("agents", "no agent to run")
+    if not seeds:
+        raise ConfigError("seeds", "no seed to run (expected at least one)")
+    if sweep is not None and not list(sweep[1]):
+        raise ScenarioError("sweep", f"no value to sweep {sweep[0]!r} over")
+    if isinstance(scenario, Scenario) and (params or sweep):
+        raise ScenarioError("params", "parameters apply to preset names only, not to a Scenario object")
+    if isinstance(scenario, str) and scenario not in PRESETS and Path(scenario).exists():
+        scenario = str(Path(scenario).resolve())  # a scenario file: workers may run in another directory
+    blobs = {a: _factory_blob(a) for a in agents}
+    param, values = sweep if sweep is not None else (None, [None])
+    cells = []
+    for value in values:
+        p = dict(params or {})
+        if param is not None:
+            p[param] = value
+        items = tuple(p.items())
+        for agent in agents:
+            for seed in seeds:
+                cells.append(Cell(scenario, agent, seed, items, horizon, (param,) if param else (), blobs[agent]))
+    return cells
+
+
+_PRESETS_CACHE: dict[str, Scenario] = {}  # per process: a worker builds each preset instance once
+
+
+def _scenario_of(cell: Cell) -> Scenario:
+    """The cell's scenario; presets are cached per process (files are read again, they may change)."""
+    if isinstance(cell.scenario, Scenario):
+        return cell.scenario
+    if cell.scenario not in PRESETS:
+        return resolve_scenario(cell.scenario, **dict(cell.params))
+    key = repr((cell.scenario, cell.params))
+    if key not in _PRESETS_CACHE:
+        if len(_PRESETS_CACHE) >= 8:
+            _PRESETS_CACHE.pop(next(iter(_PRESETS_CACHE)))
+        _PRESETS_CACHE[key] = resolve_scenario(cell.scenario, **dict(cell.params))
+    return _PRESETS_CACHE[key]
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Run one cell: the ``clustergym run`` metrics of its episode, plus its swept parameters."""
+    if cell.factory is not None and cell.agent not in AGENTS:
+        AGENTS[cell.agent] = cloudpickle.loads(cell.factory)
+    try:
+        agent = make_agent(cell.agent, **dict(cell.agent_params))
+        row = run_episode(_scenario_of(cell), agent, seed=cell.seed, horizon=cell.horizon, agent_name=cell.agent,
+                          probes=dict(cell.probes))
+    except ClusterGymError as e:
+        raise EvaluationError(f"{cell.agent} on {_label(cell)}, seed {cell.seed}: {e}") from e
+    if cell.columns:
+        p = dict(cell.params)
+        row = {"scenario": row["scenario"], **{c: p[c] for c in cell.columns},
+               **{k: v for k, v in row.items() if k != "scenario"}}
+    return row
+
+
+def _label(cell: Cell) -> str:
+    name = cell.scenario.name if isinstance(cell.scenario, Scenario) else str(cell.scenario)
+    return name + "".join(f" {k}={v}" for k, v in cell.params)
+
+
+# ============================================================================================ executors
+def available_workers() -> int:
+    """CPU cores this process may use (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_cells(cells: Sequence[Cell], *, workers: int = 1, ray: str | None = None,
+              progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
+    """Run every cell and return one row per cell, in cell order.
+
+    Args:
+        cells: the job list (see :func:`plan`).
+        workers: local worker processes; 1 runs in this process.  Ignored with ``ray``.
+        ray: a Ray address (``"auto"``, ``"host:port"`` or ``"ray://host:port"``): one remote
+            task per cell on that cluster.  When this process is already connected to Ray
+            (``ray.is_initialized()``), that connection is used.
+        progress: called with ``(agent, seed)`` as cells finish.
+
+    Returns:
+        A DataFrame with the ``clustergym run`` fields and the kernel metrics as columns.
+        The same cells give the same frame with every executor, except ``wall_seconds``.
+    """
+    cells = list(cells)
+    if workers < 1:
+        raise ConfigError("workers", f"expected at least 1 worker, got {workers}")
+    if ray is not None:
+        rows = _run_ray(cells, ray, progress)
+    elif workers == 1 or len(cells) <= 1:
+        rows = []
+        for cell in cells:
+            rows.append(run_cell(cell))
+            if progress is not None:
+                progress(cell.agent, cell.seed)
+    else:
+        rows = _run_processes(cells, min(workers, len(cells)), progress)
+    return pd.DataFrame(rows)
+
+
+def _run_processes(cells: list[Cell], workers: int, progress: Callable[[str, int], None] | None) -> list[dict]:
+    # joblib's loky workers: fresh interpreters that never re-run the caller's __main__ (so scripts
+    # need no `if __name__ == "__main__"` guard), kept alive between calls; results come in cell order
+    from joblib import Parallel, delayed
+
+    rows = []
+    for cell, row in zip(cells, Parallel(n_jobs=workers, backend="loky", return_as="generator")(
+            delayed(run_cell)(cell) for cell in cells)):
+        rows.append(row)
+        if progress is not None:
+            progress(cell.agent, cell.seed)
+    return rows
+
+
+_ADDRESS = re.compile(r"^(?:ray://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
+
+
+def _connect_ray(address: str) -> Any:
+    """``ray``, connected to ``address``; a clear :class:`RayError` when that cannot be done."""
+    try:
+        import ray
+    except ImportError as e:
+        raise RayError(f"--ray needs the optional dependency ray ({e}); install it with "
+                       "`pip install 'clustergym[ray]'`") from None
+    if address != "auto" and (_ADDRESS.match(address) is None or not 0 < int(_ADDRESS.match(address)["port"]) < 65536):
+        raise RayError(f"--ray {address!r}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
+    if ray.is_initialized():
+        return ray
+    # fail fast: ray.init retries an unreachable address for minutes.  'auto' means $RAY_ADDRESS,
+    # else the cluster `ray start` last started on this machine (the file it leaves behind)
+    target = address
+    if address == "auto":
+        latest = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        target = os.environ.get("RAY_ADDRESS") or (latest.read_text().strip() if latest.is_file() else "")
+    m = _ADDRESS.match(target)
+    if m is not None:
+        try:
+            socket.create_connection((m["host"].strip("[]"), int(m["port"])), timeout=5).close()
+        except OSError as e:
+            where = f"{address!r}" if target == address else f"{address!r} (that is {target})"
+            raise RayError(f"--ray {where}: no Ray cluster reachable there ({e})") from None
+    try:
+        ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise RayError(f"--ray {address!r}: could not connect to a Ray cluster: {e}") from None
+    return ray
+
+
+def _run_ray(cells: list[Cell], address: str, progress: Callable[[str, int], None] | None) -> list[dict]:
+    ray = _connect_ray(address)
+    remote = ray.remote(num_cpus=1)(run_cell)
+    refs = [remote.remote(cell) for cell in cells]
+    index = {ref: i for i, ref in enumerate(refs)}
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except Exception as e:  # RayTaskError wraps the worker's exception
+                cause = getattr(e, "cause", None)
+                raise cause if isinstance(cause, ClusterGymError) else e
+            if progress is not None:
+                cell = cells[index[ref]]
+                progress(cell.agent, cell.seed)
+    return list(ray.get(refs))
+
+
+# ========================================================================================= agents: all
+def compatible_agents(scenario: Scenario, names: Iterable[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The agents that can run on ``scenario``, and the reason each other one cannot.
+
+    An agent can run when it can be built with its defaults, its requirements
+    (queueing mode, discrete types, ...) accept the scenario, and it resets on
+    the scenario's environment (where agents check what else they need, e.g.
+    arrival rates for oracles or identical servers).
+
+    Args:
+        scenario: the scenario.
+        names: the candidates (default: every registered agent, sorted by name).
+    Returns:
+        ``(runnable, skipped)``: runnable names in order, and ``{name: reason}``.
+    """
+    ok, skipped = [], {}
+    for name in (list(list_agents()) if names is None else list(names)):
+        try:
+            agent = make_agent(name)
+            env = make_env_for(scenario, agent)
+            env.reset(seed=0)
+            agent.reset(env, seed=0)
+        except ClusterGymError as e:
+            skipped[name] = str(e)
+            continue
+        ok.append(name)
+    return ok, skipped
+
+
+
+
+# ========================================================================================= shortcuts
+def compare(scenario: Scenario | str, agents: Iterable[str], *, seeds: Iterable[int] = range(5),
+            horizon: float | None = None, progress: Callable[[str, int], None] | None = None,
+            params: dict[str, Any] | None = None, workers: int = 1, ray: str | None = None) -> pd.DataFrame:
+    """Every agent on every seed: one row per (agent, seed), the ``run`` metrics as columns.
+
+    ``workers`` > 1 runs the episodes on that many local processes, ``ray`` on a Ray
+    cluster (see :func:`run_cells`); the rows are the same.
+    """
+    return run_cells(plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params),
+                     workers=workers, ray=ray, progress=progress)
+
+
+def sweep(scenario: str, param: str, values: Iterable[Any], agents: Iterable[str], *,
+          seeds: Iterable[int] = range(5), horizon: float | None = None, params: dict[str, Any] | None = None,
+          progress: Callable[[str, int], None] | None = None, workers: int = 1,
+          ray: str | None = None) -> pd.DataFrame:
+    """:func:`compare` at each value of one preset parameter (e.g. ``zeta``); adds a column ``param``."""
+    cells = plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params, sweep=(param, list(values)))
+    return run_cells(cells, workers=workers, ray=ray, progress=progress)

@@ -1,0 +1,113 @@
+"""One episode of one agent on one scenario, and its metrics.
+
+Fairness: a seed fixes the arrival stream whatever the agent does (common random numbers), so two
+agents on the same seed see the same jobs and their difference is paired.  What a study needs
+beyond the ``clustergym run`` fields it asks for with named :class:`Probe` s, measured on the
+finished environment or sampled at given simulated times; the runner never hands out the live
+environment, so the compiled whole-episode path stays on wherever it gives identical results.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clustergym.agent_api import make_agent, make_env_for, requirements_of
+from clustergym.scenarios import Scenario, resolve_scenario
+
+__all__ = ["Probe", "run_episode", "RUN_FIELDS"]
+
+#: fields of ``clustergym run --json``, in order (every kernel metric follows them)
+RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "started", "completed", "rejected",
+              "mean_queue_length", "mean_wait", "p99_wait", "mean_weighted_completion", "reward_rate",
+              "utilization", "events", "wall_seconds", "unstable")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A named measurement of an episode.
+
+    Attributes:
+        fn: called with the environment (``env.unwrapped``): on the finished episode when ``at`` is
+            empty, else after the first step that leaves the clock at or after each time of ``at``
+            (and, for the times the episode never reached, on the finished episode).  Its value goes into the
+            result under the probe's name (a list of values with ``at``).  In a worker process the
+            value must pickle, so return numbers, arrays or dicts of them, not the environment.
+        at: simulated times to sample at (non-decreasing).  Sampling needs the step loop, so a
+            probe with ``at`` turns the compiled path off for its episode.
+    """
+
+    fn: Callable[[Any], Any]
+    at: tuple[float, ...] = ()
+
+
+def _as_probe(p: Probe | Callable[[Any], Any]) -> Probe:
+    return p if isinstance(p, Probe) else Probe(p)
+
+
+def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon: float | None = None,
+                agent_name: str | None = None, validate: bool = False,
+                env_kwargs: dict[str, Any] | None = None,
+                probes: Mapping[str, Probe | Callable[[Any], Any]] | None = None) -> dict[str, Any]:
+    """Run one episode of ``agent`` (an agent object or a registered name) and return its metrics.
+
+    Args:
+        scenario: a preset name, a scenario file or a :class:`Scenario`.
+        agent: an agent object (anything with ``reset(env, seed)`` and SB3's ``predict``) or a name
+            for :func:`clustergym.make_agent`.
+        seed: the episode seed (it fixes the arrival stream) and the agent's.
+        horizon: overrides the scenario's horizon (simulated time units).
+        agent_name: the ``agent`` field of the result (default: the name given or ``agent.name``).
+        validate: check every kernel invariant after every event (slow).
+        env_kwargs: further environment arguments (see :func:`clustergym.make_env_for`).
+        probes: named :class:`Probe` s (or plain callables of the finished environment).
+
+    Returns:
+        The ``clustergym run`` fields (:data:`RUN_FIELDS`) first, then every kernel metric,
+        ``return`` (the sum of rewards), ``steps``, ``uses_oracle`` and one entry per probe.
+    """
+    sc = resolve_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
+    sc = sc.with_horizon(horizon)
+    if isinstance(agent, str):
+        agent_name = agent_name or agent
+        agent = make_agent(agent)
+    probes = {name: _as_probe(p) for name, p in (probes or {}).items()}
+    sampled = {name: p for name, p in probes.items() if p.at}
+    samples: dict[str, list[Any]] = {name: [] for name in sampled}
+    env = make_env_for(sc, agent, validate=validate, **(env_kwargs or {}))
+    inner = env.unwrapped
+    t0 = time.perf_counter()
+    obs, _ = env.reset(seed=seed)
+    agent.reset(env, seed=seed)
+
+    def sample() -> None:
+        for name, p in sampled.items():
+            got = samples[name]
+            while len(got) < len(p.at) and inner.sim.now >= p.at[len(got)]:
+                got.append(p.fn(inner))
+
+    total, steps = 0.0, 0
+    # a compiled whole-episode path (rule-based agents that offer one; identical results)
+    fast = getattr(agent, "run_fast", None) if not sampled else None
+    done = fast is not None and (res := fast(env)) is not None
+    if done:
+        total, steps = res
+    while not done:
+        action, _ = agent.predict(obs, deterministic=True)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        total += reward
+        steps += 1
+        done = terminated or truncated
+        if sampled:
+            sample()
+    wall = time.perf_counter() - t0
+    for name, p in sampled.items():
+        samples[name] += [p.fn(inner) for _ in range(len(p.at) - len(samples[name]))]
+    out: dict[str, Any] = {"scenario": sc.name, "agent": agent_name or getattr(agent, "name", str(agent)),
+                           "seed": seed, **inner.metrics(), "wall_seconds": wall, "return": total, "steps": steps,
+                           "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False))}
+    for name, p in probes.items():
+        out[name] = samples[name] if p.at else p.fn(inner)
+    return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}

@@ -1,0 +1,85 @@
+"""BF-J/S paper presets (Psychas & Ghaderi, "High-throughput bin packing: scheduling jobs with random
+resource demands in clusters"): one server with two job sizes (E1/E2) and uniform sizes on L unit
+servers (E3), in slotted time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clustergym.core.simulator import EpochConfig
+from clustergym.errors import ScenarioError
+from clustergym.scenarios.spec import Scenario
+from clustergym.theory.capacity import boundary_point
+from clustergym.validation import positive
+from clustergym.workloads import (
+    Deterministic,
+    DiscreteDemand,
+    Exponential,
+    Geometric,
+    PoissonTypedSource,
+    SlottedSource,
+    UniformDemand,
+)
+
+__all__ = ["two_sizes", "uniform_sizes"]
+
+_SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
+
+
+def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 100_000.0,
+              queue_cap: int | None = 100_000) -> Scenario:
+    """The two-size instances of bfjs-vqs.md §3.1–3.2, in slotted time (§1.10).
+
+    ``variant="e1"``: one unit server, sizes 0.4 and 0.6 equally likely, Poisson
+    0.014 jobs per slot, geometric service of mean 100 slots (VQS unstable).
+    ``variant="e2"``: one server of capacity 10, sizes 2 (prob. 2/3) and 5 (1/3),
+    Poisson 0.0306 jobs per slot, deterministic service of 100 slots (BF-J/S unstable).
+    Decision epochs: one tick per slot, after the slot's departures and arrivals.
+    """
+    if variant == "e1":
+        demand = DiscreteDemand([[0.4], [0.6]], [0.5, 0.5])
+        service, cap, default_rate = Geometric(0.01), 1.0, 0.014
+    elif variant == "e2":
+        demand = DiscreteDemand([[2.0], [5.0]], [2.0 / 3.0, 1.0 / 3.0])
+        service, cap, default_rate = Deterministic(100.0), 10.0, 0.0306
+    else:
+        raise ScenarioError("params.variant", f"expected 'e1' or 'e2', got {variant!r}")
+    rate = default_rate if rate is None else positive("rate", rate)
+    source = SlottedSource(rate, demand, service)
+    return Scenario(
+        name="two-sizes", capacity=np.array([[cap]]), source=source, resources=("units",),
+        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap, epochs=_SLOT_EPOCHS,
+        description="BF-J/S paper E1/E2: one server, two job sizes, slotted time",
+        params={"variant": variant, "rate": rate, "horizon": horizon},
+    )
+
+
+def uniform_sizes(low: float = 0.1, high: float = 0.9, alpha: float = 0.9, num_servers: int = 5,
+                  mean_service: float = 100.0, horizon: float = 100_000.0,
+                  queue_cap: int | None = 100_000) -> Scenario:
+    """Uniform job sizes in slotted time (bfjs-vqs.md §3.3, E3a: [0.01, 0.19]; E3b: [0.1, 0.9]).
+
+    L unit servers, sizes U[low, high], geometric service of mean ``mean_service``
+    slots, Poisson arrivals of alpha * mu * L / mean size jobs per slot (the
+    corrected rate of §3.3; alpha = 1 is the capacity bound).
+    """
+    low, high = positive("low", low), positive("high", high)
+    if not low < high <= 1.0:
+        raise ScenarioError("params.high", f"need 0 < low < high <= 1, got low={low}, high={high}")
+    L = positive("num_servers", num_servers, integer=True)
+    mu = 1.0 / positive("mean_service", mean_service)
+    alpha = positive("alpha", alpha)
+    rate = alpha * mu * L / ((low + high) / 2.0)
+    source = SlottedSource(rate, UniformDemand([low], [high]), Geometric(mu))
+    return Scenario(
+        name="uniform-sizes", capacity=np.ones((L, 1)), source=source, resources=("units",),
+        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap, epochs=_SLOT_EPOCHS,
+        description="BF-J/S paper E3: uniform sizes on L unit servers, slotted time, intensity alpha",
+        params={"low": low, "high": high, "alpha": alpha, "num_servers": L, "mean_service": mean_service,
+                "rate_per_slot": rate, "horizon": horizon},
+    )
+
+

@@ -1,0 +1,231 @@
+"""LoTES presets (lotes.md §3): heterogeneous machine configurations, job classes with
+per-class demand laws (Phi) and machine-dependent speeds (Omega).
+
+* ``lotes-table`` -- Table 1 machines (10 configurations, counts times
+  ``machine_scale``, at least one each) and Table 2 classes (alpha, mean
+  cores/memory, mean time in hours) with Poisson arrivals at ``load`` times the
+  Stage-2 lambda* of the instance: the "G-proxy" of lotes.md §4.3 (a sanity
+  check, not the trace).  Actual demands are truncated Gaussians around the
+  class means (cv ``cv``; ``cv=0`` gives every job its class profile).
+* ``lotes-phi`` -- Experiment 2 (§3.4): the Table-1 capacities with
+  ``machines_per_config`` machines each (paper: 1000), nine classes with
+  ``alpha = 1/9``, ``r_kl = 0.025 + phi_kl``, ``phi_kl ~ U[-Phi, Phi]``,
+  ``mu_jk = 1/u_k``, ``u_k ~ U[0, 1]``, work ~ Exp(1) (hours), demands
+  truncated Gaussian (location ``r_kl``, cv 0.5, in ``[0, 1]``), load 0.97
+  of lambda*.
+* ``lotes-omega`` -- Experiment 3 (§3.5): the same classes at ``phi`` (default
+  0.006, lotes.md §5 A9), ``mu_jk = omega_jk / u_k`` with ``omega_jk ~ U[1 -
+  Omega, 1 + Omega]`` (§5 A10; ``literal_mu=True`` gives the printed
+  ``u_k omega_jk``), load 0.90 (or 0.95) of that instance's lambda*.
+
+Instances.  ``instance`` (0, 1, 2, ...) seeds the random draws of an instance,
+independently of the episode seed (which drives arrivals, demands and work).
+The draws are made once per instance as unit variables and scaled:
+``phi_kl = Phi * v_kl`` with ``v_kl ~ U[-1, 1]``, and ``omega_jk = 1 + Omega *
+w_jk`` with ``w_jk ~ U[-1, 1]``.  So instance ``i`` has the same ``u_k`` and
+``v_kl`` at every Phi (common random numbers across the Phi sweep; instance
+``i`` of Experiment 3 uses the ``r_kl`` and ``u_k`` of instance ``i`` of
+Experiment 2 at Phi = 0.006, as §5 A9 recommends), and the same ``w_jk`` at
+every Omega.  Each value keeps the marginal law the paper gives; only the
+pairing across sweep values is a choice (it makes the sweeps smoother).
+
+Load.  ``load`` multiplies lambda*_2, the optimum of the machine assignment
+LP of *this* instance at *this* scale, before rounding (§5 A8), computed with
+the nominal profiles ``r_kl`` (§5 A17: the realised truncated-Gaussian mean is
+about 1.028 r_kl, so load 0.97 is close to critical).  ``params`` records
+lambda*_1, lambda*_2, lambda_round and the realised means.
+
+Time unit: hours.  Objective: jobs waiting (mean wait = mean queue / lambda by
+Little's law).  ``queue_cap`` (default ``20 x machines``) stops a run whose queue
+explodes and flags it unstable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clustergym.errors import ScenarioError
+from clustergym.validation import positive
+from clustergym.scenarios.spec import Scenario
+from clustergym.workloads import Exponential, PoissonClassSource
+
+__all__ = [
+    "LOTES_SEED",
+    "TABLE1",
+    "TABLE2",
+    "generated_instance",
+    "lotes_omega",
+    "lotes_phi",
+    "lotes_table",
+    "scenario_lambdas",
+]
+
+#: Table 1 (verbatim): machines, cores, memory (normalised); row order = Greedy's first-fit order
+TABLE1 = np.array([
+    [6732, 0.50, 0.50], [3863, 0.50, 0.25], [1001, 0.50, 0.75], [795, 1.00, 1.00], [126, 0.25, 0.25],
+    [52, 0.50, 0.12], [5, 0.50, 0.03], [5, 0.50, 0.97], [3, 1.00, 0.50], [1, 1.00, 0.06]])
+#: Table 2 (verbatim), one row per class: avg time (h), avg cores, avg memory, proportion
+TABLE2 = np.array([
+    [0.03, 0.02, 0.01, 0.23], [0.04, 0.02, 0.03, 0.46], [0.04, 0.07, 0.03, 0.30], [0.03, 0.20, 0.06, 0.01]])
+#: root seed of the generated instances (combined with the instance number)
+LOTES_SEED = 20180227
+NUM_CLASSES = 9
+BASE_REQ = 0.025
+
+
+def generated_instance(phi: float, instance: int, *, omega: float = 0.0, literal_mu: bool = False,
+                       num_classes: int = NUM_CLASSES) -> dict[str, np.ndarray]:
+    """The random parameters of a generated instance (lotes.md §3.4-3.5).
+
+    Returns ``r`` (K, 2), ``u`` (K,), ``omega`` (10, K) and ``mu`` (10, K).
+    """
+    rng = np.random.default_rng([LOTES_SEED, int(instance)])
+    v = rng.uniform(-1.0, 1.0, size=(num_classes, 2))
+    u = rng.uniform(0.0, 1.0, size=num_classes)
+    w = np.random.default_rng([LOTES_SEED, int(instance), 1]).uniform(-1.0, 1.0, size=(TABLE1.shape[0], num_classes))
+    u = np.maximum(u, 1e-6)  # U[0, 1] can return exactly 0
+    r = BASE_REQ + phi * v
+    om = 1.0 + omega * w
+    mu = u[None, :] * om if literal_mu else om / u[None, :]
+    return {"r": r, "u": u, "omega": om, "mu": mu}
+
+
+def scenario_lambdas(capacity: np.ndarray, speed: np.ndarray, alpha: np.ndarray, r: np.ndarray,
+                     mean_work: np.ndarray) -> dict[str, float]:
+    """lambda*_1, lambda*_2 and lambda_round of an instance (Stages 1-2 of LoTES)."""
+    from clustergym.theory.lotes import (
+        LotesInputs,
+        cached_plan,
+        machine_configurations,
+    )
+
+    cap, n, conf_of = machine_configurations(capacity, speed)
+    first = np.array([int(np.flatnonzero(conf_of == j)[0]) for j in range(cap.shape[0])])
+    mu = speed[first] / mean_work[None, :]
+    plan = cached_plan(LotesInputs(cap, n, conf_of, alpha, r, mu))
+    return {"lambda_stage1": plan.lam1, "lambda_stage2": plan.lam2, "lambda_round": plan.lam_round}
+
+
+_LAMBDA_CACHE: dict[tuple, dict[str, float]] = {}
+
+
+def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarray, r: np.ndarray, mu: np.ndarray,
+           mean_work: np.ndarray, load: float, horizon: float, cv: float, queue_cap: Any, description: str,
+           params: dict[str, Any], names: tuple[str, ...] | None = None) -> Scenario:
+    capacity = np.repeat(cap_rows, counts, axis=0)
+    # speed[m, k] = mu_jk * mean_work_k: a job of work w (mean mean_work_k) runs w / speed
+    speed = np.repeat(mu * mean_work[None, :], counts, axis=0)
+    key = (capacity.tobytes(), speed.tobytes(), alpha.tobytes(), r.tobytes(), mean_work.tobytes())
+    lams = _LAMBDA_CACHE.get(key)
+    if lams is None:
+        lams = _LAMBDA_CACHE[key] = scenario_lambdas(capacity, speed, alpha, r, mean_work)
+    rate = load * lams["lambda_stage2"]
+    services = [Exponential(float(m)) for m in mean_work]
+    source = PoissonClassSource(rate, alpha, r, services if len(set(mean_work.tolist())) > 1 else services[0],
+                                cv=cv, names=names)
+    L = int(capacity.shape[0])
+    cap = 20 * L if queue_cap == "auto" else queue_cap
+    return Scenario(
+        name=name, capacity=capacity, source=source, resources=("cores", "memory"), horizon=horizon,
+        objective="queue", queueing="central", queue_cap=cap, speed=speed, description=description,
+        params={**params, "load": load, "horizon": horizon, "cv": cv, "queue_cap": cap, "rate": rate, **lams,
+                "machines": counts.tolist(), "alpha": alpha.tolist(), "r": r.tolist(), "mu": mu.tolist(),
+                "realised_mean": source.realised_mean().tolist()},
+    )
+
+
+def _queue_cap(value: Any) -> Any:
+    if value is None or value == "auto":
+        return value
+    return positive("queue_cap", value, integer=True)
+
+
+def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float = 2.0, cv: float = 0.5,
+                queue_cap: Any = "auto") -> Scenario:
+    """Table 1 machines x Table 2 classes (lotes.md §3.2 inputs; the G-proxy of §4.3), time in hours.
+
+    Args:
+        machine_scale: fraction of each configuration's machines (1.0 = the 12,583 of Table 1;
+            at least one machine per configuration).
+        load: arrival rate as a fraction of lambda*_2 of the scaled instance.
+        horizon: hours.
+        cv: coefficient of variation of the per-job demands around the class means (0: exact).
+        queue_cap: waiting jobs beyond which a run stops as unstable (``auto``: 20 x machines; ``None``: never).
+    """
+    scale = positive("machine_scale", machine_scale)
+    load = positive("load", load)
+    horizon = positive("horizon", horizon)
+    cv = positive("cv", cv, allow_zero=True)
+    counts = np.maximum(1, np.round(TABLE1[:, 0] * scale)).astype(np.int64)
+    alpha = TABLE2[:, 3] / TABLE2[:, 3].sum()
+    r = TABLE2[:, 1:3].copy()
+    mean_work = TABLE2[:, 0].copy()
+    mu = np.tile(1.0 / mean_work, (TABLE1.shape[0], 1))
+    return _build("lotes-table", TABLE1[:, 1:], counts, alpha, r, mu, mean_work, load, horizon, cv,
+                  _queue_cap(queue_cap),
+                  "LoTES Tables 1-2: 10 machine configurations, 4 Google job classes, Poisson at load x lambda*",
+                  {"machine_scale": scale})
+
+
+def _generated(name: str, phi: float, omega: float, instance: Any, machines_per_config: Any, load: float,
+               horizon: float, literal_mu: bool, queue_cap: Any, description: str, cv: float = 0.5) -> Scenario:
+    phi = positive("phi", phi, allow_zero=True)
+    if phi > BASE_REQ:
+        raise ScenarioError("params.phi", f"must be <= {BASE_REQ} (r_kl = 0.025 + U[-phi, phi] must stay >= 0), "
+                                          f"got {phi}")
+    omega = positive("omega", omega, allow_zero=True)
+    if omega >= 1:
+        raise ScenarioError("params.omega", f"must be < 1 (omega_jk ~ U[1 - Omega, 1 + Omega] > 0), got {omega}")
+    inst = positive("instance", instance, integer=True, allow_zero=True)
+    n = positive("machines_per_config", machines_per_config, integer=True)
+    load = positive("load", load)
+    horizon = positive("horizon", horizon)
+    d = generated_instance(phi, inst, omega=omega, literal_mu=bool(literal_mu))
+    K = d["r"].shape[0]
+    counts = np.full(TABLE1.shape[0], n, dtype=np.int64)
+    alpha = np.full(K, 1.0 / K)
+    cv = positive("cv", cv, allow_zero=True)
+    return _build(name, TABLE1[:, 1:], counts, alpha, d["r"], d["mu"], np.ones(K), load, horizon, cv,
+                  _queue_cap(queue_cap), description,
+                  {"phi": phi, "omega": omega, "instance": inst, "machines_per_config": n,
+                   "literal_mu": bool(literal_mu), "u": d["u"].tolist()})
+
+
+def lotes_phi(phi: float = 0.009, instance: int = 0, machines_per_config: int = 100, load: float = 0.97,
+              horizon: float = 100.0, queue_cap: Any = "auto", cv: float = 0.5) -> Scenario:
+    """LoTES Experiment 2 (lotes.md §3.4): nine classes around 0.025 spread by ``phi``.
+
+    Args:
+        phi: Phi in [0, 0.025] (paper: 0 to 0.015 by 0.003).
+        instance: which random instance (paper: five per Phi).
+        machines_per_config: machines in each of the 10 Table-1 configurations (paper: 1000).
+        load: fraction of the instance's lambda*_2 (paper: 0.97).
+        horizon: hours (paper: 100).
+        queue_cap: as in ``lotes-table``.
+        cv: coefficient of variation of the per-job demands (paper: 0.5; 0 = every job its class profile,
+            an ablation).
+    """
+    return _generated("lotes-phi", phi, 0.0, instance, machines_per_config, load, horizon, False, queue_cap,
+                      "LoTES Exp. 2: 9 generated classes, spread Phi, 10 configurations, load x lambda*", cv)
+
+
+def lotes_omega(omega: float = 0.1, instance: int = 0, machines_per_config: int = 100, load: float = 0.9,
+                horizon: float = 100.0, phi: float = 0.006, literal_mu: bool = False,
+                queue_cap: Any = "auto", cv: float = 0.5) -> Scenario:
+    """LoTES Experiment 3 (lotes.md §3.5): machine-dependent rates ``mu_jk = omega_jk / u_k``.
+
+    Args:
+        omega: Omega in [0, 1) (omega_jk ~ U[1 - Omega, 1 + Omega]).
+        instance: which random instance (its r_kl and u_k are those of ``lotes-phi`` at ``phi``).
+        machines_per_config: machines per configuration (paper: 1000).
+        load: fraction of the instance's lambda*_2 (paper: 0.90 and 0.95).
+        horizon: hours (paper: 100).
+        phi: the requirement spread (paper prints 0.06; 0.006 per lotes.md §5 A9).
+        literal_mu: ``True`` uses the printed ``mu_jk = u_k omega_jk`` (§5 A10).
+        queue_cap: as in ``lotes-table``.
+        cv: as in ``lotes-phi``.
+    """
+    return _generated("lotes-omega", phi, omega, instance, machines_per_config, load, horizon, literal_mu,
+                      queue_cap, "LoTES Exp. 3: machine-dependent rates, spread Omega, load x lambda*", cv)

@@ -1,0 +1,101 @@
+"""RMS paper presets (Psychas & Ghaderi, "Randomized algorithms for scheduling multi-resource jobs in
+the cloud", IEEE/ACM ToN 2018): the synthetic EC2 setting of §VII-A and the Best-Fit trap of §III.
+
+The paper's Google-trace setting (§VII-B) is :func:`clustergym.scenarios.presets.traces.rms_google`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clustergym.core.simulator import EpochConfig
+from clustergym.errors import ScenarioError
+from clustergym.scenarios.spec import Scenario
+from clustergym.theory.capacity import boundary_point
+from clustergym.validation import positive
+from clustergym.workloads import (
+    Deterministic,
+    DiscreteDemand,
+    Exponential,
+    Geometric,
+    PoissonTypedSource,
+    SlottedSource,
+    UniformDemand,
+)
+
+__all__ = ["EC2_TYPES", "EC2_NAMES", "EC2_SERVER", "ec2", "bf_trap"]
+
+#: RMS Table I (rms.md §4.1), resources (cpu units, memory GB, disk GB):
+#: Standard Extra Large, High-Memory Extra Large, High-CPU Extra Large.
+EC2_TYPES = np.array([[8.0, 15.0, 1690.0], [6.5, 17.1, 420.0], [20.0, 7.0, 1690.0]])
+EC2_NAMES = ("standard-xl", "high-memory-xl", "high-cpu-xl")
+#: "90 GB memory, 90 CPU Units and 5000 GB storage"
+EC2_SERVER = np.array([90.0, 90.0, 5000.0])
+
+def queueing_params(queueing: Any, routing: Any) -> tuple[str, str]:
+    """Validate the ``queueing``/``routing`` parameters of the RMS presets."""
+    if queueing not in ("central", "local"):
+        raise ScenarioError("params.queueing", f"expected 'central' or 'local', got {queueing!r}")
+    if routing not in ("jsq", "power-of-two"):
+        raise ScenarioError("params.routing", f"expected 'jsq' or 'power-of-two', got {routing!r}")
+    return str(queueing), str(routing)
+
+
+def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
+        queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
+    """RMS synthetic setup (rms.md §4.1): three EC2 VM types on identical servers
+    (90 CPU units, 90 GB, 5000 GB); Poisson arrivals lambda = zeta * V with V the sum
+    over servers of the average maximal configuration ((2/3, 11/3, 2/3) per server),
+    exponential service of mean 1; objective: mean queue length.
+
+    Args:
+        zeta: traffic intensity in (0, 1) (the fraction of the capacity boundary).
+        num_servers: L.
+        horizon: simulated time units (1 unit = 1 mean service time).
+        queue_cap: waiting jobs beyond which the run stops as unstable.
+        queueing: ``central`` (one queue per type, the paper's RMS) or ``local``
+            (per-server queues, RMS+JSQ of rms.md §2.4: ``--set queueing=local``).
+        routing: with local queues, ``jsq`` (Algorithm 2) or ``power-of-two``
+            (Remark 4); ignored with central queues.
+    """
+    zeta = positive("zeta", zeta)
+    queueing, routing = queueing_params(queueing, routing)
+    L = positive("num_servers", num_servers, integer=True)
+    cap = np.tile(EC2_SERVER, (L, 1))
+    rates = zeta * boundary_point(EC2_TYPES, cap)
+    source = PoissonTypedSource(rates, EC2_TYPES, Exponential(1.0), names=EC2_NAMES)
+    return Scenario(
+        name="ec2", capacity=cap, source=source, resources=("cpu", "memory", "disk"),
+        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap,
+        queueing=queueing, routing=routing,
+        description="RMS Table I: 3 EC2 VM types, L servers, intensity zeta of the capacity boundary",
+        params={"zeta": zeta, "num_servers": L, "horizon": horizon, "rates": rates.tolist(),
+                "queueing": queueing, "routing": routing},
+    )
+
+
+def bf_trap(num_servers: int = 10, rate1: float = 20.8, rate2: float = 10.4, horizon: float = 2000.0,
+            queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
+    """The Best-Fit trap of RMS Fig. 1b (rms.md §4.2, §5.5): 10 servers of capacity 10,
+    job sizes 2 and 5, Poisson rates (20.8, 10.4), exponential service of mean 1.
+    The load is 0.936 of capacity, yet work-conserving Best-Fit that refills with the
+    largest fitting job freezes every server in configuration (2, 1) and the queue grows.
+    ``queueing``/``routing`` as in ``ec2`` (``local`` queues for RMS+JSQ).
+    """
+    L = positive("num_servers", num_servers, integer=True)
+    queueing, routing = queueing_params(queueing, routing)
+    sizes = np.array([[2.0], [5.0]])
+    rates = np.array([positive("rate1", rate1), positive("rate2", rate2)])
+    source = PoissonTypedSource(rates, sizes, Exponential(1.0), names=("size-2", "size-5"))
+    return Scenario(
+        name="bf-trap", capacity=np.full((L, 1), 10.0), source=source, resources=("units",),
+        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap,
+        queueing=queueing, routing=routing,
+        description="RMS Fig. 1b: sizes 2 and 5 on capacity-10 servers, where Best-Fit is unstable",
+        params={"num_servers": L, "rate1": rates[0], "rate2": rates[1], "horizon": horizon,
+                "queueing": queueing, "routing": routing},
+    )
+
+

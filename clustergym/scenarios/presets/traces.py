@@ -1,0 +1,361 @@
+"""Trace-driven presets: the papers' trace setups (each a function of documented keyword parameters).
+
+``scenario.params["trace_report"]`` holds the loader's filter report and ``scenario.params["preprocessing"]``
+the steps.  The trace files are read when a preset is built (not when this module is imported);
+without them, building raises :class:`~clustergym.traces.paths.TraceNotFoundError` naming the directory.
+
+* :func:`rms_google` -- the RMS paper's Google trace setup (Psychas & Ghaderi 2018, §VII-B):
+  non-production, completed-without-interruption tasks; size = max of CPU and memory rounded up to
+  1/2^p (p <= 9), 10 types; 1000 unit servers.
+* :func:`bfjs_google` -- the BF-J/S paper's trace setup: completed-without-interruption tasks, demand
+  max(cpu, mem) clamped at 1e-3, 100 ms slots; 1000 unit servers.
+* :func:`lotes_google` -- LoTES §5.3: every SUBMIT-SCHEDULE attempt (initial batch at t=0), CPU and
+  memory; the 10 machine configurations of machine_events; 4 k-means classes.
+* :func:`autoscale_google` -- the auto-scaling paper's trace experiment: a loss system; tasks completed
+  in the window, size rounded up to 1/2^p, reward = size x 1/3/9 by priority band; types = (band, size).
+* :func:`alibaba_gpu` -- Alibaba GPU v2023: pods with CPU, memory and GPU on the 1,523 heterogeneous
+  nodes of the trace (GPU as a third resource).
+* :func:`google_bf_replay` -- completed Google tasks on 420 unit servers: the performance benchmark's
+  Best-Fit replay.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clustergym.core.simulator import EpochConfig
+from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.traces import transforms as T
+from clustergym.traces.alibaba import (
+    load_alibaba_gpu_v2023,
+    load_alibaba_gpu_v2023_nodes,
+    load_alibaba_gpu_v2025,
+    load_alibaba_v2017,
+    load_cloudsimpy_jobs,
+)
+from clustergym.traces.azure import load_azure_v1
+from clustergym.traces.google import (
+    GoogleTaskEvents,
+    google_tasks,
+    load_google_machines,
+    machine_configurations,
+    read_task_events,
+    task_event_files,
+)
+from clustergym.traces.paths import trace_path
+from clustergym.traces.table import TraceTable
+from clustergym.workloads.replay import ReplaySource
+
+PathLike = str | os.PathLike[str]
+from clustergym.scenarios.spec import Scenario
+from clustergym.traces.cache import cached, file_stamp, google_table
+from clustergym.traces.transforms import pow_half_names
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def _pos(name: str, value: Any, *, integer: bool = False, allow_none: bool = False, allow_inf: bool = False) -> Any:
+    if value is None and allow_none:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"params.{name}", f"expected a number, got {value!r}") from None
+    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
+        raise ScenarioError(f"params.{name}", f"must be > 0{'' if allow_inf else ' and finite'}, got {value!r}")
+    if integer:
+        if v != int(v):
+            raise ScenarioError(f"params.{name}", f"expected a whole number, got {value!r}")
+        return int(v)
+    return v
+
+
+def _scaled_counts(counts: np.ndarray, scale: float) -> np.ndarray:
+    """Scale machine counts, keeping at least one machine of every configuration."""
+    return np.maximum(1, np.rint(counts * scale)).astype(np.int64)
+
+
+def _params(scope: dict[str, Any], table: TraceTable, steps: list[str], **extra: Any) -> dict[str, Any]:
+    p = {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in scope.items()}
+    p.update(extra)
+    p["jobs"] = len(table)
+    p["preprocessing"] = list(table.report.steps) + steps
+    p["trace_report"] = table.report.to_dict()
+    return p
+
+
+# ---------------------------------------------------------------------------------------------- presets
+
+def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None, p_max: int = 9,
+               horizon: float = math.inf, queue_cap: int | None = None, trace_dir: str | None = None) -> Scenario:
+    """RMS on the Google trace (rms.md §4.8, Figs. 7-8), 1-D power-of-1/2 sizes on unit servers.
+
+    Preprocessing: Google task_events, lifecycle ``strict`` (exactly one SCHEDULE, ends with its
+    only FINISH, no EVICT/FAIL/KILL/LOST, SUBMIT > 0), priorities 0-8 (non-production);
+    arrival = SUBMIT in seconds from the first, times 1/traffic_scaling; duration = FINISH -
+    SCHEDULE (not scaled); type p = min(p(cpu), p(mem)) with p(x) = min(p_max, floor(log2(1/x))),
+    size 2^-p (the max of the rounded-up CPU and memory).  Dummy jobs of type p live
+    Exp(mean = the empirical mean duration of type p).  Objective: mean queue length.
+
+    Args:
+        num_servers: L unit servers (the paper: 1000).
+        traffic_scaling: 1/alpha; arrival times are divided by it (1.25 = 25% more traffic).
+        first_n: the first N kept arrivals (the paper: 10^6; the 19.7 h shared slice has 288,424).
+        p_max: the largest exponent (10 types for 9).
+        horizon: simulated seconds (``inf``: until every task has finished).
+        queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
+    """
+    scope = dict(locals())
+    L = _pos("num_servers", num_servers, integer=True)
+    s = _pos("traffic_scaling", traffic_scaling)
+    p_max = int(p_max)
+    if not 0 <= p_max <= 30:
+        raise ScenarioError("params.p_max", f"expected 0..30, got {p_max}")
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="strict", priorities="non-production", first_n=first_n)
+    jobs = table.jobs
+    p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
+    source = ReplaySource(T.scale_arrivals(jobs["arrival"].to_numpy(), s), np.ldexp(1.0, -p), jobs["duration"].to_numpy(),
+                          type=p, type_demand=T.pow_half_type_demand(p_max), names=pow_half_names(p_max),
+                          source=table.source, columns={"time": "arrival", "work": "duration", "type": "type",
+                                                        "demand": ["size"]})
+    steps = [f"type p = min(p(cpu), p(mem)), p(x) = min({p_max}, floor(log2(1/x))); size = 2^-p",
+             f"arrivals divided by traffic_scaling = {s:g}"]
+    return Scenario(
+        name="rms-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        description="RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
+        params=_params(scope, table, steps, jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
+                       mean_duration_per_type=source.types.mean_work.tolist()),
+    )
+
+
+def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon: float = math.inf,
+                     queue_cap: int | None = None, trace_dir: str | None = None) -> Scenario:
+    """The performance benchmark's replay (issue #10): completed Google tasks, CPU and memory, unit servers.
+
+    Preprocessing: Google task_events, lifecycle ``finished`` (first SUBMIT inside the slice,
+    the last non-UPDATE event a FINISH; interruptions and resubmissions allowed), all
+    priorities; arrival = first SUBMIT in seconds from the first kept one; duration = FINISH -
+    last SCHEDULE (seconds); demand = (CPU request, memory request), normalised to the largest
+    machine.  ``num_servers`` identical servers of capacity (1, 1), one central FIFO queue.
+    Run it with ``best-fit --set agent.scan=64`` (Best-Fit over the first 64 queued jobs at every
+    arrival and completion); ``benchmarks/simpy_bestfit.py`` is the same run written with SimPy.
+
+    Args:
+        num_servers: L servers of capacity (1, 1) (the benchmark: 420).
+        first_n: the first N kept arrivals (``None``: all 310,705 of the shared 19.7 h slice).
+        horizon: simulated seconds (``inf``: until every task has finished).
+        queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
+    """
+    scope = dict(locals())
+    L = _pos("num_servers", num_servers, integer=True)
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="finished", first_n=first_n)
+    jobs = table.jobs
+    demand = np.column_stack([jobs["cpu"].to_numpy(dtype=float), jobs["memory"].to_numpy(dtype=float)])
+    source = ReplaySource(jobs["arrival"].to_numpy(), demand, jobs["duration"].to_numpy(), source=table.source,
+                          columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory"]})
+    return Scenario(
+        name="google-bf-replay", capacity=np.ones((L, 2)), source=source, resources=("cpu", "memory"),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        description="Google 2011 completed tasks (CPU, memory) on L servers of capacity (1, 1): the benchmark replay",
+        params=_params(scope, table, ["demand = (cpu, memory) requests; capacity (1, 1) per server"]),
+    )
+
+
+_SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
+
+
+def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None,
+                min_demand: float = 1e-3, slot: float = 0.1, horizon: float = math.inf, queue_cap: int | None = None,
+                trace_dir: str | None = None) -> Scenario:
+    """BF-J/S, VQS on the Google trace (bfjs-vqs.md §3.4, Fig. 5), in slotted time.
+
+    Preprocessing: lifecycle ``strict`` (all priorities, SUBMIT > 0); demand = max(cpu, mem),
+    raised to ``min_demand`` when smaller (counted); time unit = one slot of ``slot`` seconds:
+    arrival slot = floor((SUBMIT - first) / traffic_scaling / slot), duration = max(1,
+    ceil(duration / slot)) slots (not scaled).  Decision epochs: one tick per slot, after the
+    slot's departures and arrivals.  Objective: mean queue length (per slot).
+
+    Args:
+        num_servers: L unit servers (the paper: 1000).
+        traffic_scaling: 1/beta (the paper: 1 to 1.6).
+        first_n: the first N kept arrivals (the paper: ~10^6 over ~1.5 days).
+        min_demand: the clamp of tiny demands.
+        slot: seconds per slot (the paper: 100 ms).
+        horizon: simulated slots (``inf``: until every task has finished).
+    """
+    scope = dict(locals())
+    L = _pos("num_servers", num_servers, integer=True)
+    s = _pos("traffic_scaling", traffic_scaling)
+    slot = _pos("slot", slot)
+    md = _pos("min_demand", min_demand)
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="strict", first_n=first_n)
+    jobs = table.jobs
+    demand, clamped = T.clamp_min(T.max_demand(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy()), md)
+    arr = np.floor(T.scale_arrivals(jobs["arrival"].to_numpy(), s) / slot)
+    dur = np.maximum(1.0, np.ceil(jobs["duration"].to_numpy() / slot - 1e-9))
+    source = ReplaySource(arr, demand, dur, source=table.source,
+                          columns={"time": "arrival slot", "work": "duration slots", "demand": ["max(cpu, memory)"]})
+    steps = ["demand = max(cpu, memory)", f"demand raised to min_demand = {md:g} for {clamped} tasks",
+             f"time in slots of {slot:g} s; arrival slot = floor(arrival / {s:g} / slot), duration = max(1, ceil(d / slot))"]
+    return Scenario(
+        name="bfjs-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        epochs=_SLOT_EPOCHS,
+        description="BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
+        params=_params(scope, table, steps, clamped=clamped),
+    )
+
+
+def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0, first_n: int | None = None,
+                 decimals: int = 2, seed: int = 0, horizon: float = math.inf, queue_cap: int | None = None,
+                 trace_dir: str | None = None) -> Scenario:
+    """LoTES on the Google trace (lotes.md §3.2), 2 resources on 10 heterogeneous machine configurations.
+
+    Machines: every machine of machine_events with its last known (CPU, memory) capacity, rounded
+    to ``decimals`` (2 reproduces Table 1 exactly: 6732, 3863, 1001, 795, 126, 52, 5, 5, 3, 1),
+    counts times ``machine_scale`` (at least one per configuration), configurations in Table-1
+    order (most machines first).  Jobs: lifecycle ``attempts`` -- one job per SUBMIT followed by
+    a SCHEDULE, tasks present at the trace start arrive at t=0 (the initial batch), duration =
+    SCHEDULE -> next FINISH/EVICT/FAIL/KILL/LOST, truncated at the end of the slice.  Classes:
+    k-means (k-means++, ``seed``) on (CPU, memory) of the jobs arriving in the first
+    ``fit_hours`` hours (the 19.7 h shared slice is shorter than a day: all of it), every job
+    assigned to its nearest centroid; the class is the job's type.  Jobs larger than every
+    machine are rejected at arrival and counted.  Objective: jobs waiting (mean wait by Little's law).
+
+    Args:
+        machine_scale: fraction of each configuration's machines (1.0 = the 12,583 of Table 1).
+        k: job classes.
+        fit_hours: the clustering window from the first arrival.
+        first_n: the first N attempts by arrival.
+        decimals: rounding of machine capacities (``None`` keeps the raw values).
+        seed: k-means seed.
+    """
+    scope = dict(locals())
+    scale = _pos("machine_scale", machine_scale)
+    k = _pos("k", k, integer=True)
+    fit_h = _pos("fit_hours", fit_hours)
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
+    machines, mrep = cached(("google-machines", file_stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
+    conf = machine_configurations(machines, decimals=None if decimals is None else int(decimals))
+    counts = _scaled_counts(conf["count"].to_numpy(), scale)
+    cap = np.repeat(conf[["cpu", "memory"]].to_numpy(), counts, axis=0)
+    table = google_table(trace_dir, lifecycle="attempts", first_n=first_n)
+    jobs = table.jobs
+    X = jobs[["cpu", "memory"]].to_numpy()
+    fit = jobs["arrival"].to_numpy() < fit_h * 3600.0
+    labels, centroids = cached(("kmeans", file_stamp(task_event_files(trace_dir)), first_n, k, fit_h, int(seed)),
+                                lambda: T.kmeans_classes(X, k, fit_mask=fit, seed=int(seed)))
+    classes = T.class_table(labels, jobs["duration"].to_numpy(), {"cpu": X[:, 0], "memory": X[:, 1]}, k)
+    source = ReplaySource(jobs["arrival"].to_numpy(), X, jobs["duration"].to_numpy(), type=labels,
+                          names=tuple(f"class{j + 1}" for j in range(k)), source=table.source,
+                          columns={"time": "arrival", "work": "duration", "type": "class", "demand": ["cpu", "memory"]})
+    steps = [f"machines: {len(cap)} in {len(conf)} configurations (scale {scale:g}) from machine_events",
+             f"k-means k={k} on (cpu, memory) of the {int(fit.sum())} jobs of the first {fit_h:g} h; all jobs "
+             "assigned to the nearest centroid"]
+    return Scenario(
+        name="lotes-google", capacity=cap, source=source, resources=("cpu", "memory"),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        description="LoTES Google trace: every attempt, 10 machine configurations (Table 1), k-means classes",
+        params=_params(scope, table, steps, machine_configurations=[
+            {"cpu": float(c), "memory": float(m), "count": int(n)}
+            for c, m, n in zip(conf["cpu"], conf["memory"], counts)],
+            machines_report=mrep.to_dict(), centroids=centroids.tolist(),
+            classes=classes.to_dict("records")),
+    )
+
+
+def autoscale_google(num_servers: int = 1000, first_n: int | None = None, p_max: int = 9,
+                     traffic_scaling: float = 1.0, horizon: float = math.inf, trace_dir: str | None = None) -> Scenario:
+    """Auto-scaling on the Google trace (autoscale.md §3.6, §5 item 19): admit or reject, with rewards.
+
+    Preprocessing: lifecycle ``finished`` (first SUBMIT > 0, ends with FINISH; interruptions
+    allowed), duration = FINISH - last SCHEDULE; size = max(cpu, mem) rounded up to 1/2^p
+    (p <= p_max); priority band 0 = trace {0, 1}, 1 = {2..8}, 2 = {9, 10, 11} (the spec's guess);
+    reward rate = size x (1, 3, 9)[band]; type = band x (p_max + 1) + p (tasks have the same type
+    iff band and size agree).  Servers: L of size 1.  Queueing: loss; objective: reward.
+    """
+    scope = dict(locals())
+    L = _pos("num_servers", num_servers, integer=True)
+    s = _pos("traffic_scaling", traffic_scaling)
+    p_max = int(p_max)
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="finished", first_n=first_n)
+    jobs = table.jobs
+    p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
+    band = T.map_priority(jobs["priority"].to_numpy(), "autoscale-band").astype(np.int64)
+    size = np.ldexp(1.0, -p)
+    reward = size * T.map_priority(jobs["priority"].to_numpy(), "autoscale-factor")
+    J = 3 * (p_max + 1)
+    typ = band * (p_max + 1) + p
+    td = np.tile(T.pow_half_type_demand(p_max), (3, 1))
+    names = tuple(f"b{b}:{n}" for b in range(3) for n in pow_half_names(p_max))
+    source = ReplaySource(T.scale_arrivals(jobs["arrival"].to_numpy(), s), size, jobs["duration"].to_numpy(), type=typ,
+                          reward_rate=reward, type_demand=td, names=names, source=table.source)
+    steps = ["size = max(cpu, mem) rounded up to 1/2^p", "band: {0,1} -> 0, {2..8} -> 1, {9,10,11} -> 2",
+             "reward rate = size x (1, 3, 9)[band]", f"type = band x {p_max + 1} + p ({J} types)",
+             f"arrivals divided by traffic_scaling = {s:g}"]
+    return Scenario(
+        name="autoscale-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="reward", queueing="loss",
+        description="Auto-scaling Google trace: admit/reject tasks, reward = size x 1/3/9 by priority band",
+        params=_params(scope, table, steps, jobs_per_band=np.bincount(band, minlength=3).tolist()),
+    )
+
+
+def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.0, first_n: int | None = None,
+                traffic_scaling: float = 1.0, horizon: float = math.inf, queue_cap: int | None = None,
+                trace_dir: str | None = None) -> Scenario:
+    """Alibaba GPU v2023: pods with (CPU, memory, GPU) demands on the trace's 1,523 heterogeneous nodes.
+
+    Preprocessing: pods in phase Running/Succeeded/Failed (Pending pods never ran); demands
+    cpu_milli/1000 vCPU, memory_mib/1024 GiB, num_gpu x gpu_milli/1000 GPUs; arrival = creation,
+    duration = deletion - scheduled_time; pods created before ``clip_before`` (1 % long-running
+    pods, before the 10.01 M s main window) arrive at it with their remaining lifetime, those
+    deleted by then are dropped; arrivals from the first kept one, divided by traffic_scaling.
+    Nodes: (cpu, memory GiB, GPU count) of ``openb_node_list_all_node.csv``; with
+    ``node_scale < 1`` every distinct node shape keeps that fraction (at least one).  A node's
+    GPUs are pooled into one resource: a 0.46-GPU pod needs 0.46 of the node's GPU total (the
+    per-GPU packing of GPU sharing is not modelled).  Objective: mean queue length.
+    """
+    scope = dict(locals())
+    scale = _pos("node_scale", node_scale)
+    s = _pos("traffic_scaling", traffic_scaling)
+    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    ppath = trace_path("alibaba-gpu-v2023", "openb_pod_list_default.csv", trace_dir=trace_dir)
+    npath = trace_path("alibaba-gpu-v2023", "openb_node_list_all_node.csv", trace_dir=trace_dir)
+    table = cached(("v2023", file_stamp([ppath]), clip_before, first_n),
+                    lambda: load_alibaba_gpu_v2023(path=ppath, clip_before=clip_before, first_n=first_n))
+    nodes, nrep = load_alibaba_gpu_v2023_nodes(path=npath)
+    shapes = nodes.groupby(["cpu", "memory", "gpu"], sort=False).size().rename("count").reset_index()
+    shapes = shapes.sort_values(["count", "gpu", "cpu", "memory"], ascending=False, kind="stable")
+    counts = _scaled_counts(shapes["count"].to_numpy(), scale) if scale != 1.0 else shapes["count"].to_numpy()
+    cap = np.repeat(shapes[["cpu", "memory", "gpu"]].to_numpy(), counts, axis=0)
+    jobs = table.jobs
+    source = ReplaySource(T.scale_arrivals(jobs["arrival"].to_numpy(), s), jobs[["cpu", "memory", "gpu"]].to_numpy(),
+                          jobs["duration"].to_numpy(), source=table.source,
+                          columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory", "gpu"]})
+    steps = [f"nodes: {len(cap)} of {len(nodes)} ({len(shapes)} shapes, scale {scale:g}); GPUs pooled per node",
+             f"arrivals divided by traffic_scaling = {s:g}"]
+    return Scenario(
+        name="alibaba-gpu", capacity=cap, source=source, resources=("cpu", "memory", "gpu"),
+        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        description="Alibaba GPU v2023: pods with CPU, memory and GPU on 1,523 heterogeneous nodes",
+        params=_params(scope, table, steps, nodes_report=nrep.to_dict(), node_shapes=len(shapes)),
+    )
+
+
+#: name -> (builder, one-line description); registered into clustergym.scenarios.registry.PRESETS by the owner

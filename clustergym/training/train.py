@@ -1,0 +1,316 @@
+"""Train an SB3 agent on a clustergym scenario (``clustergym train``), CleanRL-style: read top to bottom.
+
+    clustergym train bf-trap --algo maskable-ppo --policy equivariant --timesteps 200000 \\
+        --envs 2 --eval-agents best-fit,mwr --eval-every 20000 --set horizon=100 --out runs/bf-trap
+
+Writes to ``OUT``:
+
+* ``model.zip`` + ``model.json`` + ``vecnormalize.pkl``: the final model, loadable by
+  path wherever an agent name is accepted (``clustergym run X --agent OUT/model.zip``);
+* ``checkpoints/``: periodic checkpoints (``--resume`` takes one of them);
+* ``tb/``: TensorBoard logs (``tensorboard --logdir OUT/tb``);
+* ``eval.csv``: the periodic evaluation of the policy and the chosen baselines on
+  the same seeds (common random numbers), one row per (step, agent, seed).
+
+Rewards are the integral of the scenario's cost (or reward) rate between
+decision epochs (:mod:`clustergym.envs.reward`), so the return is the paper
+metric times the episode length; VecNormalize rescales them for learning
+(``normalize_reward``).  The ``mlp`` policy also gets normalised observations;
+the equivariant policy does its own scaling (``log1p`` of counts).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from clustergym.agent_api import AgentRequirements
+from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, _algos, _vecnormalize_path
+from clustergym.errors import ScenarioError
+
+__all__ = ["train", "make_train_env", "split_params", "POLICIES"]
+
+#: policy kinds accepted by ``--policy``
+POLICIES = ("mlp", "equivariant")
+#: ``--set`` keys that are environment arguments rather than scenario parameters
+ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "reward_timing", "invalid_penalty")
+
+
+def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``--set`` pairs -> (scenario parameters, env kwargs, algorithm kwargs (``algo.<name>``),
+    equivariant-policy kwargs (``policy.<name>``: ``work_conserving``, ``wait_bias``))."""
+    scenario, env, algo, pol = {}, {}, {}, {}
+    for key, value in params.items():
+        if key.startswith("algo."):
+            algo[key[len("algo."):]] = value
+        elif key.startswith("policy."):
+            pol[key[len("policy."):]] = value
+        elif key in ENV_KEYS:
+            env[key] = value
+        else:
+            scenario[key] = value
+    return scenario, env, algo, pol
+
+
+def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str,
+                   seed: int | None = None) -> Any:
+    """One training env: the scenario with the epochs a trained agent is evaluated with, wrapped in
+    ``FlattenObservation`` for the ``mlp`` policy and in SB3's ``Monitor`` (episode stats)."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from gymnasium.wrappers import FlattenObservation
+
+    from clustergym.envs import make_env
+
+    env = make_env(scenario, epochs=AgentRequirements().epochs, skip_trivial=True,
+                            **env_kwargs, **scenario_params)
+    if policy == "mlp":
+        env = FlattenObservation(env)
+    env = Monitor(env)
+    if seed is not None:
+        env.reset(seed=seed)
+    return env
+
+
+def _check_args(algo: str, policy: str, action_mode: str, n_envs: int, timesteps: int) -> None:
+    if algo not in ALGOS:
+        raise ScenarioError("algo", f"unknown algorithm {algo!r}; expected one of {list(ALGOS)}")
+    if policy not in POLICIES:
+        raise ScenarioError("policy", f"unknown policy {policy!r}; expected one of {list(POLICIES)}")
+    if action_mode == "command":
+        raise ScenarioError("action_mode", "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
+                                           f"agents; train {algo} with action_mode head, slot or admit")
+    if algo == "dqn" and policy != "mlp":
+        raise ScenarioError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
+    if n_envs < 1:
+        raise ScenarioError("envs", f"must be >= 1, got {n_envs}")
+    if timesteps < 1:
+        raise ScenarioError("timesteps", f"must be >= 1, got {timesteps}")
+
+
+def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
+                 policy_params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    from clustergym.agents.policies import EquivariantMaskablePolicy, EquivariantPolicy
+
+    if policy == "mlp":
+        return "MlpPolicy", {}
+    cls = EquivariantMaskablePolicy if algo == "maskable-ppo" else EquivariantPolicy
+    # new models leave out the elapsed-time feature (training episodes are shorter than evaluation ones);
+    # the policy class defaults to use_time=True so that models saved before this option still load
+    return cls, {"action_mode": action_mode, "hidden": hidden, "use_time": False, **policy_params}
+
+
+def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], eval_every: int,
+                   eval_seeds: Sequence[int], eval_horizon: float | None, verbose: bool) -> Any:
+    """Every ``eval_every`` steps: the current policy and the baselines on the same seeds -> eval.csv + TB."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from clustergym.core.objectives import objective_metric
+    from clustergym.runner import run_episode
+    from clustergym.scenarios import resolve_scenario
+
+    sc = resolve_scenario(meta["scenario"], **meta["scenario_params"])
+    metric = objective_metric(sc.objective)
+    csv = out / "eval.csv"
+
+    class PeriodicEval(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.last = -math.inf
+            self.baselines: list[dict[str, Any]] = []
+
+        def _evaluate(self) -> None:
+            vn = self.model.get_vec_normalize_env()
+            agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None,
+                               name="learned")
+            if not self.baselines:  # baselines do not change: run them once
+                self.baselines = [run_episode(sc, a, seed=s, horizon=eval_horizon, agent_name=a)
+                                  for a in eval_agents for s in eval_seeds]
+            rows = [run_episode(sc, agent, seed=s, horizon=eval_horizon, agent_name="learned") for s in eval_seeds]
+            agent.policy.set_training_mode(False)
+            self.model.policy.set_training_mode(False)
+            df = pd.DataFrame(rows + self.baselines)[["agent", "seed", metric, "unstable"]]
+            df.insert(0, "step", self.num_timesteps)
+            df.to_csv(csv, mode="a", header=not csv.exists(), index=False)
+            means = df.groupby("agent", sort=False)[metric].mean()
+            for name, value in means.items():
+                self.logger.record(f"eval/{metric}/{name}", float(value))
+            if verbose:
+                print(f"[eval @ {self.num_timesteps}] {metric}: " +
+                      ", ".join(f"{k}={v:.4g}" for k, v in means.items()), flush=True)
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps - self.last >= eval_every:
+                self.last = self.num_timesteps
+                self._evaluate()
+            return True
+
+        def _on_training_end(self) -> None:
+            self._evaluate()
+
+    return PeriodicEval()
+
+
+def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000, n_envs: int | None = None,
+          policy: str = "equivariant", seed: int = 0, out: str | Path = "runs/train",
+          eval_agents: Sequence[str] = (), eval_every: int = 0, eval_seeds: Sequence[int] = range(3),
+          eval_horizon: float | None = None, resume: str | Path | None = None,
+          checkpoint_every: int | None = None, normalize_reward: bool = True, hidden: int = 64,
+          progress_bar: bool = False, torch_threads: int = 1, verbose: bool = True,
+          warm_start: str | None = None, warm_start_steps: int = 20_000, warm_start_epochs: int = 10,
+          algo_kwargs: dict[str, Any] | None = None, **params: Any) -> Path:
+    """Train ``algo`` with ``policy`` on ``scenario`` and save ``OUT/model.zip``; return its path.
+
+    Args:
+        scenario: preset name or scenario file.
+        algo: ``ppo``, ``maskable-ppo``, ``dqn`` or ``a2c``.
+        timesteps: total env steps (decision epochs x commands) to train for, counting the
+            steps of the checkpoint when resuming.
+        n_envs: parallel envs (``SubprocVecEnv`` above 1; default: the available cores).
+        policy: ``mlp`` (flattened observation) or ``equivariant``.
+        seed: seeds the model and the training envs (evaluation uses seeds ``eval_seeds``).
+        out: output folder.
+        eval_agents: baselines evaluated beside the policy every ``eval_every`` steps (0: only at the end).
+        eval_seeds, eval_horizon: the evaluation episodes (horizon in simulated time units).
+        resume: a checkpoint ``.zip`` (or ``model.zip``) of an earlier run to continue from.
+        checkpoint_every: steps between checkpoints (default: a tenth of ``timesteps``).
+        normalize_reward: VecNormalize's return-based reward scaling.
+        hidden: width of the equivariant policy's layers.
+        progress_bar: SB3's tqdm/rich progress bar.
+        torch_threads: torch CPU threads of the learner (the machine is shared).
+        warm_start: a registered rule-based agent to imitate before RL (behaviour cloning,
+            :mod:`clustergym.training.imitation`); equivariant policy, new runs only.
+        warm_start_steps, warm_start_epochs: the teacher's decisions recorded, and the passes
+            over them.
+        algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
+        **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
+            ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``
+            and ``policy.*`` (``policy.work_conserving=true``).
+    """
+    import torch as th
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+    from clustergym.scenarios import resolve_scenario
+
+    # ---- 1. arguments: scenario, env and algorithm settings
+    scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
+    algo_kwargs = {**(algo_kwargs or {}), **more_algo}
+    sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
+    env_kwargs.setdefault("action_mode", "admit" if sc.queueing == "loss" else "head")
+    env_kwargs.setdefault("queue_window", 8)
+    n_envs = n_envs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    _check_args(algo, policy, env_kwargs["action_mode"], n_envs, timesteps)
+    unknown = sorted(set(policy_params) - {"work_conserving", "wait_bias", "use_time"})
+    if unknown:
+        raise ScenarioError(f"policy.{unknown[0]}", "the equivariant policy takes policy.work_conserving, "
+                                                    "policy.wait_bias and policy.use_time")
+    if policy_params and policy != "equivariant":
+        raise ScenarioError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
+    if warm_start and (policy != "equivariant" or algo == "dqn"):
+        raise ScenarioError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
+                                          "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
+    if warm_start and resume:
+        raise ScenarioError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
+    if warm_start and warm_start_steps < 1:
+        raise ScenarioError("warm_start_steps", f"must be >= 1, got {warm_start_steps}")
+    if Path(scenario).suffix in (".yaml", ".yml", ".json"):
+        scenario = str(Path(scenario).resolve())
+    if eval_horizon is None:
+        eval_horizon = env_kwargs.get("horizon")  # evaluate on episodes as long as the training ones
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    th.set_num_threads(torch_threads)
+
+    # the metadata a loaded agent needs (model.json); horizon/reward_scale only shape training episodes
+    meta: dict[str, Any] = {
+        "algo": algo, "policy": policy, "scenario": scenario, "scenario_params": scenario_params,
+        "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window")},
+        "train_env_kwargs": env_kwargs, "seed": seed, "n_envs": n_envs, "normalize_reward": normalize_reward,
+        "normalize_obs": policy == "mlp", "hidden": hidden, "algo_kwargs": algo_kwargs,
+        "policy_kwargs": policy_params,
+    }
+    (out / META_NAME).write_text(json.dumps(meta, indent=2))
+
+    # ---- 2. vectorised envs (one process per env), with reward (and, for mlp, observation) normalisation
+    factories = [functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy)
+                 for _ in range(n_envs)]
+    venv = SubprocVecEnv(factories) if n_envs > 1 else DummyVecEnv(factories)
+    venv.seed(10_000 + 100 * seed)  # training episodes never reuse the evaluation seeds 0, 1, ...
+    vn_path = _vecnormalize_path(Path(resume)) if resume else None
+    if vn_path is not None:
+        venv = VecNormalize.load(str(vn_path), venv)
+        venv.training = True
+    else:
+        venv = VecNormalize(venv, norm_obs=policy == "mlp", norm_reward=normalize_reward,
+                            gamma=algo_kwargs.get("gamma", 0.99))
+
+    # ---- 3. the model: new, or resumed from a checkpoint
+    Algo = _algos()[algo]
+    if resume:
+        if not Path(resume).is_file():
+            raise ScenarioError("resume", f"{resume}: no such checkpoint")
+        model = Algo.load(str(resume), env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+    else:
+        policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
+        model = Algo(policy_cls, venv, seed=seed, device="cpu", tensorboard_log=str(out / "tb"),
+                     policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs)
+
+    # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
+    if warm_start:
+        from clustergym.training.imitation import clone, collect_demonstrations, return_scale
+
+        t_bc = time.perf_counter()
+        demo_env = make_train_env(scenario, scenario_params, env_kwargs, policy)
+        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed)
+        running, scale = return_scale(demos, model.gamma)
+        if normalize_reward:  # PPO's reward scaling starts from the statistics the critic was fitted with
+            venv.ret_rms.update(running)
+        else:
+            scale = 1.0
+        stats = clone(model.policy, demos, gamma=model.gamma, scale=scale, epochs=warm_start_epochs, seed=seed)
+        meta["warm_start"] = {"teacher": warm_start, "steps": warm_start_steps, "epochs": warm_start_epochs,
+                              **stats, "wall_seconds": time.perf_counter() - t_bc}
+        if verbose:
+            print(f"warm start: imitated {warm_start} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
+                  flush=True)
+
+    # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
+    every = checkpoint_every or max(timesteps // 10, 1)
+    callbacks = [CheckpointCallback(max(every // n_envs, 1), str(out / "checkpoints"), save_vecnormalize=True)]
+    if eval_agents or eval_every:
+        callbacks.append(_eval_callback(meta, out, list(eval_agents), eval_every or timesteps + 1,
+                                        list(eval_seeds), eval_horizon, verbose))
+
+    # ---- 5. learn, then save the model, the normalisation stats and the budget
+    t0 = time.perf_counter()
+    remaining = max(timesteps - model.num_timesteps, 0)
+    if remaining:
+        model.learn(remaining, callback=CallbackList(callbacks), progress_bar=progress_bar,
+                    reset_num_timesteps=not resume, tb_log_name=algo)
+    wall = time.perf_counter() - t0
+    model.save(out / "model.zip")
+    venv.save(str(out / VECNORM_NAME))
+    meta.update(timesteps=int(model.num_timesteps), wall_seconds_last_run=wall, resumed_from=str(resume or ""))
+    (out / META_NAME).write_text(json.dumps(meta, indent=2))
+    venv.close()
+    if verbose:
+        print(f"trained {algo}/{policy} on {sc.name} for {model.num_timesteps} steps in {wall:.0f} s -> "
+              f"{out / 'model.zip'}", flush=True)
+    return out / "model.zip"
+
+
+if __name__ == "__main__":
+    import typer
+
+    from clustergym.cli import train_cmd
+
+    typer.run(train_cmd)

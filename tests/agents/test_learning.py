@@ -1,0 +1,292 @@
+"""Learned agents (issue #9 part A): the equivariant policy's logit layout, equivariance and
+size transfer; training, saving, reloading and exact reproduction; the ``train`` CLI; bad input.
+
+Training budgets here are tiny (a few hundred to 2k steps): these tests check the
+plumbing and the invariants, not that learning helps (see the README's results).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch as th
+from typer.testing import CliRunner
+
+from clustergym.agent_api import make_agent
+from clustergym.agents import load_model_agent
+from clustergym.agents.policies import MASKED_LOGIT, EquivariantMaskablePolicy, EquivariantPolicy, transfer_policy
+from clustergym.training.train import train
+from clustergym.cli import app
+from clustergym.envs import make_env
+from clustergym.errors import ScenarioError
+from clustergym.runner import compare, run_episode
+from clustergym.scenarios import resolve_scenario
+
+runner = CliRunner()
+
+#: small instances of each action mode the equivariant policy speaks
+MODE_ENVS = {
+    "head": ("bf-trap", {"num_servers": 6}),
+    "slot": ("bf-trap", {"num_servers": 6}),
+    "admit": ("autoscale-4vm", {"num_servers": 5}),
+}
+
+
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
+
+
+def _env(mode: str, **kw):
+    scenario, params = MODE_ENVS[mode]
+    return make_env(scenario, action_mode=mode, queue_window=4, horizon=5.0, invalid_action="raise",
+                             **{**params, **kw})
+
+
+def _policy(env, mode: str, cls=EquivariantMaskablePolicy, seed: int = 0):
+    th.manual_seed(seed)
+    return cls(env.observation_space, env.action_space, lambda _: 3e-4, action_mode=mode, hidden=16)
+
+
+def _logits(policy, obs) -> np.ndarray:
+    """The network's raw logits (before the distribution's log-softmax)."""
+    t, _ = policy.obs_to_tensor(obs)
+    with th.no_grad():
+        return policy.mlp_extractor.forward_actor(policy.extract_features(t)).reshape(-1).numpy()
+
+
+def _busy_obs(env, steps: int = 40, seed: int = 0):
+    """An observation with a queue and partly loaded servers: place on the first fitting server,
+    but WAIT at every third step so that jobs pile up."""
+    obs, _ = env.reset(seed=seed)
+    for i in range(steps):
+        valid = np.flatnonzero(obs["action_mask"])
+        a = valid[-1] if i % 3 == 0 else valid[0]
+        obs, *_ = env.step(int(a))
+    return obs
+
+
+# ============================================================== logits line up with the action modes
+@pytest.mark.parametrize("mode", ["head", "slot", "admit"])
+def test_logits_match_action_space_and_mask_and_drive_valid_episodes(mode):
+    env = _env(mode)
+    policy = _policy(env, mode)
+    obs, _ = env.reset(seed=1)
+    steps = 0
+    seen_choice = False
+    while True:
+        z = _logits(policy, obs)
+        mask = obs["action_mask"].astype(bool)
+        assert z.shape == (env.action_space.n,)
+        assert np.all(z[~mask] == MASKED_LOGIT) and np.all(np.isfinite(z[mask])) and np.all(z[mask] > MASKED_LOGIT)
+        seen_choice |= mask[:-1].any()
+        action, _ = policy.predict(obs, deterministic=False, action_masks=mask)
+        obs, _, term, trunc, _ = env.step(int(action))  # invalid_action="raise": a masked action would raise
+        steps += 1
+        if term or trunc or steps >= 300:
+            break
+    assert seen_choice and steps > 10
+
+
+def test_slot_logits_extend_head_logits_job_by_job():
+    """Same weights: the head mode's server logits are the slot mode's row k = 0 (index k * L + l)."""
+    env_slot, env_head = _env("slot"), _env("head")
+    slot = _policy(env_slot, "slot")
+    head = transfer_policy(slot, env_head.observation_space, env_head.action_space)
+    assert head.action_space.n == 7 and head.mlp_extractor.action_mode == "slot"
+    head.mlp_extractor.action_mode = "head"  # same network, scoring the head job only
+    obs = _busy_obs(env_slot)
+    L = 6
+    zs = _logits(slot, obs)
+    obs_h = dict(obs)
+    obs_h["action_mask"] = np.concatenate([obs["action_mask"][:L], obs["action_mask"][-1:]])
+    zh = _logits(head, obs_h)
+    assert np.allclose(zh[:L], zs[:L], atol=1e-5) and np.isclose(zh[-1], zs[-1], atol=1e-5)
+    assert obs["queue_mask"].sum() >= 2, "need at least two queued jobs for the layout check"
+    assert not np.allclose(zs[L:2 * L][obs["action_mask"][L:2 * L] > 0], MASKED_LOGIT)
+
+
+def test_work_conserving_policy_masks_wait_only_while_a_job_can_start():
+    env = _env("slot", skip_trivial=False)  # also show the epochs where only WAIT is valid
+    wc = EquivariantMaskablePolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="slot",
+                                   hidden=16, work_conserving=True)
+    obs, _ = env.reset(seed=0)
+    seen = {True: 0, False: 0}
+    for _ in range(200):
+        z, mask = _logits(wc, obs), obs["action_mask"].astype(bool)
+        can_start = mask[:-1].any()
+        seen[bool(can_start)] += 1
+        assert (z[-1] == MASKED_LOGIT) == can_start
+        obs, _, term, trunc, _ = env.step(int(np.argmax(z)))
+        if term or trunc:
+            break
+    assert seen[True] and seen[False]
+    with pytest.raises(ScenarioError, match="policy.work_conserving"):
+        _policy(_env("admit"), "admit").__class__(_env("admit").observation_space, _env("admit").action_space,
+                                                  lambda _: 3e-4, action_mode="admit", work_conserving=True)
+
+
+# ============================================================== permutation equivariance
+@pytest.mark.parametrize("mode", ["head", "slot", "admit"])
+def test_permuting_servers_permutes_logits_and_keeps_value(mode):
+    env = _env(mode)
+    policy = _policy(env, mode, cls=EquivariantPolicy, seed=3)
+    obs = _busy_obs(env, steps=25, seed=2)
+    L = obs["free"].shape[0]
+    perm = np.random.default_rng(0).permutation(L)
+    K = (env.action_space.n - 1) // L
+    p_obs = dict(obs)
+    for key in ("free", "running", "dummies", "event_server"):
+        p_obs[key] = obs[key][perm]
+    p_obs["action_mask"] = np.concatenate([obs["action_mask"][:-1].reshape(K, L)[:, perm].ravel(),
+                                           obs["action_mask"][-1:]])
+    z, zp = _logits(policy, obs), _logits(policy, p_obs)
+    assert np.allclose(zp[:-1].reshape(K, L), z[:-1].reshape(K, L)[:, perm], atol=1e-5)
+    assert np.isclose(zp[-1], z[-1], atol=1e-6)
+    v = policy.predict_values(policy.obs_to_tensor(obs)[0]).item()
+    vp = policy.predict_values(policy.obs_to_tensor(p_obs)[0]).item()
+    assert np.isclose(v, vp, atol=1e-5)
+    assert not np.allclose(zp, z), "the permutation left the logits unchanged: a trivial check"
+
+
+# ============================================================== training, saving, loading
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A tiny masked-PPO run on ec2 (20 servers), equivariant policy, with a final evaluation."""
+    out = tmp_path_factory.mktemp("ec2-run")
+    return train("ec2", "maskable-ppo", timesteps=1024, n_envs=1, policy="equivariant", seed=0, out=out,
+                 eval_agents=["best-fit"], eval_seeds=range(2), eval_horizon=3.0, verbose=False, hidden=16,
+                 horizon=5.0, zeta=0.9, **{"algo.n_steps": 256, "algo.batch_size": 64, "algo.n_epochs": 2})
+
+
+def test_training_writes_model_metadata_checkpoints_eval_and_tensorboard(trained):
+    out = trained.parent
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["algo"] == "maskable-ppo" and meta["policy"] == "equivariant" and meta["timesteps"] >= 1024
+    assert meta["env_kwargs"] == {"action_mode": "head", "queue_window": 8}
+    assert (out / "vecnormalize.pkl").is_file()
+    assert list((out / "checkpoints").glob("rl_model_*_steps.zip"))
+    assert list((out / "tb").rglob("events.out.tfevents.*"))
+    ev = pd.read_csv(out / "eval.csv")
+    assert set(ev["agent"]) == {"learned", "best-fit"} and set(ev["seed"]) == {0, 1}
+
+
+def test_reloaded_model_reproduces_training_evaluation_exactly(trained):
+    ev = pd.read_csv(trained.parent / "eval.csv")
+    final = ev[(ev["agent"] == "learned") & (ev["step"] == ev["step"].max())].set_index("seed")["mean_queue_length"]
+    agent = make_agent(str(trained))  # the registry hands .zip paths to load_model_agent
+    for seed, value in final.items():
+        r = run_episode("ec2", agent, seed=int(seed), horizon=3.0, agent_name="m")
+        assert r["mean_queue_length"] == pytest.approx(value, rel=1e-12, abs=1e-12)
+    again = run_episode("ec2", load_model_agent(str(trained)), seed=1, horizon=3.0)
+    assert again["mean_queue_length"] == pytest.approx(final[1], rel=1e-12, abs=1e-12)
+    runs = compare("ec2", ["best-fit", str(trained)], seeds=range(2), horizon=3.0)
+    got = runs[runs["agent"] == str(trained)].set_index("seed")["mean_queue_length"]
+    assert np.allclose(got.sort_index().to_numpy(), final.sort_index().to_numpy(), rtol=0, atol=1e-12)
+
+
+def _console(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clustergym", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def test_cli_run_and_compare_in_subprocess_reproduce_in_process_metrics(trained):
+    ref = run_episode("ec2", load_model_agent(str(trained)), seed=1, horizon=3.0)
+    proc = _console("run", "ec2", "--agent", str(trained), "--seed", "1", "--horizon", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["mean_queue_length"] == ref["mean_queue_length"] and doc["started"] == ref["started"]
+    res = runner.invoke(app, ["compare", "ec2", "--agents", f"best-fit,{trained}", "--seeds", "2",
+                              "--horizon", "3", "--json"])
+    assert res.exit_code == 0, res.stderr
+    runs = pd.DataFrame(json.loads(res.stdout)["runs"])
+    row = runs[(runs["agent"] == str(trained)) & (runs["seed"] == 1)].iloc[0]
+    assert row["mean_queue_length"] == ref["mean_queue_length"]
+
+
+def test_equivariant_model_trained_on_20_servers_runs_on_50_and_1000(trained):
+    agent = load_model_agent(str(trained))
+    base = {k: v.clone() for k, v in agent.model.policy.state_dict().items()}
+    for L, horizon in ((50, 1.0), (1000, 0.05)):
+        env = make_env("ec2", num_servers=L, horizon=horizon, action_mode="head", skip_trivial=True,
+                                invalid_action="raise")
+        obs, _ = env.reset(seed=0)
+        agent.reset(env, seed=0)
+        assert agent.policy.observation_space["free"].shape == (L, 3) and agent.policy.action_space.n == L + 1
+        sd = agent.policy.state_dict()
+        assert sd.keys() == base.keys() and all(th.equal(sd[k], base[k]) for k in base)  # the same weights
+        started = 0
+        for _ in range(400):
+            action, _ = agent.predict(obs)
+            assert obs["action_mask"][action] == 1
+            started += action < L
+            obs, _, term, trunc, _ = env.step(action)  # invalid_action="raise"
+            if term or trunc:
+                break
+        assert started > 0, f"the policy started no job on {L} servers"
+
+
+def test_mlp_policy_refuses_other_cluster_sizes_with_a_clear_error(tmp_path):
+    path = train("bf-trap", "ppo", timesteps=128, n_envs=1, policy="mlp", out=tmp_path, verbose=False,
+                 horizon=3.0, num_servers=4, **{"algo.n_steps": 64, "algo.batch_size": 32, "algo.n_epochs": 1})
+    agent = load_model_agent(str(path))
+    r = run_episode(resolve_scenario("bf-trap", num_servers=4), agent, seed=0, horizon=3.0)  # the trained size
+    assert r["arrivals"] > 0
+    with pytest.raises(ScenarioError, match="mlp policy was trained on observations of shape"):
+        run_episode(resolve_scenario("bf-trap", num_servers=5), agent, seed=0, horizon=3.0)
+
+
+@pytest.mark.parametrize("algo", ["dqn", "a2c"])
+def test_dqn_and_a2c_mlp_models_act_validly_when_reloaded(tmp_path, algo):
+    extra = {"algo.learning_starts": 50, "algo.buffer_size": 1000} if algo == "dqn" else {"algo.n_steps": 16}
+    path = train("bf-trap", algo, timesteps=200, n_envs=1, policy="mlp", out=tmp_path, verbose=False,
+                 horizon=3.0, num_servers=4, **extra)
+    r = run_episode(resolve_scenario("bf-trap", num_servers=4), load_model_agent(str(path)), seed=0, horizon=3.0)  # env raises on invalid actions
+    assert r["arrivals"] > 0 and r["agent"]
+
+
+# ============================================================== the train CLI, resume, bad input
+def test_train_cli_smoke_with_two_envs_and_resume(tmp_path):
+    out = tmp_path / "run"
+    sets = ["--set", "horizon=3", "--set", "num_servers=4", "--set", "algo.n_steps=64", "--set", "algo.batch_size=64",
+            "--set", "algo.n_epochs=1"]
+    res = runner.invoke(app, ["train", "bf-trap", "--algo", "maskable-ppo", "--timesteps", "256", "--envs", "2",
+                              "--out", str(out), "--no-progress", *sets])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "model.json").read_text())["timesteps"] == 256
+    ckpt = sorted((out / "checkpoints").glob("rl_model_*_steps.zip"))[-1]
+    res = runner.invoke(app, ["train", "bf-trap", "--algo", "maskable-ppo", "--timesteps", "512", "--envs", "1",
+                              "--out", str(out), "--resume", str(ckpt), "--no-progress", *sets])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["timesteps"] >= 512 and meta["resumed_from"] == str(ckpt)
+    r = run_episode("bf-trap", load_model_agent(str(out / "model.zip")), seed=0, horizon=3.0)
+    assert r["arrivals"] > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--algo", "sac"], "unknown algorithm 'sac'"),
+    (["--algo", "dqn", "--policy", "equivariant"], "dqn trains the mlp policy only"),
+    (["--algo", "dqn", "--policy", "mlp", "--set", "action_mode=command"], "'command' mode"),
+    (["--algo", "ppo", "--policy", "gnn"], "unknown policy 'gnn'"),
+    (["--algo", "ppo", "--set", "nope=1"], "nope"),
+    (["--algo", "ppo", "--set", "policy.depth=3"], "policy.depth"),
+    (["--algo", "ppo", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint"),
+])
+def test_train_cli_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
+    res = runner.invoke(app, ["train", "bf-trap", "--timesteps", "64", "--envs", "1", "--out", str(tmp_path),
+                              "--no-progress", *args])
+    assert res.exit_code == 2, res.output
+    assert message in res.stderr
+
+
+def test_missing_model_file_is_a_clear_error():
+    with pytest.raises(ScenarioError, match="no such model file"):
+        make_agent("/nonexistent/model.zip")
+    res = runner.invoke(app, ["run", "ec2", "--agent", "/nonexistent/model.zip"])
+    assert res.exit_code == 2 and "no such model file" in res.stderr

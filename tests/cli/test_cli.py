@@ -1,0 +1,298 @@
+"""Tests of the ``clustergym`` command line (DESIGN §6: a stable interface).
+
+Most commands run in-process through typer's CliRunner (stdout and stderr kept
+apart); a few run the installed console script in a real subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import clustergym
+from clustergym.cli import app
+
+RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "started", "completed", "rejected",
+              "mean_queue_length", "mean_wait", "p99_wait", "mean_weighted_completion", "reward_rate",
+              "utilization", "events", "wall_seconds", "unstable")
+
+runner = CliRunner()
+
+
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
+
+
+def _cli(*args: str):
+    """Run in-process; return (exit_code, stdout, stderr)."""
+    result = runner.invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _console_script() -> list[str]:
+    exe = shutil.which("clustergym")
+    if exe is not None:
+        return [exe]
+    return [sys.executable, "-c", "from clustergym.cli import main; main()"]
+
+
+def _subprocess(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*_console_script(), *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def _one_json(stdout: str):
+    """stdout must be exactly one JSON document (json.loads rejects any extra text)."""
+    assert stdout.strip(), "nothing on stdout"
+    return json.loads(stdout)
+
+
+# =============================================================================== list
+def test_list_json_subprocess_names_every_preset_and_agent():
+    proc = _subprocess("list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = _one_json(proc.stdout)
+    assert set(doc["scenarios"]) == set(clustergym.PRESETS)
+    for name, s in doc["scenarios"].items():
+        assert isinstance(s["description"], str) and s["description"].strip(), name
+        assert "\n" not in s["description"]
+    agents = doc["agents"]
+    assert set(clustergym.list_agents()) == set(agents)
+    for name in ("first-fit", "best-fit", "random-fit", "best-fit-admit", "first-fit-admit", "random"):
+        assert name in agents
+    for name, desc in agents.items():
+        assert isinstance(desc, str) and desc.strip() and "\n" not in desc, name
+
+
+def test_list_table():
+    code, out, _ = _cli("list")
+    assert code == 0
+    for name in (*clustergym.PRESETS, "best-fit", "first-fit"):
+        assert name in out
+
+
+# =============================================================================== run
+def test_run_json_subprocess_prints_exactly_one_document():
+    proc = _subprocess("run", "ec2", "--agent", "best-fit", "--json", "--horizon", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.lstrip().startswith("{") and proc.stdout.rstrip().endswith("}")
+    doc = _one_json(proc.stdout)
+    for k in RUN_FIELDS:
+        assert k in doc, f"missing field {k}"
+    assert doc["scenario"] == "ec2" and doc["agent"] == "best-fit" and doc["seed"] == 0
+    assert doc["servers"] == 20 and doc["sim_time"] == pytest.approx(50.0)
+    assert doc["arrivals"] > 1000 and doc["started"] >= doc["completed"] > 0 and doc["rejected"] == 0
+    assert doc["started"] <= doc["arrivals"]
+    assert isinstance(doc["utilization"], list) and len(doc["utilization"]) == 3
+    assert all(0.0 < u <= 1.0 for u in doc["utilization"])
+    assert doc["mean_queue_length"] >= 0 and doc["mean_wait"] >= 0 and doc["p99_wait"] >= doc["mean_wait"]
+    assert doc["reward_rate"] > 0 and doc["events"] > 0 and doc["wall_seconds"] > 0
+    assert isinstance(doc["unstable"], bool)
+
+
+def test_run_json_in_process_matches_the_library():
+    from clustergym.runner import run_episode
+
+    code, out, _ = _cli("run", "bf-trap", "--agent", "first-fit", "--json", "--horizon", "20", "--seed", "3")
+    assert code == 0
+    doc = _one_json(out)
+    ref = run_episode("bf-trap", "first-fit", seed=3, horizon=20.0)
+    assert doc["seed"] == 3
+    for k in ("arrivals", "started", "completed", "events"):
+        assert doc[k] == ref[k]
+    assert doc["mean_queue_length"] == pytest.approx(ref["mean_queue_length"], rel=1e-12)
+
+
+def test_run_table_form():
+    code, out, _ = _cli("run", "bf-trap", "--agent", "best-fit", "--horizon", "10")
+    assert code == 0
+    for k in ("mean_queue_length", "utilization", "arrivals"):
+        assert k in out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+
+
+def _run_json(*args: str) -> dict:
+    code, out, err = _cli("run", *args, "--json")
+    assert code == 0, err
+    return _one_json(out)
+
+
+def test_set_scenario_parameter_changes_the_arrivals():
+    base = _run_json("ec2", "--agent", "first-fit", "--horizon", "5")
+    half = _run_json("ec2", "--agent", "first-fit", "--horizon", "5", "--set", "zeta=0.5")
+    assert half["arrivals"] != base["arrivals"]
+    # lambda scales with zeta: 0.5 / 0.9 of the arrivals, up to Poisson noise (~5 sigma)
+    assert half["arrivals"] == pytest.approx(base["arrivals"] * 0.5 / 0.9, rel=0.2)
+    small = _run_json("ec2", "--agent", "first-fit", "--horizon", "5", "--set", "num_servers=2")
+    assert small["servers"] == 2
+
+
+def test_set_agent_parameter_reaches_the_agent():
+    largest = _run_json("bf-trap", "--agent", "best-fit", "--horizon", "50")
+    fifo = _run_json("bf-trap", "--agent", "best-fit", "--horizon", "50", "--set", "agent.select_job=fifo")
+    explicit = _run_json("bf-trap", "--agent", "best-fit", "--horizon", "50", "--set", "agent.select_job=largest")
+    assert fifo["arrivals"] == largest["arrivals"]  # same seed, same arrivals
+    assert fifo["mean_queue_length"] != largest["mean_queue_length"]  # different refill decisions
+    assert explicit["mean_queue_length"] == largest["mean_queue_length"]
+    code, _, err = _cli("run", "bf-trap", "--agent", "best-fit", "--set", "agent.select_job=bogus", "--json")
+    assert code == 2 and "agent.select_job" in err
+
+
+def test_set_unknown_parameter_exits_2_naming_it():
+    proc = _subprocess("run", "ec2", "--agent", "best-fit", "--set", "nope=1", "--json")
+    assert proc.returncode == 2
+    assert "params.nope" in proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+def test_set_without_equals_exits_2():
+    code, out, err = _cli("run", "ec2", "--agent", "best-fit", "--set", "zeta", "--json")
+    assert code == 2 and "key=value" in err and out.strip() == ""
+
+
+def test_malformed_scenario_file_exits_2_naming_the_field(tmp_path):
+    bad = {"resources": ["cpu", "mem"], "servers": [{"count": 2, "capacity": [4, 4]}, {"capacity": [1, 2, 3]}],
+           "horizon": 5, "workload": {"kind": "poisson-typed", "types": [
+               {"rate": 1.0, "demand": [1, 1], "service": {"dist": "exponential", "mean": 1.0}}]}}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    code, out, err = _cli("run", str(path), "--agent", "first-fit", "--json")
+    assert code == 2
+    assert "servers[1].capacity" in err
+    assert out.strip() == ""
+    code, _, err = _cli("compare", str(path), "--agents", "first-fit", "--seeds", "1", "--json")
+    assert code == 2 and "servers[1].capacity" in err
+
+
+def test_scenario_file_runs(tmp_path):
+    path = tmp_path / "trap.json"
+    path.write_text(json.dumps({"preset": "bf-trap", "params": {"num_servers": 3}, "horizon": 10}))
+    doc = _run_json(str(path), "--agent", "first-fit")
+    assert doc["servers"] == 3 and doc["sim_time"] == pytest.approx(10.0)
+
+
+def test_unknown_agent_exits_2():
+    proc = _subprocess("run", "ec2", "--agent", "no-such-agent", "--json")
+    assert proc.returncode == 2
+    assert "no-such-agent" in proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+def test_agent_incompatible_with_scenario_exits_2():
+    code, out, err = _cli("run", "autoscale-4vm", "--agent", "best-fit", "--horizon", "1", "--json")
+    assert code == 2 and "agent" in err and out.strip() == ""
+
+
+def test_unknown_scenario_exits_2():
+    code, _, err = _cli("run", "no-such-scenario", "--agent", "best-fit", "--json")
+    assert code == 2 and "no-such-scenario" in err
+
+
+# =============================================================================== compare
+def test_compare_json_writes_files(tmp_path):
+    out_dir = tmp_path / "results"
+    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "2", "--horizon", "50",
+                          "--json", "--out", str(out_dir))
+    assert code == 0, err
+    doc = _one_json(out)
+    summary = doc["summary"]
+    assert [row["agent"] for row in summary] == ["first-fit", "best-fit"]
+    for row in summary:
+        assert row["runs"] == 2
+        for m in ("mean_queue_length", "mean_wait", "reward_rate"):
+            assert isinstance(row[m], float) and math.isfinite(row[m])
+            assert f"{m}_ci95" in row
+        assert row["mean_queue_length_ci95"] is not None and row["mean_queue_length_ci95"] >= 0
+    assert len(doc["runs"]) == 4
+    assert {(r["agent"], r["seed"]) for r in doc["runs"]} == {(a, s) for a in ("first-fit", "best-fit") for s in (0, 1)}
+    # common random numbers: same seed, same arrivals for both agents
+    by = {(r["agent"], r["seed"]): r for r in doc["runs"]}
+    for s in (0, 1):
+        assert by[("first-fit", s)]["arrivals"] == by[("best-fit", s)]["arrivals"]
+    runs = pd.read_csv(out_dir / "results.csv")
+    assert len(runs) == 4 and set(RUN_FIELDS) - {"utilization"} <= set(runs.columns)
+    summ = pd.read_csv(out_dir / "summary.csv")
+    assert list(summ["agent"]) == ["first-fit", "best-fit"]
+    assert "mean_queue_length_ci95" in summ.columns
+    pngs = list(out_dir.glob("*.png"))
+    assert len(pngs) == 1
+    assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_table_form():
+    code, out, _ = _cli("compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "2", "--horizon", "20")
+    assert code == 0
+    assert "first-fit" in out and "best-fit" in out and "±" in out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+
+
+def test_compare_unknown_agent_exits_2():
+    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit,nope-agent", "--seeds", "1", "--horizon", "5",
+                          "--json")
+    assert code == 2 and "nope-agent" in err and out.strip() == ""
+
+
+# =============================================================================== reproduce / bench
+FOUNDATION_CLAIMS = ("rms-ec2-boundary", "rms-fig1b-interior")
+
+
+def test_reproduce_json_reports_each_claim():
+    code, out, err = _cli("reproduce", *FOUNDATION_CLAIMS, "--json")
+    assert code == 0, err
+    doc = _one_json(out)
+    assert isinstance(doc, list) and [r["id"] for r in doc] == list(FOUNDATION_CLAIMS)
+    for r in doc:
+        for k in ("id", "paper", "claim", "measured", "expected", "passed"):
+            assert k in r, (r.get("id"), k)
+        assert r["passed"] is True, r
+
+
+def test_reproduce_without_ids_lists_every_claim():
+    code, out, err = _cli("reproduce", "--json")
+    assert code == 0, err
+    doc = _one_json(out)
+    from clustergym.reproduce import CLAIMS, load_claims
+
+    load_claims()
+    assert {r["id"] for r in doc} == set(CLAIMS)
+    assert set(FOUNDATION_CLAIMS) <= set(CLAIMS)
+    assert all(set(r) == {"id", "paper", "claim"} for r in doc)
+
+
+def test_reproduce_unknown_claim_exits_2():
+    code, out, err = _cli("reproduce", "no-such-claim", "--json")
+    assert code == 2 and "no-such-claim" in err and out.strip() == ""
+
+
+def test_bench_json_quick():
+    # the replay vs SimPy is covered by tests/test_fastpath.py (the reference agrees on the fixture trace)
+    code, out, err = _cli("bench", "--json", "--quick", "--no-replay")
+    assert code == 0, err
+    doc = _one_json(out)
+    assert "replay" not in doc
+    ppo = doc["ppo"]
+    assert ppo["env_steps"] >= ppo["timesteps"] and 0 < ppo["env_share"] < 1
+    rows = doc["benchmarks"]
+    for servers in (20, 1000):
+        mine = [r for r in rows if r["scenario"] == "ec2" and r["servers"] == servers]
+        assert mine, f"no ec2 benchmark with {servers} servers"
+        for r in mine:
+            assert r["events_per_second"] > 0 and r["steps_per_second"] > 0
+            assert r["events"] > 0 and r["steps"] > 0
+
+
+def test_no_arguments_shows_help():
+    result = runner.invoke(app, [])
+    assert "run" in result.output and "compare" in result.output
