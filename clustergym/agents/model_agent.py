@@ -31,7 +31,7 @@ META_NAME = "model.json"
 VECNORM_NAME = "vecnormalize.pkl"
 
 
-def _algos() -> dict[str, Any]:
+def algo_classes() -> dict[str, Any]:
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import A2C, DQN, PPO
 
@@ -51,7 +51,7 @@ def read_metadata(model_path: Path) -> dict[str, Any]:
                                  "models saved by `clustergym train` have one")
 
 
-def _vecnormalize_path(model_path: Path) -> Path | None:
+def vecnormalize_path(model_path: Path) -> Path | None:
     """The VecNormalize statistics saved with a model or a checkpoint."""
     m = re.fullmatch(r"(.*)_(\d+)_steps", model_path.stem)
     cands = [model_path.parent / f"{m.group(1)}_vecnormalize_{m.group(2)}_steps.pkl"] if m else []
@@ -159,12 +159,12 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     if not p.is_file():
         raise ScenarioError("agent", f"{path}: no such model file")
     meta = read_metadata(p)
-    algos = _algos()
+    algos = algo_classes()
     if meta.get("algo") not in algos:
         raise ScenarioError("agent", f"{path}: unknown algorithm {meta.get('algo')!r} in its metadata")
     model = algos[meta["algo"]].load(str(p), device="cpu")
     obs_rms = None
-    vn = _vecnormalize_path(p)
+    vn = vecnormalize_path(p)
     if vn is not None and meta["policy"] == "mlp":
         with open(vn, "rb") as f:
             stats = pickle.load(f)

@@ -58,10 +58,9 @@ def trace_data(obj: Any, name: str | None = None) -> TraceData:
         return TraceData(name or obj.format, j["arrival"].to_numpy(np.float64), j["duration"].to_numpy(np.float64),
                          {r: j[r].to_numpy(np.float64) for r in obj.resources},
                          {r: obj.units.get(r, "") for r in obj.resources}, obj.report.to_dict())
-    from clustergym.scenarios.spec import Scenario
     from clustergym.workloads.replay import ReplaySource, TimeScaled
 
-    if not isinstance(obj, Scenario):
+    if not hasattr(obj, "source") or not hasattr(obj, "epochs"):  # a Scenario (the layer above, duck-typed)
         raise ScenarioError("trace", f"expected a trace table or a trace scenario, got {type(obj).__name__}")
     src, factor = obj.source, 1.0
     while isinstance(src, TimeScaled):

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, _algos, _vecnormalize_path
+from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, vecnormalize_path
 from clustergym.errors import ScenarioError
 
 __all__ = ["train", "make_train_env", "split_params", "POLICIES"]
@@ -245,7 +245,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
                  for _ in range(n_envs)]
     venv = SubprocVecEnv(factories) if n_envs > 1 else DummyVecEnv(factories)
     venv.seed(10_000 + 100 * seed)  # training episodes never reuse the evaluation seeds 0, 1, ...
-    vn_path = _vecnormalize_path(Path(resume)) if resume else None
+    vn_path = vecnormalize_path(Path(resume)) if resume else None
     if vn_path is not None:
         venv = VecNormalize.load(str(vn_path), venv)
         venv.training = True
@@ -254,7 +254,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
                             gamma=algo_kwargs.get("gamma", 0.99))
 
     # ---- 3. the model: new, or resumed from a checkpoint
-    Algo = _algos()[algo]
+    Algo = algo_classes()[algo]
     if resume:
         if not Path(resume).is_file():
             raise ScenarioError("resume", f"{resume}: no such checkpoint")
@@ -307,10 +307,3 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
               f"{out / 'model.zip'}", flush=True)
     return out / "model.zip"
 
-
-if __name__ == "__main__":
-    import typer
-
-    from clustergym.cli import train_cmd
-
-    typer.run(train_cmd)

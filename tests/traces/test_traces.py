@@ -638,7 +638,7 @@ def test_summary_and_plot(tmp_path):
 
 
 def _cli(*args: str):
-    from clustergym.cli_trace import trace_cmd
+    from clustergym.cli.trace import trace_cmd
 
     app = typer.Typer()
     app.command("trace")(trace_cmd)

@@ -392,7 +392,7 @@ def bench_cmd(
                       f"growth {slope} bytes/job")
 
 
-from clustergym.cli_trace import trace_cmd  # noqa: E402
+from clustergym.cli.trace import trace_cmd  # noqa: E402
 
 app.command("trace")(trace_cmd)
 
