@@ -30,7 +30,8 @@ class Claim:
 
 
 CLAIMS: dict[str, Claim] = {}
-_MODULES = ("clustergym.reproduce", "clustergym.baselines")
+#: the claim modules, one per paper (importing one registers its claims)
+_MODULES = tuple(f"clustergym.reproduce.{paper}" for paper in ("rms", "bfjs", "autoscale", "lotes", "mris"))
 
 
 def claim(id: str, paper: str, text: str) -> Callable[[Callable[[], tuple[Any, Any, bool]]], Callable]:
