@@ -113,6 +113,13 @@ class Event:
     type: int = -1
 
 
+class _Redraw:
+    """In a pickled simulator, the arrival generator: the number of chunks to draw again."""
+
+    def __init__(self, pulled: int):
+        self.pulled = pulled
+
+
 class Simulator:
     """Discrete-event simulation of a cluster under an external agent.
 
@@ -209,12 +216,35 @@ class Simulator:
         self.total_rate = float(np.sum(rates)) if rates is not None else None
         self._seeded = False
 
+    # ====================================================================== copies
+    def __getstate__(self) -> dict:
+        """Pickle and deep-copy support: the arrival stream is a generator, which cannot be copied, so a
+        copy records how many chunks were drawn and :meth:`__setstate__` draws them again from the same
+        seed (the stream depends on its seed only), leaving the copy's stream and generator exactly
+        where the original's are.  Planning agents (rollouts, tree search) copy an environment and
+        continue it."""
+        state = self.__dict__.copy()
+        if state.get("_chunks") is not None:
+            state["_chunks"] = _Redraw(state["_chunks_pulled"])
+            state.pop("rng_arrivals")
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        redraw = state.get("_chunks")
+        self.__dict__.update(state)
+        if isinstance(redraw, _Redraw):
+            self.rng_arrivals = np.random.default_rng(self._arrival_seed)
+            self._chunks = iter(self.source.chunks(self.rng_arrivals))
+            for _ in range(redraw.pulled):
+                next(self._chunks)
+
     # ====================================================================== reset
     def reset(self, seed: int | None = None) -> Event:
         """Start a new episode at time 0 and return the START epoch."""
         ss = np.random.SeedSequence(seed)
         s_arr, s_tick, s_dummy, s_route = ss.spawn(4)
         self.rng_arrivals = np.random.default_rng(s_arr)
+        self._arrival_seed = s_arr  # rebuilds the arrival stream of a copy (see __getstate__)
         self.rng_ticks = np.random.default_rng(s_tick)
         self.rng_dummies = np.random.default_rng(s_dummy)
         self.rng_routing = np.random.default_rng(s_route)
@@ -259,6 +289,7 @@ class Simulator:
         self._rate_time = 0.0
         # arrival stream
         self._chunks: Iterator[ArrivalChunk] | None = iter(self.source.chunks(self.rng_arrivals))
+        self._chunks_pulled = 0
         self._chunk: ArrivalChunk | None = None
         self._ct: list[float] = []
         self._ci = 0
@@ -282,6 +313,7 @@ class Simulator:
         while self._chunks is not None:
             try:
                 chunk = next(self._chunks)
+                self._chunks_pulled += 1
             except StopIteration:
                 self._chunks = None
                 break

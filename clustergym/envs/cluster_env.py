@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.error import ResetNeeded
 
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig, Simulator
@@ -86,9 +87,15 @@ class ClusterEnv(gym.Env):
     * ``epochs``: extra decision epochs (an ``EpochConfig`` or dict), merged
       with the scenario's.
     * ``horizon``: override the scenario's horizon.
-    * ``invalid_action``: ``"penalize"`` (ignore, reward ``invalid_penalty``,
-      ``info["invalid_action"] = True``) or ``"raise"``
-      (:class:`~clustergym.errors.InvalidCommandError`).
+    * ``invalid_action``: what an invalid action does -- a command the state does not allow, or an
+      action outside the action space (negative, out of range, not an integer, a boolean, an array
+      of the wrong shape), which is never decoded nor executed.  ``"penalize"``: nothing happens,
+      the step earns ``invalid_penalty``, ``info["invalid_action"] = True`` and
+      ``info["invalid_reason"]`` says why; time moves on only after ``max_invalid_per_epoch``
+      invalid actions in one epoch.  ``"wait"``: as ``"penalize"``, and the action then acts as WAIT
+      (time moves on), so algorithms without masks (PPO, DQN, A2C) train and evaluate without
+      stalling.  ``"raise"``: :class:`~clustergym.errors.InvalidCommandError` with the reason.
+    * ``invalid_penalty``: the reward of an invalid action (default -1).
     * ``skip_trivial``: skip epochs where WAIT is the only valid action (default
       True except in ``command`` mode).
     * ``reward_scale``: multiplies every reward.
@@ -120,7 +127,7 @@ class ClusterEnv(gym.Env):
         queue_window: int = 8,
         epochs: EpochConfig | dict | None = None,
         horizon: float | None = None,
-        invalid_action: Literal["penalize", "raise"] = "penalize",
+        invalid_action: Literal["penalize", "wait", "raise"] = "penalize",
         invalid_penalty: float = -1.0,
         max_invalid_per_epoch: int = 1000,
         skip_trivial: bool | None = None,
@@ -142,8 +149,8 @@ class ClusterEnv(gym.Env):
                 raise ScenarioError("epochs", str(e)) from None
         if queue_window < 1:
             raise ScenarioError("queue_window", f"must be >= 1, got {queue_window}")
-        if invalid_action not in ("penalize", "raise"):
-            raise ScenarioError("invalid_action", f"expected 'penalize' or 'raise', got {invalid_action!r}")
+        if invalid_action not in ("penalize", "wait", "raise"):
+            raise ScenarioError("invalid_action", f"expected 'penalize', 'wait' or 'raise', got {invalid_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ScenarioError("render_mode", f"expected one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.sim: Simulator = self.scenario.make_simulator(epochs, validate=validate)
@@ -192,6 +199,8 @@ class ClusterEnv(gym.Env):
 
     def step(self, action):
         sim = self.sim
+        if not sim._seeded:
+            raise ResetNeeded("step() called before reset(); call reset(seed=...) first")
         if sim.done:
             if self._end_reported:
                 raise RuntimeError("step() called after the episode ended; call reset()")
@@ -203,13 +212,15 @@ class ClusterEnv(gym.Env):
             info["metrics"] = self.metrics()
             return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
         is_cmd = isinstance(action, Command)
-        cmd = action if is_cmd else self.mode.decode(action)
+        # an action outside the action space (negative, out of range, not an integer, wrong shape)
+        # is never decoded: divmod and list indexing would execute it somewhere else
+        reason = None if is_cmd else self.mode.malformed(action)
+        cmd = action if is_cmd else (None if reason is not None else self.mode.decode(action))
         reward = self._carry
         self._carry = 0.0
-        invalid, reason = False, None
-        if cmd.kind == Cmd.WAIT:
+        if cmd is not None and cmd.kind == Cmd.WAIT:
             reward += self._advance_to_choice()
-        else:
+        elif cmd is not None:
             proven = not is_cmd and self._mask is not None and self.mode.mask_proves_valid(action, self._mask)
             reason = None if proven else sim.check(cmd)
             if reason is None:
@@ -219,14 +230,15 @@ class ClusterEnv(gym.Env):
                 reward += self._area() - before  # 0 unless the command started a job under reward_timing="start"
                 if self.skip_trivial and self._only_wait():
                     reward += self._advance_to_choice()
-            elif self.invalid_action == "raise":
-                raise InvalidCommandError(f"{cmd} at t={sim.now:g}: {reason}")
-            else:
-                invalid = True
-                reward += self.invalid_penalty
-                self._invalid_in_epoch += 1
-                if self._invalid_in_epoch >= self.max_invalid_per_epoch:
-                    reward += self._advance_to_choice()  # do not loop forever on invalid actions
+        invalid = reason is not None
+        if invalid:
+            what = str(cmd) if cmd is not None else f"action {action!r}"
+            if self.invalid_action == "raise":
+                raise InvalidCommandError(f"{what} at t={sim.now:g}: {reason}")
+            reward += self.invalid_penalty
+            self._invalid_in_epoch += 1
+            if self.invalid_action == "wait" or self._invalid_in_epoch >= self.max_invalid_per_epoch:
+                reward += self._advance_to_choice()  # time moves on (and never loops forever on invalid actions)
         info = self._info()
         info["invalid_action"] = invalid
         if reason is not None:

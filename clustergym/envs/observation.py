@@ -26,6 +26,7 @@ key                shape       content
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from itertools import islice
 
 import numpy as np
@@ -54,7 +55,9 @@ class ObservationBuilder:
         self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
         inf = np.inf
         f32 = np.float32
-        self.space = spaces.Dict({
+        # an OrderedDict keeps the keys in this table's order (a plain dict would be sorted by Gymnasium):
+        # observations come back in the same order as the space, so flattening either gives one layout
+        self.space = spaces.Dict(OrderedDict({
             "free": spaces.Box(0.0, 1.0, (L, R), f32),
             "running": spaces.Box(0.0, inf, (L, J), f32),
             "dummies": spaces.Box(0.0, inf, (L, J), f32),
@@ -66,7 +69,7 @@ class ObservationBuilder:
             "arrival_rates": spaces.Box(0.0, inf, (J,), f32),
             "time": spaces.Box(0.0, 1.0, (1,), f32),
             "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
-        })
+        }))
 
     def _job_features(self, job: int, out: np.ndarray) -> None:
         sim = self.sim
