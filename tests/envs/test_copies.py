@@ -23,7 +23,7 @@ def _advance(env, rng, steps):
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 @pytest.mark.parametrize("warm", [0, 150])
 def test_a_copy_continues_identically(scenario, how, warm):
-    env = make_env(scenario, horizon=3000.0 if scenario == "two-sizes" else 30.0)  # two-sizes: time in slots
+    env = make_env(scenario, horizon=30_000.0 if scenario == "two-sizes" else 30.0)  # two-sizes: time in slots
     env.reset(seed=4)
     assert not _advance(env, np.random.default_rng(0), warm)
     clone = copy.deepcopy(env) if how == "deepcopy" else pickle.loads(pickle.dumps(env))
