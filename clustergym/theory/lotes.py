@@ -257,7 +257,7 @@ def algorithm1_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray,
                 used += r[cls[i - 1]]
                 next_bin = True
         if not b:
-            # mostRecentAdd({}) is undefined (defect 3): no class from x* on fits an empty machine;
+            # mostRecentAdd({}) is undefined (docs/papers/lotes.md#algorithm1): no class from x* on fits an empty machine;
             # move to the next starting class (if none ever fits, no bin is emitted at all)
             x += 1
             xs = x

@@ -155,7 +155,7 @@ def test_fig5_bins_and_algorithm1():
     assert algorithm1_bins([7.0], [0, 1], r, reset_next_bin=False).tolist() == [
         [3, 0], [2, 1], [2, 0], [1, 1], [1, 0], [0, 2], [0, 1]]
     assert nondominated_filter(raw, [7.0], [0, 1], r).tolist() == [[3, 0], [2, 1], [0, 2]]
-    # nothing fits: the empty bin (A5); Algorithm 1 is undefined there and returns nothing
+    # nothing fits: the empty bin (docs/papers/lotes.md#empty-bin); Algorithm 1 is undefined there and returns nothing
     big = np.array([[8.0], [9.0]])
     assert nondominated_bins([7.0], [0, 1], big).tolist() == [[0, 0]]
     assert algorithm1_bins([7.0], [0, 1], big).shape == (0, 2)
@@ -189,7 +189,7 @@ def test_lotes_inputs_of_table_preset():
     assert inp.r == pytest.approx(TABLE2[:, 1:3])
     assert inp.mu == pytest.approx(np.tile(1 / TABLE2[:, 0], (10, 1)))
     plan = plan_for(sc)
-    assert sc.params["rate"] == pytest.approx(0.9 * plan.lam2)   # load x lambda*_2 (before rounding, A8)
+    assert sc.params["rate"] == pytest.approx(0.9 * plan.lam2)   # load x lambda*_2 (before rounding: docs/papers/lotes.md#lambda-star)
 
 
 def test_omega_preset_pairs_with_phi_preset():

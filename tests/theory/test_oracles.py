@@ -88,7 +88,7 @@ def _tv(p: dict, q: dict) -> float:
 
 def test_lemma1_product_form_single_server():
     exact = _exact(1)
-    assert exact[(0, 2)] == pytest.approx(0.35413, abs=5e-5)  # the spec's worked oracle
+    assert exact[(0, 2)] == pytest.approx(0.35413, abs=5e-5)  # eq. (9) by hand: sizes (2, 5), capacity 10, r = (1, 2), w = (0.5, 1)
     emp = _marginal(_rms_bar_occupancy(1, Exponential(1.0), horizon=30_000.0, seed=1), 0)
     assert set(emp) <= set(exact), "a configuration outside K was visited"
     assert _tv(emp, exact) < 0.02

@@ -205,7 +205,7 @@ def phi_runs():
 
 
 def test_reduced_greedy_unstable_at_097(phi_runs):
-    """G1: at 0.97 lambda* with Phi > 0, Greedy's queue grows (A23 test) while LoTES's and Tetris's do not."""
+    """G1: at 0.97 lambda* with Phi > 0, Greedy's queue grows (docs/papers/lotes.md#instability) while LoTES's and Tetris's do not."""
     g, lo, te = phi_runs["lotes-greedy"], phi_runs["lotes"], phi_runs["tetris"]
     assert g["arrivals"] == lo["arrivals"] == te["arrivals"] > 10_000   # common random numbers
     assert g["unstable"] and not lo["unstable"] and not te["unstable"]
