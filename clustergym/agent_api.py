@@ -1,4 +1,4 @@
-"""The agent protocol and the registry of agents by name (DESIGN §4, §6).
+"""The agent protocol and the registry of agents by name (``clustergym list`` prints it).
 
 Every agent, learned or published, is driven the same way::
 

@@ -1,4 +1,4 @@
-"""Executes every ``notebooks/*.ipynb`` top to bottom on a tiny budget (DESIGN §2).
+"""Executes every ``notebooks/*.ipynb`` top to bottom on a tiny budget.
 
 Each notebook's first code cell reads ``BUDGET = os.environ.get("CLUSTERGYM_NB_BUDGET",
 "full")`` and uses tiny sizes when ``BUDGET == "tiny"``; this runner sets

@@ -7,14 +7,17 @@ made); ``clustergym list`` and ``make_agent`` read this registry.  A new agent i
 * :mod:`.greedy` (cross-paper) -- work-conserving First-Fit, Best-Fit, Random-Fit and their admit-all
   versions for loss systems; :mod:`.random_policy` -- the masked random policy;
 * :mod:`.rms` -- RMS (Psychas & Ghaderi 2018, Algorithm 1), its variants and RMS+JSQ (Algorithm 2),
-  and MaxWeight Refresh / Stop (reconstructed from §VII);
+  and MaxWeight Refresh / Stop (reconstructed from §I-A; docs/papers/rms.md#maxweight);
 * :mod:`.bfjs` -- BF-J, BF-S, BF-J/S, FIFO-FF in slotted time, and VQS / VQS-BF (Psychas & Ghaderi,
-  "High-throughput bin packing");
+  "High-throughput bin packing", ToN 2021);
 * :mod:`.autoscale` -- DRA and its variants, the static GPA/LP reservations, power-of-d and trunk
   reservation (Psychas & Ghaderi, "A theory of auto-scaling");
-* :mod:`.lotes` -- LoTES, its greedy dispatch and Tetris (Tran, Araujo & Beck 2018);
-* :mod:`.mris` -- MRIS, the priority queues PQ-<key> and CA-PQ, Tetris and BF-EXEC (Fan et al.,
+* :mod:`.lotes` -- LoTES, its greedy dispatch and Tetris (Tran et al., J. Scheduling 2018);
+* :mod:`.mris` -- MRIS, the priority queues PQ-<key> and CA-PQ, Tetris and BF-EXEC (Fan & Liang,
   ICPP 2024).
+
+Each paper's page under ``docs/papers/`` lists its agents with the paper sections they implement, and
+every choice the paper leaves open.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Work-conserving greedy packing: First-Fit, Best-Fit, Random-Fit (rms.md §3.1–3.2, §6 item 11–12).
+"""Work-conserving greedy packing: First-Fit, Best-Fit, Random-Fit (RMS paper §I-A, §III, Definition 1).
 
 Definition 1 of the RMS paper: whenever a server has residual capacity and a
 queued job fits in it, the algorithm places one of the jobs there.  The
@@ -11,14 +11,14 @@ event-driven form enforces "after every event, no queued job fits any server":
 * at the start and at a wake-up the queue is swept in arrival order and every
   job that fits is placed (a clock tick changes nothing, so it needs no sweep).
 
-Server selection (§3.2): First-Fit takes the lowest-index server; Random-Fit a
+Server selection (RMS paper §III): First-Fit takes the lowest-index server; Random-Fit a
 uniformly random one; Best-Fit the *tightest*, scored as the inner product of
 the job's demand and the server's occupied resources, each normalised by the
-server's capacity (§6 item 11): ``score = sum_d (s_d / C_d) (u_d / C_d)``;
+server's capacity (docs/papers/rms.md#best-fit): ``score = sum_d (s_d / C_d) (u_d / C_d)``;
 ties go to the lowest index.  With one resource and equal capacities this is
 classic Best-Fit (least residual capacity).
 
-Job selection at a completion (§6 item 12; the paper leaves it open):
+Job selection at a completion (the paper leaves it open; docs/papers/rms.md#job-selection):
 ``largest`` (default for Best-Fit; it reproduces the Fig. 1b trap) takes the
 largest fitting job (demand summed over resources, normalised by the server's
 capacity), ``fifo`` (default for First-Fit and Random-Fit) the oldest fitting
@@ -37,7 +37,7 @@ implements outside clustergym; ``select_job`` is then unused.
 
 The admission variants (``best-fit-admit``, ``first-fit-admit``) run in loss
 systems: admit the arriving job to the selected server if it fits anywhere,
-else reject it (autoscale.md §2.6, a baseline not in the paper).
+else reject it (a baseline not in the auto-scaling paper; docs/papers/autoscale.md#extra-baselines).
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class GreedyAgent(Agent):
 
 
 class FirstFit(GreedyAgent):
-    """Work-conserving First-Fit: lowest-index server that fits; FIFO refill (rms.md §3.2)."""
+    """Work-conserving First-Fit: lowest-index server that fits; FIFO refill (RMS paper §III)."""
 
     description = "work-conserving First-Fit (lowest-index server; FIFO refill)"
     server_rule = "first-fit"

@@ -1,6 +1,6 @@
 """The masked random policy: a uniformly random valid action of the env's action mode.
 
-A reference point for learned agents (DESIGN §4): any policy worth training
+A reference point for learned agents: any policy worth training
 should beat it.  It acts through the discrete action space, exactly as a
 learned agent does, using the action mask.
 """

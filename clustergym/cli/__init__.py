@@ -1,4 +1,4 @@
-"""The ``clustergym`` command line (DESIGN §6; stable: scripts depend on it).
+"""The ``clustergym`` command line (stable: scripts depend on it).
 
 ``--json`` prints exactly one JSON document on stdout and nothing else there;
 progress and messages go to stderr.
@@ -227,7 +227,7 @@ def compare_cmd(
 
 
 def _add_lp_bound(summary: Any, sc: Any) -> None:
-    """Loss systems with known rates: reward per server against the LP upper bound U* (autoscale.md §1.7)."""
+    """Loss systems with known rates: reward per server against the LP upper bound U* (auto-scaling paper, LP (3.2))."""
     from clustergym.theory.autoscale import lp_bound_per_server
 
     try:

@@ -1,4 +1,4 @@
-"""The simulation kernel: jobs, servers, events, commands, metrics (DESIGN §3)."""
+"""The simulation kernel: jobs, servers, events, commands, metrics."""
 
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus

@@ -7,7 +7,7 @@ Capacity accounting (all ``(L, R)`` arrays, in the scenario's resource units):
   filled).  The invariant is ``load <= capacity`` in every resource.
 * A real job of type ``j`` placed on a server that has an empty type-``j`` slot
   fills the slot and adds nothing to ``load``; when it leaves, the slot is empty
-  again (DRA semantics, autoscale.md §1.3).
+  again (DRA's slots, auto-scaling paper Sec. 2.3 and Sec. 4).
 
 Fit checks are vectorised over servers.  A relative tolerance of ``FIT_RTOL``
 absorbs floating-point rounding, so that five jobs of 0.2 fit a unit server.

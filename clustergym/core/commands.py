@@ -1,4 +1,4 @@
-"""The command set of the decision model (DESIGN §4).
+"""The command set of the decision model (README: "The decision model").
 
 At a decision epoch an agent issues commands, one per ``env.step()``, until it
 issues ``WAIT``, which advances time to the next epoch.  Learned agents use the
@@ -35,7 +35,7 @@ class Cmd(enum.IntEnum):
 
 
 class EventKind(enum.IntEnum):
-    """Kinds of events; their value is also their order at equal times (DESIGN §3)."""
+    """Kinds of events; their value is also their order at equal times."""
 
     COMPLETION = 0
     ARRIVAL = 1

@@ -3,7 +3,7 @@
 Every state quantity that the objectives use is piecewise constant between
 events, so its time integral is accumulated exactly at each event:
 ``area += value * (t_event - t_previous)``.  Dividing by the elapsed time gives
-the time averages reported by ``clustergym run`` (DESIGN §6).
+the time averages reported by ``clustergym run``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class QueueTrace:
 
 
 def trend_unstable(times: np.ndarray, values: np.ndarray, total_rate: float | None) -> bool:
-    """rms.md §6 item 18: unstable if the OLS slope of the queue over the second half
+    """Instability test (docs/papers/rms.md#instability): unstable if the OLS slope of the queue over the second half
     of the run exceeds 1% of the total arrival rate (per unit time)."""
     if total_rate is None or total_rate <= 0 or len(times) < 20:
         return False

@@ -1,6 +1,6 @@
 """The simulation kernel: continuous-time discrete events, queues, commands, metrics.
 
-This module owns the *dynamics* (DESIGN §3).  It knows nothing of Gymnasium:
+This module owns the *dynamics* (events, capacity, queues, metrics).  It knows nothing of Gymnasium:
 :mod:`clustergym.envs` wraps it.  The kernel advances from one decision epoch
 to the next (``advance``) and executes commands at an epoch (``apply``).
 
@@ -55,7 +55,7 @@ class ImpossibleJobError(ClusterGymError):
 
 @dataclass(frozen=True)
 class EpochConfig:
-    """Which events are decision epochs (DESIGN §4).
+    """Which events are decision epochs (README: "The decision model").
 
     Attributes:
         arrivals: stop at every job arrival (always true in loss mode).
@@ -132,7 +132,7 @@ class Simulator:
             admitted or rejected at once).
         routing: for local queues, ``"jsq"`` (join the shortest local queue of the
             job's type, ties uniformly at random), ``"power-of-two"`` (the shorter
-            of two distinct random servers, rms.md Remark 4), ``"random"``, or
+            of two distinct random servers, RMS paper Remark 4), ``"random"``, or
             ``"agent"`` (the job waits unrouted until the agent issues ``ROUTE``).
         epochs: which events are decision epochs.
         horizon: simulated time at which the episode is truncated (``inf``: run
@@ -450,7 +450,7 @@ class Simulator:
 
         True when an event at exactly ``now`` (an arrival, a tick, a wake-up or a
         completion that is an epoch under ``epochs``) has not been processed yet.
-        Agents whose rule acts once per event *time* (MRIS, mris.md §2.0) WAIT
+        Agents whose rule acts once per event *time* (the MRIS paper's agents, docs/papers/mris.md#event-times) WAIT
         until this is False.
         """
         if self.done or self.now >= self.horizon:
@@ -817,7 +817,7 @@ class Simulator:
         return raw / -math.expm1(-self.now / self.rate_window)
 
     def summary(self) -> dict:
-        """Metrics of the episode so far (DESIGN §6 ``run`` fields, totals over the cluster)."""
+        """Metrics of the episode so far (the fields of ``clustergym run``, totals over the cluster)."""
         I = self.integrals
         T = I.elapsed
         jobs = self.jobs
@@ -858,7 +858,7 @@ class Simulator:
 
     # ====================================================================== invariants
     def check_invariants(self) -> None:
-        """Assert the kernel invariants of DESIGN §3 (raises AssertionError naming the breach).
+        """Assert the kernel invariants (capacity, conservation, non-preemption; raises AssertionError naming the breach).
 
         O(jobs + servers): for tests and ``validate=True`` runs.
         """

@@ -25,7 +25,7 @@ _KIND_NAMES = {k: k.name.lower() for k in EventKind}  # info["event"]
 
 
 class ClusterEnv(gym.Env):
-    """Multi-resource cluster scheduling with queues (DESIGN §3–4).
+    """Multi-resource cluster scheduling with queues.
 
     Jobs with vector demands arrive over continuous time and wait in a queue
     (one central queue, or per-server local queues with routing at arrival);
@@ -301,7 +301,7 @@ class ClusterEnv(gym.Env):
 
 
 class AdmissionEnv(ClusterEnv):
-    """Admission control in a loss system with rewards (autoscale.md §1).
+    """Admission control in a loss system with rewards (the auto-scaling paper's model, Sec. 2).
 
     Each arriving job must be admitted to a server where it fits, or rejected;
     there is no queue.  A job earns its reward rate while in service.

@@ -1,4 +1,4 @@
-"""Observations: a ``gymnasium.spaces.Dict`` of fixed shapes (DESIGN §4).
+"""Observations: a ``gymnasium.spaces.Dict`` of fixed shapes.
 
 With ``L`` servers, ``R`` resources, ``J`` job types and a queue window of ``K``
 jobs, and ``F = R + J + 3`` job features (demand / largest capacity per

@@ -1,4 +1,4 @@
-"""A scenario: cluster + workload + decision epochs + objective + horizon (DESIGN §5).
+"""A scenario: cluster + workload + decision epochs + objective + horizon.
 
 This is the *instance generator* of an environment: it owns everything that
 defines a problem instance and nothing of the dynamics.  Presets build
@@ -78,7 +78,7 @@ class Scenario:
             raise ScenarioError("job_memory", f"expected 'full' or 'bounded', got {self.job_memory!r}")
         if not (self.horizon > 0):
             raise ScenarioError("horizon", f"must be > 0, got {self.horizon}")
-        # every job type must fit at least one empty server (rms.md §1.4 assumption)
+        # every job type must fit at least one empty server (the RMS paper's assumption, §II)
         types = self.source.types
         if types.exact:
             limit = cap * (1 + 1e-9) + 1e-12

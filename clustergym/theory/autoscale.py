@@ -1,4 +1,4 @@
-"""Theory of the auto-scaling paper as pure functions (autoscale.md §1.7–1.8, §2.1–2.2, §2.5.3).
+"""Theory of the auto-scaling paper as pure functions (Sec. 3: LPs (3.1)-(3.2), Definitions 1-7, Algorithm 1).
 
 This module is the one home of the paper's offline objects; the agents in
 :mod:`clustergym.baselines.autoscale` and the claims in
@@ -10,23 +10,23 @@ simulator.
   tie-breaking of Definition 2 (descending lexicographic order of
   ``(U(k), k_1, ..., k_J)``), memoised per type subset.  ``K`` is enumerated
   (additive resources), given directly as a down-closed list of generators
-  (the oracle instances of §4.2–4.3), or, for one resource whose sizes divide
+  (the oracle instances: docs/papers/autoscale.md#worst-case), or, for one resource whose sizes divide
   the capacity by powers of two (the Google-trace instance), handled in closed
   form without enumeration.
-* :func:`gpa` -- Algorithm 1 (integer GPA) with the clamp fix of §5 item 7
-  (``X = max(0, min(ceil(r/k), N))``, exact integer/rational ceilings) and the
-  smallest-type-index argmin tie rule (§5 item 6).
+* :func:`gpa` -- Algorithm 1 (integer GPA) with a clamp at 0
+  (``X = max(0, min(ceil(r/k), N))``, exact integer/rational ceilings;
+  docs/papers/autoscale.md#gpa-clamp) and the smallest-type-index argmin tie rule.
 * :func:`global_greedy` -- the fluid GPA (Definition 5 + Proposition 1) in
   exact rational arithmetic: the greedy value ``U^(g)[rho]`` as a
   :class:`fractions.Fraction`.
 * :func:`lp_upper_bound` -- the LP (3.2) ``U*[rho]`` (HiGHS), and
   :func:`lp_upper_bound_total` the per-cluster form (3.1)
   ``F*(L, Yhat) = L * U*[Yhat / L]``; :func:`dual_bound` the certified dual
-  bound of §1.7 for any ``beta`` in ``[0, u]^J``.
-* :func:`critical_loads` -- the two critical load factors of Figure 2 (§3.4).
+  bound (LP duality, docs/papers/autoscale.md#lp-bound) for any ``beta`` in ``[0, u]^J``.
+* :func:`critical_loads` -- the two critical load factors of Figure 2 (Sec. 7.1).
 * Scenario helpers: :func:`instance_of`, :func:`lp_bound_per_server`,
   :func:`greedy_value_per_server`, :func:`type_rewards`, and
-  :func:`trace_upper_bound` (the time-varying Upper Bound of §2.5.3).
+  :func:`trace_upper_bound` (the time-varying Upper Bound of Sec. 7.2).
   Measured rewards against these bounds (confidence limits, tables) are in
   :mod:`clustergym.runner.stats`.
 
@@ -83,7 +83,7 @@ def as_fraction(x: Any) -> Fraction:
 
 
 def default_g(num_servers: int, b: float = 0.5) -> int:
-    """The reservation factor ``g(L) = max(1, ceil((ln L)^(1+b)))`` (autoscale.md §5 item 9)."""
+    """The reservation factor ``g(L) = max(1, ceil((ln L)^(1+b)))`` (Sec. 4; docs/papers/autoscale.md#g-factor)."""
     L = int(num_servers)
     return max(1, math.ceil(math.log(L) ** (1.0 + b))) if L > 1 else 1
 
@@ -133,11 +133,11 @@ class ConfigSpace:
     # ---------------------------------------------------------------- construction
     @classmethod
     def additive(cls, type_demand: Any, capacity: Any, rewards: Sequence[Any], *, limit: int = 300_000) -> "ConfigSpace":
-        """Additive resources: ``k`` is feasible iff ``sum_j k_j R_j <= capacity`` (autoscale.md §1.2).
+        """Additive resources: ``k`` is feasible iff ``sum_j k_j R_j <= capacity`` (Sec. 2.2).
 
         Enumerates ``K`` when it has at most ``limit`` elements.  Otherwise, with one
         resource whose sizes are the capacity divided by powers of two (the Google-trace
-        instance, §3.6), MaxReward and the LP have closed forms and nothing is enumerated.
+        instance, Sec. 7.2), MaxReward and the LP have closed forms and nothing is enumerated.
         """
         demand = np.asarray(type_demand, dtype=np.float64)
         if demand.ndim == 1:
@@ -157,7 +157,7 @@ class ConfigSpace:
 
     @classmethod
     def from_generators(cls, generators: Iterable[Sequence[int]], rewards: Sequence[Any]) -> "ConfigSpace":
-        """``K`` = the down-closure of the given configurations (monotone feasibility, §1.2)."""
+        """``K`` = the down-closure of the given configurations (monotone feasibility, Sec. 2.2)."""
         gens = [tuple(int(v) for v in g) for g in generators]
         J = len(rewards)
         seen: set[Config] = set()
@@ -296,7 +296,7 @@ class GPAStep:
 
 
 def gpa(yhat: Sequence[Any], num_servers: int, space: ConfigSpace) -> list[GPAStep]:
-    """Algorithm 1 (GPA) with the clamp fix and pinned tie-breaks (autoscale.md §2.2 [rec]).
+    """Algorithm 1 (GPA) with the clamp fix and pinned tie-breaks (docs/papers/autoscale.md#gpa-clamp).
 
     Args:
         yhat: ``(J,)`` workload reference ``Ŷ`` (jobs; ints or rationals -- never floats
@@ -415,7 +415,7 @@ class LPResult:
 def lp_upper_bound(rho: Sequence[Any], space: ConfigSpace) -> LPResult:
     """The LP (3.2): ``U*[rho] = max sum_j u_j y_j`` s.t. ``y <= rho``, ``y <= sum_k x_k k``,
     ``sum_k x_k = 1``, ``x >= 0`` (HiGHS).  In the closed-form mode (one resource, sizes
-    capacity/2^p) the LP is a fractional knapsack by density (§2.5.3)."""
+    capacity/2^p) the LP is a fractional knapsack by density (docs/papers/autoscale.md#upper-bound)."""
     rho_f = np.array([float(v) for v in rho], dtype=np.float64)
     J = space.num_types
     if rho_f.shape != (J,) or np.any(rho_f < 0) or not np.all(np.isfinite(rho_f)):
@@ -463,7 +463,7 @@ def lp_upper_bound_total(yhat: Sequence[Any], num_servers: int, space: ConfigSpa
 
 
 def dual_bound(rho: Sequence[Any], space: ConfigSpace, beta: Sequence[Any] | None = None) -> Fraction:
-    """A certified upper bound on ``U*[rho]`` for any ``beta`` in ``[0, u]^J`` (§1.7):
+    """A certified upper bound on ``U*[rho]`` for any ``beta`` in ``[0, u]^J`` (LP duality):
     ``sum_j rho_j (u_j - beta_j) + max_k sum_j beta_j k_j`` (exact rationals).
 
     ``beta = None`` gives ``beta = 0``: ``sum_j u_j rho_j`` (admit everything).
@@ -482,7 +482,7 @@ def dual_bound(rho: Sequence[Any], space: ConfigSpace, beta: Sequence[Any] | Non
 
 
 def critical_loads(rho: Sequence[Any], space: ConfigSpace) -> tuple[Fraction, Fraction]:
-    """The two critical load factors of Figure 2 (§3.4) for the workload ``alpha * rho``.
+    """The two critical load factors of Figure 2 (Sec. 7.1) for the workload ``alpha * rho``.
 
     ``alpha_1``: the largest load at which the global greedy holds the whole workload
     (``sum_i z^(i)[alpha rho] <= 1``; the greedy steps scale with ``alpha``, so
@@ -501,7 +501,7 @@ def critical_loads(rho: Sequence[Any], space: ConfigSpace) -> tuple[Fraction, Fr
 
 # =============================================================================== oracle instances
 def worst_case_family(n: int, eps: Any = 0) -> tuple[np.ndarray, np.ndarray, tuple[Fraction, ...], list[Config]]:
-    """The worst-case family ``W_n`` of autoscale.md §4.3, as an additive instance.
+    """The worst-case family ``W_n`` (docs/papers/autoscale.md#worst-case), as an additive instance.
 
     ``K = down-closure{n e_1, ..., n e_{n-1}, e_n, (1, ..., 1)}`` plus mixtures of types
     ``< n`` of at most ``n`` jobs (which never beat ``n e_i``), realised with ``n + 1``
@@ -629,8 +629,8 @@ def _bounds(inst: Instance) -> tuple[float, Fraction]:
 
 def lp_bound_per_server(scenario: Any) -> float:
     """``U*[rho]``: the LP (3.2) bound on the long-run reward rate per server of ANY policy
-    on this scenario, at every L and, from an empty start, at every finite horizon (§1.7).
-    Compare it with ``reward_rate / L`` of ``clustergym run``/``compare``."""
+    on this scenario, at every L and, from an empty start, at every finite horizon (Sec. 3;
+    docs/papers/autoscale.md#lp-bound).  Compare it with ``reward_rate / L`` of ``clustergym run``/``compare``."""
     return _bounds(instance_of(scenario))[0]
 
 
@@ -641,7 +641,7 @@ def greedy_value_per_server(scenario: Any) -> Fraction:
 
 # =============================================================================== trace upper bound
 def trace_upper_bound(scenario: Any, *, t0: float = 0.0, t1: float | None = None) -> float:
-    """The time-varying Upper Bound of §2.5.3 / §7.2 (total over the cluster, time average over ``[t0, t1]``).
+    """The time-varying Upper Bound of Sec. 7.2 (total over the cluster, time average over ``[t0, t1]``).
 
     ``Ŷ(t)`` is the number of jobs of each type that would be present if every arrival were
     admitted (the infinite-server system driven by the same arrivals); the bound is the time

@@ -1,6 +1,6 @@
 """Server configurations and the supportable workload region (pure functions).
 
-Everything here is about *additive* multi-resource packing (rms.md §1.4): a
+Everything here is about *additive* multi-resource packing (RMS paper §II): a
 server with capacity vector ``C`` (R,) can hold ``k_j`` jobs of each type ``j``
 at once iff ``sum_j k_j * s_j <= C`` componentwise, where ``s_j`` (R,) is the
 demand of a type-``j`` job.  A vector ``k`` in ``Z_+^J`` that satisfies this is
@@ -17,24 +17,24 @@ Conventions used by every function:
   ``sum_j k_j s_j <= C * (1 + 1e-9)``, so that e.g. five jobs of 0.2 fit in 1.0
   despite binary rounding.
 * Configurations are ``int64`` arrays ``(C, J)``; workloads ``rho`` are
-  ``(J,)`` float64 in jobs (``rho_j = lambda_j / mu_j``, rms.md §1.3).
-* Every type must fit an empty server (the paper's assumption ``e_j in K_l``,
-  rms.md §1.4); otherwise :class:`~clustergym.errors.ScenarioError` names the
+  ``(J,)`` float64 in jobs (``rho_j = lambda_j / mu_j``, RMS paper §II).
+* Every type must fit an empty server (the RMS paper's assumption that "all servers
+  can fit any single job type", §II); otherwise :class:`~clustergym.errors.ScenarioError` names the
   offending ``type_demand[j]``.
 
 Contents:
 
 * :func:`enumerate_configurations`, :func:`maximal_configurations` — ``K`` and
-  its Pareto-maximal elements (rms.md §1.4, §4.1).
-* :func:`max_jobs_per_server` — ``M`` (rms.md §1.4, §6 item 3), by a small
+  its Pareto-maximal elements (RMS paper §II, §VII-A).
+* :func:`max_jobs_per_server` — ``M`` (RMS paper §II), by a small
   integer program, so it also works when ``K`` is far too large to enumerate
   (Google power-of-1/2 sizes: ``M = 512``).
 * :func:`capacity_scale`, :func:`interior_margin` — the LP oracles of the
-  supportable region ``C`` and its interior ``C^o`` (rms.md §5.3, eqs. 2–3).
+  supportable region ``C`` and its interior ``C^o`` (RMS paper §II, eqs. 2–3).
 * :func:`boundary_point` — the paper's ``V`` = sum over servers of the average
-  of the maximal configurations (rms.md §4.1, §6 item 15).
+  of the maximal configurations (RMS paper §VII-A; docs/papers/rms.md#capacity-region).
 * :func:`product_form_law` — the exact per-server stationary law of the
-  fixed-weight RMS chain (Lemma 1, rms.md §5.1).
+  fixed-weight RMS chain (Definition 2 and Lemma 1, RMS paper §V).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def _fit_count(
 def _single_type_counts(demand: NDArray[np.float64], capacity: NDArray[np.float64]) -> NDArray[np.int64]:
     """``(J,)`` int64: how many type-``j`` jobs fit an empty server alone; raises if one does not fit.
 
-    The ``e_j in K_l`` assumption of rms.md §1.4 is checked here.
+    The ``e_j in K_l`` assumption of the RMS paper (§II) is checked here.
     """
     lim = _limit_of(capacity)
     j_count, r_count = demand.shape
@@ -203,7 +203,7 @@ def _is_feasible(k: NDArray[np.int64], demand: NDArray[np.float64], lim: NDArray
 def enumerate_configurations(
     type_demand: ArrayLike, capacity: ArrayLike, *, limit: int = 2_000_000
 ) -> NDArray[np.int64]:
-    """All feasible configurations ``K`` of one server (rms.md §1.4, additive case).
+    """All feasible configurations ``K`` of one server (RMS paper §II, additive case).
 
     ``k in Z_+^J`` is feasible iff ``sum_j k_j * type_demand[j] <= capacity * (1 + 1e-9)``
     componentwise.  The set is built type by type, each partial configuration being
@@ -257,7 +257,7 @@ def maximal_configurations(
     """The Pareto-maximal rows of ``configs``: feasible, and no single job of any type can be added.
 
     For a downward-closed ``K`` this is the same as "no other feasible configuration
-    dominates it" (rms.md §4.1).  Rows that are not feasible themselves are dropped.
+    dominates it" (the "maximal configurations" of RMS §VII-A).  Rows that are not feasible themselves are dropped.
 
     Args:
         configs: ``(C, J)`` non-negative integer configurations (typically
@@ -335,12 +335,12 @@ def _max_jobs_one(demand: NDArray[np.float64], capacity: NDArray[np.float64]) ->
         if solved is None:
             raise
         # An ILP optimum over a slightly relaxed region is an upper bound on M, which the
-        # algorithm accepts (rms.md §1.4: "treat M as that max or any upper bound on it").
+        # algorithm accepts (RMS §II only needs M to bound the jobs per server).
         return int(round(solved[1]))
 
 
 def max_jobs_per_server(type_demand: ArrayLike, capacities: ArrayLike) -> int:
-    """``M = max_l max_{k in K_l} sum_j k_j``, the most jobs any server can hold (rms.md §1.4, §6 item 3).
+    """``M = max_l max_{k in K_l} sum_j k_j``, the most jobs any server can hold (RMS paper §II).
 
     Does not enumerate ``K``: per distinct server it uses the exact "smallest type
     dominates" argument when one type's demand is componentwise <= every other's (always
@@ -374,7 +374,7 @@ def _supportable_lp(
     mode: Literal["scale", "margin"],
     limit: int,
 ) -> float:
-    """Solve the LP of rms.md §5.3 over ``sum_g n_g * Conv(K_g)``.
+    """Solve the capacity-region LP (RMS paper eqs. 2–3) over ``sum_g n_g * Conv(K_g)``.
 
     Variables: ``s`` (``t`` in mode "scale", ``delta`` in mode "margin") and one weight
     ``alpha_{g,k} >= 0`` per column ``k`` of server group ``g`` with ``sum_k alpha_{g,k} = 1``.
@@ -465,7 +465,7 @@ def _supportable_lp(
 def capacity_scale(
     rho: ArrayLike, type_demand: ArrayLike, capacities: ArrayLike, *, limit: int = _DEFAULT_LP_LIMIT
 ) -> float:
-    """``t* = max t`` such that ``t * rho`` is in the supportable region ``C`` (rms.md §5.3, eq. 2).
+    """``t* = max t`` such that ``t * rho`` is in the supportable region ``C`` (RMS paper eq. 2).
 
     ``t * rho <= sum_l sum_k alpha_{l,k} k`` with ``alpha_{l,.}`` a probability vector over
     server ``l``'s configurations, solved with ``scipy.optimize.linprog(method="highs")``.
@@ -492,7 +492,7 @@ def capacity_scale(
 def interior_margin(
     rho: ArrayLike, type_demand: ArrayLike, capacities: ArrayLike, *, limit: int = _DEFAULT_LP_LIMIT
 ) -> float:
-    """``delta* = max delta`` such that ``rho + delta * 1`` is in ``C`` (rms.md §5.3, eq. 3).
+    """``delta* = max delta`` such that ``rho + delta * 1`` is in ``C`` (RMS paper eq. 3).
 
     ``rho in C^o`` (supportable, strictly inside) iff ``delta* > 0``; valid also when
     some ``rho_j = 0``.  ``delta*`` is negative outside ``C`` and 0 on its upper boundary.
@@ -514,8 +514,8 @@ def interior_margin(
 def boundary_point(type_demand: ArrayLike, capacities: ArrayLike) -> NDArray[np.float64]:
     """The paper's ``V = sum_l V^l``, ``V^l`` = average of server ``l``'s Pareto-maximal configurations.
 
-    rms.md §4.1 (arrival rates ``lambda = zeta * V``) with the reading recommended in
-    §6 item 15.  ``V`` is on the boundary of ``C`` only in special cases: EC2 gives
+    RMS paper §VII-A (arrival rates ``lambda = zeta * V``), "maximal" read as Pareto-maximal
+    (docs/papers/rms.md#capacity-region).  ``V`` is on the boundary of ``C`` only in special cases: EC2 gives
     ``V^l = (2/3, 11/3, 2/3)`` and ``capacity_scale(V) = 1``; the Fig. 1b server gives
     ``(7/3, 1)`` with ``capacity_scale = 30/29``.  Callers should check
     :func:`capacity_scale` and warn (or rescale) when it is not 1.
@@ -552,7 +552,7 @@ def product_form_law(
     weights: ArrayLike,
     num_servers: int,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Exact per-server stationary law of the fixed-weight RMS chain (Lemma 1, eq. 9; rms.md §5.1).
+    """Exact per-server stationary law of the fixed-weight RMS chain (RMS paper §V, Lemma 1, eq. 9).
 
     With weights frozen at ``w``, clock ``j`` ticking at rate ``r_j`` and sampling one of
     ``L`` servers uniformly, and type-``j`` jobs leaving at rate ``mu_j`` and being replaced

@@ -1,15 +1,15 @@
-"""LoTES stages 1 and 2: the offline plan (Tran, Araujo & Beck, "Multi-stage resource-aware scheduling
-for data centers with heterogeneous servers", J. Scheduling 2018, §4.1-4.2).
+"""LoTES stages 1 and 2: the offline plan (Tran, Padmanabhan, Zhang, Li, Down & Beck, "Multi-stage
+resource-aware scheduling for data centers with heterogeneous servers", J. Scheduling 2018, Sec. 4.1-4.2).
 
-* **Stage 1, allocation LP** (§4.1): a fluid model over one pooled "super-machine" per machine
+* **Stage 1, allocation LP** (Sec. 4.1, LP (1)-(5)): a fluid model over one pooled "super-machine" per machine
   configuration, in its equivalent y-form (``y_jk`` = fluid number of class-``k`` jobs in service on
   configuration ``j``), solved with SciPy/HiGHS *dual simplex* (``highs-ds``) so that the optimum is a
-  sparse vertex; ``K_j = {k : y_jk > tol}``.  :func:`allocation_lp`.
-* **Stage 2** (§4.2): the non-dominated bins of each configuration over ``K_j`` (an exhaustive
+  sparse vertex; ``K_j = {k : y_jk > tol}`` (docs/papers/lotes.md#stage1).  :func:`allocation_lp`.
+* **Stage 2** (Sec. 4.2): the non-dominated bins of each configuration over ``K_j`` (an exhaustive
   recursion plus maximality; the printed Algorithm 1 is kept in :func:`algorithm1_bins`, with its
-  ``nextBin`` reset and a non-dominance post-filter, see ``docs/papers/lotes.md``; a configuration with
-  no feasible bin gets the empty bin), then the *machine assignment LP* (reduced form; HiGHS dual
-  simplex) and its rounding (largest fractional parts first, ties by bin index).
+  ``nextBin`` reset and a non-dominance post-filter, see docs/papers/lotes.md#algorithm1; a configuration
+  with no feasible bin gets the empty bin), then the *machine assignment LP* (LP (6)-(10) in reduced form;
+  HiGHS dual simplex) and its rounding (largest fractional parts first, ties by bin index).
   :func:`nondominated_bins`, :func:`assignment_lp`, :func:`round_assignment`, :func:`solve_lotes`.
 
 Stage 3, the online dispatcher, is the agent :class:`clustergym.baselines.lotes.lotes.LoTES`; the
@@ -55,7 +55,7 @@ __all__ = [
     "swap_rounding",
 ]
 
-#: absolute fit tolerance of the offline stages (lotes.md §5 A6)
+#: absolute fit tolerance of the offline stages (capacities such as 0.06 hold a 0.06 job exactly)
 BIN_TOL = 1e-9
 
 
@@ -67,7 +67,7 @@ def fits_limit(capacity: np.ndarray) -> np.ndarray:
 # ====================================================================================== Stage 1
 @dataclass
 class Stage1Result:
-    """Allocation LP optimum (lotes.md §2.2)."""
+    """Allocation LP optimum (Sec. 4.1)."""
 
     lam: float                 #: lambda*_1
     y: np.ndarray              #: (M, K) fluid jobs of class k in service on configuration j
@@ -99,7 +99,7 @@ def _check_inputs(n: Any, cap: Any, alpha: Any, r: Any, mu: Any) -> tuple[np.nda
 
 
 def allocation_lp(n: Any, cap: Any, alpha: Any, r: Any, mu: Any, *, method: str = "highs-ds") -> Stage1Result:
-    """Stage 1 in the y-form (lotes.md §2.2.2)::
+    """Stage 1 (LP (1)-(5)) in the y-form (docs/papers/lotes.md#stage1)::
 
         max lambda  s.t.  sum_j mu_jk y_jk >= lambda alpha_k   (k)
                           sum_k r_kl y_jk <= n_j c_jl          (j, l)
@@ -150,16 +150,16 @@ class TooManyBins(Exception):
 
 def nondominated_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray, *, tol: float = BIN_TOL,
                       empty_fallback: bool = True, max_states: int | None = None) -> np.ndarray:
-    """All non-dominated bins of one machine over ``classes`` (lotes.md §2.3.2, recommended form).
+    """All non-dominated bins of one machine over ``classes`` (Sec. 4.2; docs/papers/lotes.md#algorithm1).
 
     A bin is a multiset of classes whose *expected* profiles fit the machine
     (``sum_k N_k r_kl <= c_l + tol`` for every ``l``); it is non-dominated when
     no class of ``classes`` can be added.  Returns ``(B, K)`` int counts (columns
     of classes outside ``classes`` are 0), in lexicographic order of decreasing
     counts of ``classes`` in the given order.  If no class fits an empty machine,
-    the single empty bin (§5 A5; ``empty_fallback=False`` returns ``(0, K)``).
+    the single empty bin (docs/papers/lotes.md#empty-bin; ``empty_fallback=False`` returns ``(0, K)``).
 
-    The exhaustive recursion of §2.3.2, run breadth-first over numpy arrays: level
+    An exhaustive recursion, run breadth-first over numpy arrays: level
     ``p`` expands every partial bin by ``m = room, ..., 0`` jobs of the ``p``-th class;
     the last class gets only its maximum (anything less is dominated); a bin is kept
     when no class fits in what is left.  ``max_states`` bounds the partial bins generated
@@ -221,11 +221,11 @@ def nondominated_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarra
 
 def algorithm1_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray, *, reset_next_bin: bool = True,
                     tol: float = BIN_TOL, max_iter: int = 10_000_000) -> np.ndarray:
-    """The paper's Algorithm 1 as printed (lotes.md §2.3.2), raw output (dominated bins included).
+    """The paper's Algorithm 1 as printed (Sec. 4.2), raw output (dominated bins included).
 
-    ``reset_next_bin=True`` resets ``nextBin`` at the top of each iteration (defect 1);
-    ``False`` is the literal text.  Where the fill leaves the bin empty, ``mostRecentAdd({})``
-    is undefined (defect 3): the start class advances; if no class fits an empty machine no
+    ``reset_next_bin=True`` resets ``nextBin`` at the top of each iteration (the printed
+    listing never resets it); ``False`` is the literal text.  Where the fill leaves the bin
+    empty, ``mostRecentAdd({})`` is undefined (docs/papers/lotes.md#algorithm1): the start class advances; if no class fits an empty machine no
     bin is emitted at all.  Filter with
     :func:`nondominated_filter`.
     """
@@ -257,7 +257,7 @@ def algorithm1_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray,
                 used += r[cls[i - 1]]
                 next_bin = True
         if not b:
-            # mostRecentAdd({}) is undefined (defect 3): no class from x* on fits an empty machine;
+            # mostRecentAdd({}) is undefined (docs/papers/lotes.md#algorithm1): no class from x* on fits an empty machine;
             # move to the next starting class (if none ever fits, no bin is emitted at all)
             x += 1
             xs = x
@@ -301,7 +301,7 @@ def nondominated_filter(bins: np.ndarray, cap: Sequence[float], classes: Sequenc
 # ====================================================================================== Stage 2: assignment LP
 @dataclass
 class Stage2Result:
-    """Machine assignment LP optimum (lotes.md §2.3.3)."""
+    """Machine assignment LP optimum (Sec. 4.2)."""
 
     lam: float                 #: lambda*_2 (before rounding)
     x: list[np.ndarray]        #: per configuration, (B_j,) machines emulating each bin
@@ -388,7 +388,7 @@ def knapsack_bin(cap: np.ndarray, classes: Sequence[int], r: np.ndarray, weight:
 def assignment_lp(n: Any, alpha: Any, mu: Any, bins: Sequence[np.ndarray], *, method: str = "highs-ds",
                   column_generation: bool | None = None, priced: dict[int, tuple[np.ndarray, list[int], np.ndarray]]
                   | None = None, max_rounds: int = 2000) -> Stage2Result:
-    """Stage 2 LP in reduced form (lotes.md §2.3.3)::
+    """Stage 2 LP (6)-(10) in reduced form (Sec. 4.2)::
 
         max lambda  s.t.  sum_j mu_jk sum_i N_ijk x_ij >= lambda alpha_k   (k)
                           sum_i x_ij = n_j                                 (j)
@@ -405,7 +405,7 @@ def assignment_lp(n: Any, alpha: Any, mu: Any, bins: Sequence[np.ndarray], *, me
     (:func:`knapsack_bin`, i.e. the best bin of all non-dominated bins) -- and the most
     negative ones enter, until none is negative.  The optimum is the full LP's lambda*_2
     (over every non-dominated bin of K_j); the vertex may differ (any optimal vertex is
-    acceptable, lotes.md §5 A3).  For ``priced`` configurations ``Stage2Result.bins`` holds
+    acceptable, docs/papers/lotes.md#stage1).  For ``priced`` configurations ``Stage2Result.bins`` holds
     the bins generated (the LP's columns).
     """
     n = np.asarray(n, dtype=float).reshape(-1)
@@ -470,7 +470,7 @@ def assignment_lp(n: Any, alpha: Any, mu: Any, bins: Sequence[np.ndarray], *, me
 
 
 def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
-    """Round one configuration's LP ``x`` to integers summing to ``n_j`` (lotes.md §2.3.4, §5 A7).
+    """Round one configuration's LP ``x`` to integers summing to ``n_j`` (Sec. 4.2; docs/papers/lotes.md#rounding).
 
     ``q_j = sum_i (x_ij - floor(x_ij))`` machines left by flooring go, one each, to the bins
     with the largest fractional parts (ties by bin index).
@@ -494,7 +494,7 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
 # ====================================================================================== full plan
 @dataclass
 class LotesInputs:
-    """Stage 1-2 inputs derived from a scenario (lotes.md §1)."""
+    """Stage 1-2 inputs derived from a scenario (the model of Sec. 2)."""
 
     cap: np.ndarray        #: (M, R) capacity of one machine of each configuration
     n: np.ndarray          #: (M,) machines per configuration
@@ -515,7 +515,7 @@ class LotesInputs:
 
 @dataclass
 class LotesPlan:
-    """Everything Stage 3 needs, and the offline figures (lotes.md §2.3.4 output)."""
+    """Everything Stage 3 needs, and the offline figures (the output of Sec. 4.2)."""
 
     inputs: LotesInputs
     stage1: Stage1Result
@@ -622,7 +622,7 @@ def solve_lotes(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = 
     post-filtered).  A configuration whose enumeration would exceed ``max_enumeration`` partial
     bins (possible when a vertex gives one large configuration 6-8 classes of similar sizes)
     gets its columns from knapsack pricing instead (same lambda*_2, see :func:`assignment_lp`);
-    ``plan.enumerated[j]`` says which.  ``rounding``: ``paper`` (§2.3.4) or ``swap``
+    ``plan.enumerated[j]`` says which.  ``rounding``: ``paper`` (Sec. 4.2) or ``swap``
     (:func:`swap_rounding` on top of it, not in the paper).
     """
     if rounding not in ("paper", "swap"):
@@ -661,7 +661,7 @@ def solve_lotes(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = 
     served = (inputs.mu * Delta).sum(axis=0)
     pos = inputs.alpha > 0
     lam_round = float(np.min(served[pos] / inputs.alpha[pos])) if pos.any() else 0.0
-    # machine -> bin: consecutive machines of a configuration, bin by bin (§2.3.4)
+    # machine -> bin: consecutive machines of a configuration, bin by bin (the paper leaves it open)
     L = inputs.conf_of.shape[0]
     machine_bin = np.zeros((L, K), dtype=np.int64)
     for j in range(M):
@@ -697,11 +697,11 @@ def machine_configurations(capacity: np.ndarray, speed: np.ndarray | None = None
 
 
 def lotes_inputs(scenario: Any) -> LotesInputs:
-    """Stage 1-2 inputs of a scenario (the oracle read of LoTES, lotes.md Appendix B "offline hook").
+    """Stage 1-2 inputs of a scenario (the oracle read of LoTES: Stages 1-2 run on the instance's parameters).
 
     * configurations: identical (capacity, speed) rows of the cluster;
     * ``alpha``: the source's arrival rates normalised, or, when the scenario's ``params`` has a
-      ``classes`` table (trace presets, lotes.md §5 A19), its ``proportion`` column;
+      ``classes`` table (trace presets, docs/papers/lotes.md#classes), its ``proportion`` column;
     * ``r``: the ``classes`` table's ``mean_<resource>`` columns if present, else ``types.demand``
       (the class profiles of :class:`~clustergym.workloads.PoissonClassSource`);
     * ``mu_jk = speed[j, k] / types.mean_work[k]`` (per unit of the scenario's time).

@@ -1,24 +1,24 @@
-"""Knapsack subroutines of MRIS: problem P1 of mris.md §2.3.1 (paper §5.1, §6.1).
+"""Knapsack subroutines of MRIS: problem P1 of the MRIS paper (Fan & Liang 2024, Sec. 5.1, Sec. 6.1).
 
 P1: given items with profit ``w_j`` (job weight) and size ``v_j`` (job volume), choose
 ``B`` maximising ``Σ_B w`` subject to ``Σ_B v <= ζ``.  Every function returns the chosen
 item indices as a sorted ``int64`` array.
 
-* :func:`knapsack_exact` -- an optimal P1 solution (mris.md §2.3.4 (b): what the reference
-  code's experiments ran, GLPK_MI there).  Methods: ``prefix`` (the exact class-prefix method
+* :func:`knapsack_exact` -- an optimal P1 solution (what the authors' code ran for the
+  experiments, with the GLPK_MI solver; docs/papers/mris.md#exact-knapsack).  Methods: ``prefix`` (the exact class-prefix method
   for at most two distinct weights: some optimum takes the cheapest items of each weight
   class), ``dp`` (a DP over total integer weight: minimum volume of each reachable weight),
   ``milp`` (SciPy's HiGHS MILP).  ``auto`` picks ``prefix``, then ``dp`` when the weights are
   integers and the table is small, else ``milp``.  Tie-break (``prefix`` and ``dp``): maximum
-  weight, then minimum volume (mris.md §2.3.4 [I]).
-* :func:`knapsack_cadp` -- CONSTRAINT-APPROXIMATE DYNAMIC PROGRAMMING (paper §5.1, Lemma 6.1)
-  with the scale factor corrected to ``K = ε ζ / n`` (mris.md §0 defect 2, §5 item 2):
+  weight, then minimum volume (the paper has no tie rule).
+* :func:`knapsack_cadp` -- CONSTRAINT-APPROXIMATE DYNAMIC PROGRAMMING (Sec. 5.1, Lemma 6.1)
+  with the scale factor corrected to ``K = ε ζ / n`` (docs/papers/mris.md#cadp):
   weight >= OPT(ζ), volume <= (1 + ε) ζ.
-* :func:`knapsack_greedy` -- the greedy of Remark 1 / mris.md §2.4 with capacity ``2 ζ``:
+* :func:`knapsack_greedy` -- the greedy of Remark 1 (Sec. 6.1) with capacity ``2 ζ``:
   weight >= OPT(ζ) when every ``v_j <= ζ`` (which holds for MRIS's eligible jobs), volume <= 2 ζ.
 
-Capacities are compared with a relative tolerance :data:`KNAP_RTOL` (mris.md §5 item 17: the
-Lemma 4.1 instance fills the knapsack exactly).
+Capacities are compared with a relative tolerance :data:`KNAP_RTOL` (the Lemma 4.1
+instance fills the knapsack exactly; docs/papers/mris.md#tolerance).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from clustergym.errors import ScenarioError
 __all__ = ["MRISInstance", "KNAP_RTOL", "knapsack_exact", "knapsack_cadp", "knapsack_greedy", "knapsack_brute_force",
            "solve_knapsack", "select_batch", "KNAPSACKS"]
 
-#: relative tolerance on the knapsack capacity (mris.md §2.0 TOL)
+#: relative tolerance on the knapsack capacity (the agents' capacity tolerance)
 KNAP_RTOL = 1e-9
 
 #: the knapsack options of MRIS
@@ -45,7 +45,7 @@ _DP_MAX_CELLS = 20_000_000
 
 @dataclass(frozen=True)
 class MRISInstance:
-    """A fixed MRIS instance (mris.md §1): ``n`` jobs on ``machines`` identical unit machines.
+    """A fixed MRIS instance (the model of Sec. 3): ``n`` jobs on ``machines`` identical unit machines.
 
     Attributes:
         release, proc, weight: ``(n,)`` r_j, p_j (> 0), w_j (>= 0); sorted by release (stable), so
@@ -99,7 +99,7 @@ class MRISInstance:
 
     @property
     def volume(self) -> np.ndarray:
-        """``v_j = p_j Σ_l d_jl`` (mris.md Notation)."""
+        """``v_j = p_j Σ_l d_jl``, the job's volume (Sec. 5.1)."""
         return self.proc * self.demand.sum(axis=1)
 
     def total_weighted_completion(self, completion: np.ndarray) -> float:
@@ -150,7 +150,7 @@ def knapsack_exact(w, v, cap, method: str = "auto") -> np.ndarray:
 
 
 def _exact_prefix(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
-    """Class-prefix method (mris.md §2.3.4 (b) 2) for at most two distinct weights.
+    """Class-prefix method for at most two distinct weights (docs/papers/mris.md#exact-knapsack).
 
     Exchange argument: within one weight class an optimal set may take the cheapest-volume
     items, so an optimum is (a1 cheapest of class 1, a2 cheapest of class 2); enumerate a1 and
@@ -240,7 +240,7 @@ def _exact_milp(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------- CADP
 
 def knapsack_cadp(w, v, cap, eps: float = 0.1) -> np.ndarray:
-    """CADP (paper §5.1, Lemma 6.1) with ``K = ε ζ / n`` (the paper prints ``ζ n / ε``).
+    """CADP (Sec. 5.1, Lemma 6.1) with ``K = ε ζ / n`` (the paper prints ``ζ n / ε``).
 
     Sizes are scaled down and rounded, ``v̂_j = floor(v_j / K)``, and an exact 0/1 DP over the
     integer capacity ``Ẑ = floor(ζ / K)`` (about ``n / ε``) maximises the weight; ties go to
@@ -283,12 +283,12 @@ def knapsack_cadp(w, v, cap, eps: float = 0.1) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------- greedy
 
 def knapsack_greedy(w, v, cap) -> np.ndarray:
-    """Greedy by ``w/v`` with capacity ``2 ζ`` (paper Remark 1, mris.md §2.4).
+    """Greedy by ``w/v`` with capacity ``2 ζ`` (Remark 1, Sec. 6.1).
 
     Items in non-increasing ``w_j / v_j`` (``v_j = 0`` first; ties: smaller ``v``, then index);
     take the longest prefix that fits ``2 ζ``; if an item ``k`` stops it, return ``{k}`` when
-    ``w_k`` exceeds the prefix's weight, else the prefix.  (The reference code's
-    ``MRISGreedy`` has indexing bugs, mris.md §2.4; this is the paper's algorithm.)
+    ``w_k`` exceeds the prefix's weight, else the prefix.  (The authors' code's
+    ``MRISGreedy`` has indexing bugs, docs/papers/mris.md#greedy-knapsack; this is the paper's algorithm.)
     """
     w, v, cap = _inputs(w, v, cap)
     n = w.size
@@ -327,7 +327,7 @@ def select_batch(kind: str, w, v, cap, *, eps: float = 0.1, method: str = "auto"
     option's volume bound (ζ, (1+ε)ζ or 2ζ) allows.
 
     A job of weight 0 adds nothing to P1's objective, so an optimal knapsack may leave it out at every
-    boundary and it would never be scheduled (the paper assumes w_j > 0; mris.md §5 item 8).  Filling
+    boundary and it would never be scheduled (the paper assumes w_j > 0; docs/papers/mris.md#weights).  Filling
     the spare volume with such jobs keeps every guarantee (the weight and the volume bound hold) and
     schedules each one once a boundary has room for it (an eligible job has v_j <= ζ_k).
     """

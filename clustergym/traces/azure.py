@@ -1,6 +1,6 @@
 """Azure Public Dataset V1 (2017) VM arrivals, as preprocessed by huaweicloud/trace_generation_rnn (SOSP'21).
 
-Decoded format (traces README §6).  Each line is ``<ts> <tok>,<tok>,...``:
+Decoded format (as the trace subset documents it).  Each line is ``<ts> <tok>,<tok>,...``:
 
 * ``ts``: seconds since the trace start; lines step by 300 s; a line holds the VMs that
   arrived in the 300 s bin *ending* at ``ts``.

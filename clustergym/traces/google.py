@@ -13,14 +13,14 @@ pandas C-engine pass per part over the 8 needed fields with explicit dtypes
 (:func:`read_task_events`); turning events into jobs is vectorised over tasks
 (:func:`google_tasks`) with one of three lifecycles:
 
-``strict`` (rms.md §4.8, bfjs-vqs.md §3.4: "completed successfully without stopping")
+``strict`` (RMS paper §VII-B, BF-J/S paper §VII-B: "completed successfully without stopping")
     keep a task iff its first SUBMIT is inside the window (time > 0), it has no
     EVICT/FAIL/KILL/LOST, exactly one SCHEDULE, and its last non-UPDATE event is its
     only FINISH.  arrival = SUBMIT; duration = FINISH - SCHEDULE.
-``finished`` (autoscale.md §5 item 19: "completed within the time window")
+``finished`` (auto-scaling paper Sec. 7.2: "completed within the time window")
     first SUBMIT > 0 and the last non-UPDATE event is a FINISH (interruptions and
     resubmissions allowed).  arrival = first SUBMIT; duration = FINISH - last SCHEDULE.
-``attempts`` (lotes.md §3.2: "jobs that fail and are resubmitted are new jobs")
+``attempts`` (LoTES Sec. 5.3: failed, resubmitted jobs "are considered to be new, unrelated jobs")
     one job per SUBMIT event that is followed by a SCHEDULE (before the next SUBMIT
     of the task); arrival = that SUBMIT (0 for tasks present at the trace start: the
     initial batch); duration = the next FINISH/EVICT/FAIL/KILL/LOST - SCHEDULE, or
@@ -499,7 +499,7 @@ def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
         at: trace seconds; the machines present at that time (ADD/UPDATE at or before it, not REMOVEd
             since), with their latest capacity.  ``None``: every machine that ever appears in the
             file (the whole month), with its ``capacity`` = ``last`` (or ``first``) known capacity.
-            ``at=None, capacity="last"`` rounded to 2 decimals reproduces lotes.md Table 1 exactly
+            ``at=None, capacity="last"`` rounded to 2 decimals reproduces LoTES Table 1 exactly
             (12,583 machines: 6732, 3863, 1001, 795, 126, 52, 5, 5, 3, 1).
 
     Returns:
@@ -555,7 +555,7 @@ def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
 
 
 def machine_configurations(machines: pd.DataFrame, decimals: int | None = None) -> pd.DataFrame:
-    """Distinct (cpu, memory) capacities with their machine counts, most common first (lotes.md Table 1).
+    """Distinct (cpu, memory) capacities with their machine counts, most common first (LoTES Table 1).
 
     ``decimals`` rounds the capacities first (Table 1 prints 2 decimals: 0.4995 -> 0.50).
     """

@@ -3,7 +3,7 @@
 :func:`trace_data` takes a :class:`~clustergym.traces.table.TraceTable` or a
 :class:`~clustergym.scenarios.spec.Scenario` whose source replays a table;
 :func:`summarize` turns it into a JSON-ready dict (times in seconds);
-:func:`plot_summary` draws arrivals per time bin (rms.md Fig. 7 uses 20-minute bins),
+:func:`plot_summary` draws arrivals per time bin (RMS paper Fig. 7 uses 20-minute bins),
 the duration distribution and one demand histogram per resource.
 """
 
@@ -85,7 +85,7 @@ def _quantiles(v: np.ndarray) -> dict[str, float | None]:
 
 
 def _nice_width(length: float, max_bins: int) -> float:
-    """1200 s (rms.md Fig. 7) unless that gives more than ``max_bins``; then a round multiple of an hour or a day."""
+    """1200 s (RMS paper Fig. 7) unless that gives more than ``max_bins``; then a round multiple of an hour or a day."""
     w = 1200.0
     if length / w <= max_bins:
         return w

@@ -1,15 +1,15 @@
 """Small preprocessing transforms used by the papers, each a pure function (tested one by one).
 
 * :func:`pow_half_exponent`, :func:`round_up_pow_half`, :func:`rms_type` -- round demands up to the
-  closest power 1/2^p with p <= p_max and take the maximum over resources (rms.md §4.8;
-  autoscale.md §3.6): a task of type p has size 2^-p.
+  closest power 1/2^p with p <= p_max and take the maximum over resources (RMS paper §VII-B;
+  auto-scaling paper Sec. 7.2): a task of type p has size 2^-p.
 * :func:`max_demand`, :func:`clamp_min` -- the single-resource demand max(cpu, mem) of
-  bfjs-vqs.md §3.4 with the clamp of tiny demands.
+  the BF-J/S paper (§VII-B) with the clamp of tiny demands (docs/papers/bfjs.md#google-trace).
 * :func:`kmeans_classes`, :func:`class_table` -- k-means job classes fitted on a window
-  (lotes.md §3.2, A19) and their Table-2 statistics.
+  (LoTES Sec. 5.3.2; docs/papers/lotes.md#classes) and their Table-2 statistics.
 * :func:`priority_band`, :func:`map_priority`, :data:`PRIORITY_MAPS` -- priority -> band,
-  weight or reward factor (autoscale.md §5 item 19; mris.md §5 item 8).
-* :func:`scale_arrivals` -- arrival times times alpha = 1 / traffic scaling (rms.md §4.8 item 4).
+  weight or reward factor (docs/papers/autoscale.md#google-trace, docs/papers/mris.md#weights).
+* :func:`scale_arrivals` -- arrival times times alpha = 1 / traffic scaling (RMS paper §VII-B).
 * :func:`window`, :func:`first_n`, :func:`rebase` -- take a time window, the first N arrivals,
   or shift arrivals to start at 0.
 
@@ -41,7 +41,7 @@ def pow_half_exponent(x: Any, p_max: int = 9) -> np.ndarray:
 
     ``p(x) = min(p_max, floor(log2(1/x)))`` for x in (0, 1], computed exactly with
     ``frexp`` (no rounding error at the powers themselves: p(1/4) = 2, p(0.2500001) = 1).
-    x <= 2^-p_max, including 0 and NaN (a missing request), gives p_max (rms.md §4.8).
+    x <= 2^-p_max, including 0 and NaN (a missing request), gives p_max (RMS paper §VII-B: p from 0 to 9).
 
     Raises:
         ScenarioError: a value > 1 (it cannot be rounded to a size <= 1) or < 0.
@@ -66,7 +66,7 @@ def round_up_pow_half(x: Any, p_max: int = 9) -> np.ndarray:
 def rms_type(*demands: Any, p_max: int = 9) -> np.ndarray:
     """Type p = min over resources of p(demand): the size 2^-p is the max of the rounded-up demands.
 
-    ``rms_type(cpu, mem)`` maps Google tasks to the 10 types of rms.md §4.8 (p_max = 9).
+    ``rms_type(cpu, mem)`` maps Google tasks to the 10 types of the RMS paper's §VII-B (p_max = 9).
     """
     if not demands:
         raise ScenarioError("demand", "rms_type needs at least one demand array")
@@ -82,14 +82,14 @@ def pow_half_type_demand(p_max: int = 9, num_resources: int = 1) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------- 1-D demand
 
 def max_demand(*demands: Any) -> np.ndarray:
-    """The elementwise maximum over resources (bfjs-vqs.md §3.4: one resource = max(cpu, mem))."""
+    """The elementwise maximum over resources (BF-J/S paper §VII-B: one resource = max(cpu, mem))."""
     if not demands:
         raise ScenarioError("demand", "max_demand needs at least one demand array")
     return np.maximum.reduce([np.asarray(d, dtype=np.float64) for d in demands])
 
 
 def clamp_min(x: Any, minimum: float) -> tuple[np.ndarray, int]:
-    """``max(x, minimum)`` and the number of values raised (bfjs-vqs.md §3.4: ``min_demand = 1e-3``)."""
+    """``max(x, minimum)`` and the number of values raised (``min_demand = 1e-3`` for the BF-J/S trace, docs/papers/bfjs.md#google-trace)."""
     a = np.asarray(x, dtype=np.float64)
     low = a < minimum
     return np.where(low, float(minimum), a), int(np.count_nonzero(low))
@@ -99,7 +99,7 @@ def clamp_min(x: Any, minimum: float) -> tuple[np.ndarray, int]:
 
 def kmeans_classes(X: Any, k: int = 4, *, fit_mask: Any = None, n_init: int = 10, max_iter: int = 300,
                    tol: float = 1e-4, seed: int = 0, standardize: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Lloyd's k-means with k-means++ starts (lotes.md §3.2, A19), deterministic for a seed.
+    """Lloyd's k-means with k-means++ starts (LoTES Sec. 5.3.2; docs/papers/lotes.md#classes), deterministic for a seed.
 
     Fits on the rows where ``fit_mask`` is true (e.g. the first day's jobs), runs Lloyd's
     iterations until no label changes or the centres move less than ``tol`` times the mean
@@ -187,7 +187,7 @@ def assign_classes(X: Any, centroids: Any) -> np.ndarray:
 
 
 def class_table(labels: Any, duration: Any, demands: Mapping[str, Any], k: int | None = None) -> pd.DataFrame:
-    """Per class: jobs, proportion, mean duration (s and h) and mean demand per resource (lotes.md Table 2)."""
+    """Per class: jobs, proportion, mean duration (s and h) and mean demand per resource (LoTES Table 2)."""
     lab = np.asarray(labels, dtype=np.int64)
     k = int(lab.max()) + 1 if k is None else int(k)
     cnt = np.bincount(lab, minlength=k).astype(float)
@@ -212,9 +212,9 @@ PRIORITY_BANDS: dict[str, tuple[int, ...]] = {
 }
 
 #: Named priority -> value maps.
-#: ``autoscale-band``: Google priority -> the paper's priority 0/1/2 (free / middle / production; autoscale.md
-#: §5 item 19, a guess the spec labels as such); ``autoscale-factor``: the reward factor 1/3/9 of those bands;
-#: ``mris``: Azure 2020 priority (0 high, 1 low) -> weight priority + 1 (the reference code);
+#: ``autoscale-band``: Google priority -> the paper's priority 0/1/2 (free / middle / production; a guess,
+#: the paper does not give the map: docs/papers/autoscale.md#google-trace); ``autoscale-factor``: the reward factor 1/3/9 of those bands;
+#: ``mris``: Azure 2020 priority (0 high, 1 low) -> weight priority + 1 (the authors' code);
 #: ``mris-natural``: weight 2 - priority (high priority weighs more).
 PRIORITY_MAPS: dict[str, dict[int, float]] = {
     "autoscale-band": {**{p: 0 for p in (0, 1)}, **{p: 1 for p in range(2, 9)}, **{p: 2 for p in (9, 10, 11)}},
@@ -285,7 +285,7 @@ def map_priority(priority: Any, mapping: str | Mapping[Any, float]) -> np.ndarra
 # ---------------------------------------------------------------------------------------------- time
 
 def scale_arrivals(arrival: Any, traffic_scaling: float = 1.0) -> np.ndarray:
-    """Arrival times times alpha = ``1 / traffic_scaling`` (rms.md §4.8 item 4; durations unchanged).
+    """Arrival times times alpha = ``1 / traffic_scaling`` (RMS paper §VII-B; durations unchanged).
 
     Traffic scaling 1.25 means 25% more arrivals per unit time.
     """

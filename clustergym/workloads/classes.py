@@ -1,6 +1,6 @@
 """Poisson arrivals of job *classes* whose actual demands vary around the class profile.
 
-LoTES (lotes.md §1 item 3, §3.3) distinguishes a job's class from its exact
+LoTES (Tran et al. 2018, Sec. 2 and Sec. 5.4) distinguishes a job's class from its exact
 demand: class ``k`` has an *expected* resource profile ``r_k`` (what the
 offline LPs use), and each arriving class-``k`` job draws its actual demand
 vector from a per-class law around ``r_k`` (in the generated experiments a
@@ -59,7 +59,7 @@ class PoissonClassSource:
         demand_laws: ``K`` demand laws (each over ``R`` resources); default:
             :class:`~clustergym.workloads.distributions.TruncatedNormalDemand`
             with location ``r_k``, coefficient of variation ``cv``, truncated to
-            ``[0, high]`` (lotes.md §3.3).  ``cv = 0`` gives every job exactly its
+            ``[0, high]`` (LoTES Sec. 5.4).  ``cv = 0`` gives every job exactly its
             class profile.
         cv: coefficient of variation of the default laws.
         high: upper truncation bound of the default laws (the largest machine
@@ -133,7 +133,7 @@ class PoissonClassSource:
         return self.types.num_types
 
     def realised_mean(self) -> np.ndarray:
-        """``(K, R)`` mean demand of each class's law (about ``1.0276 r`` for cv 0.5, lotes.md §5 A17)."""
+        """``(K, R)`` mean demand of each class's law (about ``1.0276 r`` for cv 0.5: docs/papers/lotes.md#truncated-gaussian)."""
         return np.stack([np.asarray(law.mean, dtype=float) for law in self.demand_laws])
 
     def chunks(self, rng: np.random.Generator) -> Iterator[ArrivalChunk]:

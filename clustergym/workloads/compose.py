@@ -5,7 +5,7 @@
 main use is a prescribed initial state: a prefix of jobs at time 0 is a
 backlog (or, placed by a small setup agent, a given packing of the servers)
 from which the ordinary stochastic stream continues -- e.g. the Best-Fit trap
-of rms.md §5.5 (a): every server in configuration (2, 1) and ``Q = (1000, 1000)``
+of RMS Fig. 1b (§III) started in its trap state: every server in configuration (2, 1) and ``Q = (1000, 1000)``
 at time 0, then Poisson arrivals.
 
 Order: the merged stream is sorted by arrival time; at equal times the prefix

@@ -566,7 +566,7 @@ class DiscreteDemand(DemandDist):
 
 
 class TruncatedNormalDemand(DemandDist):
-    """LoTES demands (lotes.md §3.3): per resource independently, ``N(mean_r, (cv * mean_r)^2)``
+    """LoTES demands (Tran et al. 2018, Sec. 5.4): per resource independently, ``N(mean_r, (cv * mean_r)^2)``
     truncated to ``[low_r, high_r]``.
 
     ``mean`` is the *nominal* mean ``r`` (the location of the untruncated Gaussian, what the

@@ -8,7 +8,7 @@ finite: ``chunks`` ends after the last job.  It draws nothing from the ``rng``
 except in :meth:`ReplaySource.sample_work` (dummy-job lifetimes).
 
 :class:`TimeScaled` multiplies the arrival times of any source by ``alpha``
-(rms.md §4.8 item 4: "traffic scaling" is ``1/alpha``); work is unchanged.
+(RMS paper §VII-B: "traffic scaling" is ``1/alpha``); work is unchanged.
 
 Errors in the table raise :class:`~clustergym.errors.TraceFormatError` whose
 message reads ``"<source>: row <i>, column '<name>': <problem>"`` where ``i``
@@ -50,7 +50,7 @@ class ReplaySource:
         type: ``(n,)`` job types (whole numbers >= 0), or ``None`` for one type.
         weight, reward_rate: ``(n,)`` (finite, >= 0), default 1.
         type_demand: ``(J, R)`` nominal demand per type (e.g. the rounded-up power-of-1/2 size,
-            rms.md §4.8); default: the per-type maximum of the jobs' demands (with ``type``) or
+            RMS paper §VII-B); default: the per-type maximum of the jobs' demands (with ``type``) or
             their mean (without).  When given it fixes ``J`` and types must be ``< J``.
         names: ``J`` type names (fixes ``J`` too); default ``type0, ...``.
         num_resources: expected ``R`` (checked against the demand width) or ``None``.
@@ -332,7 +332,7 @@ class ReplaySource:
             )
 
     def sample_work(self, job_type: int, rng: np.random.Generator) -> float:
-        """Exponential with type ``job_type``'s empirical mean work (rms.md §6 item 8)."""
+        """Exponential with type ``job_type``'s empirical mean work (dummy jobs on traces: docs/papers/rms.md#dummies)."""
         return float(rng.exponential(self.types.mean_work[check_job_type(job_type, self.types.num_types)]))
 
     def arrival_rates(self) -> None:
@@ -343,7 +343,7 @@ class ReplaySource:
 class TimeScaled:
     """``source`` with every arrival time multiplied by ``factor`` (alpha > 0).
 
-    ``factor > 1`` spreads arrivals out (less traffic); the *traffic scaling* of rms.md §4.8 is
+    ``factor > 1`` spreads arrivals out (less traffic); the *traffic scaling* of the RMS paper (§VII-B) is
     ``1/factor``.  Work, demands and types are unchanged; ``arrival_rates()`` is divided by
     ``factor``; ``sample_work`` is the wrapped source's.
 

@@ -1,4 +1,4 @@
-"""Slotted-time arrivals (bfjs-vqs.md §1.3, §1.5, §1.10).
+"""Slotted-time arrivals (the BF-J/S paper's model, §II; docs/papers/bfjs.md#timeline).
 
 Time is cut into slots of length ``slot``.  At the start of each slot
 ``t = k * slot`` (``k = 0, 1, 2, ...``) a Poisson(``rate_per_slot``) number of

@@ -101,7 +101,7 @@ def test_job_selection_at_completion(rule, expected):
 
 @pytest.mark.parametrize("agent", ["first-fit", "best-fit", "random-fit"])
 def test_work_conserving_after_every_epoch(agent):
-    """rms.md §5.9 item 4: after the agent WAITs, no queued job fits any server."""
+    """Work-conserving (RMS paper, Definition 1): after the agent WAITs, no queued job fits any server."""
     sc = make_preset("bf-trap", horizon=30.0)
     ag = make_agent(agent)
     env = make_env_for(sc, ag, validate=True)

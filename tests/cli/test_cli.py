@@ -1,4 +1,4 @@
-"""Tests of the ``clustergym`` command line (DESIGN §6: a stable interface).
+"""Tests of the ``clustergym`` command line (a stable interface: scripts depend on it).
 
 Most commands run in-process through typer's CliRunner (stdout and stderr kept
 apart); a few run the installed console script in a real subprocess.

@@ -1,4 +1,4 @@
-"""Property tests of the simulation kernel (DESIGN §3, §7).
+"""Property tests of the simulation kernel (its invariants: capacity, conservation, non-preemption).
 
 Hypothesis draws small random instances -- 1-6 heterogeneous servers, 1-3
 resources, typed Poisson streams (exponential / deterministic / log-normal

@@ -1,4 +1,4 @@
-"""Semantics of the simulation kernel on small hand-made instances (DESIGN §3-4).
+"""Semantics of the simulation kernel and the decision model on small hand-made instances.
 
 Each test replays a tiny job table (``ReplaySource``) whose outcome can be
 worked out by hand, drives a ``Simulator(validate=True)`` with explicit
@@ -182,7 +182,7 @@ def test_wake_produces_an_epoch_at_exactly_that_time():
 
 
 def test_slotted_time_follows_the_canonical_timeline():
-    """bfjs-vqs.md §1.10: at each slot t, departures, then arrivals, then the agent's tick.
+    """Slotted time (docs/papers/bfjs.md#timeline): at each slot t, departures, then arrivals, then the agent's tick.
     A job placed at slot t with S slots of service occupies slots t..t+S-1 and is gone at t+S."""
     src = SlottedSource(1.5, FixedDemand([0.5]), Deterministic(1.0))
     epochs = EpochConfig(tick_period=1.0, arrivals=False, completions=False, dummy_completions=False)
@@ -214,7 +214,7 @@ def test_slotted_time_follows_the_canonical_timeline():
         k += 1
     assert k == 61 and sim.truncated  # ticks at t = 0, 1, ..., 60 (a tick at the horizon comes first)
     assert sim.n_arrivals > 60  # the queue was exercised
-    # ∫Q dt over [0, 60] is the sum of the post-scheduling queue lengths Q(t+1) of §1.10, t = 0..59
+    # ∫Q dt over [0, 60] is the sum of the post-scheduling queue lengths Q(t+1) (the BF-J/S paper's eq. 3), t = 0..59
     assert sim.integrals.queue == pytest.approx(sum(q_after[:-1]), rel=1e-12)
 
 
@@ -532,7 +532,7 @@ def test_finite_replay_terminates_when_drained_and_truncates_at_a_finite_horizon
 
 
 def test_agent_clock_does_not_prevent_termination_of_a_drained_trace():
-    """DESIGN §4/§5: a finite trace with horizon=inf terminates once exhausted and drained,
+    """A finite trace with horizon=inf terminates once exhausted and drained,
     whatever the decision epochs.  With a periodic agent clock the kernel must still stop."""
     src = replay([(0.0, 1.0, 2.0), (1.0, 1.0, 1.0)])
     sim = make([[2.0]], src, epochs=EpochConfig(arrivals=False, completions=False, tick_period=1.0))

@@ -1,4 +1,4 @@
-"""Exact oracles of the auto-scaling paper (autoscale.md §3.1–3.5, §4.2–4.3, §4.5 T2–T3): no simulation."""
+"""Exact oracles of the auto-scaling paper (Sec. 1, Sec. 3.1, Sec. 7.1; tests T2-T3 of docs/papers/autoscale.md#test-labels): no simulation."""
 
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ def _lp(rho, sp):
     return lp_upper_bound(rho, sp).value
 
 
-# =============================================================================== SYN4 (§3.5)
+# =============================================================================== SYN4 (Sec. 7.1)
 def test_syn4_configurations_and_max_reward_table(syn4):
     assert syn4.size == 1459 and syn4.max_jobs == 40
-    table = {  # autoscale.md §3.5, types 1..4 -> 0..3
+    table = {  # MaxReward of every type subset, types 1..4 -> 0..3
         (0, 1, 2, 3): (12, 3, 8, 0), (0, 1, 2): (12, 3, 8, 0), (0, 2, 3): (22, 0, 9, 0), (0, 2): (22, 0, 9, 0),
         (1, 2, 3): (0, 7, 6, 0), (1, 2): (0, 7, 6, 0), (0, 1, 3): (0, 2, 0, 1), (1, 3): (0, 2, 0, 1),
         (2, 3): (0, 0, 2, 1), (0, 3): (8, 0, 0, 1), (3,): (0, 0, 0, 1), (0, 1): (0, 10, 0, 0), (1,): (0, 10, 0, 0),
@@ -92,7 +92,7 @@ def test_syn4_closed_forms_and_critical_loads(syn4):
         assert global_greedy([alpha * r for r in RHO], syn4).value == 1236 * alpha
 
 
-# =============================================================================== §4.2 oracles
+# =============================================================================== exact oracle instances
 @pytest.mark.parametrize("name,demand,cap,u,rho,ug,ustar", [
     ("EX1a", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (1, 1), F(11), 11),
     ("EX1b", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (F(3, 2), 1), F(16), 16),
@@ -119,7 +119,7 @@ def test_example1_configurations_and_tie_rule():
     assert [s.config for s in global_greedy((3, 1), sp).steps] == [(2, 1), (2, 0)]
     assert [s.config for s in global_greedy((1, 1), sp).steps] == [(2, 1), (0, 2)]
     # at rho_1 = 2 rho_2 both types are exhausted at once: type 1 (smallest index) goes first -> case 2,
-    # with z^(2) = 0, so x^(g) is the same either way (autoscale.md §5 item 16)
+    # with z^(2) = 0, so x^(g) is the same either way (docs/papers/autoscale.md#example1)
     g = global_greedy((2, 1), sp)
     assert [s.config for s in g.steps] == [(2, 1), (0, 2)] and g.steps[1].z == 0
     assert g.x == {(2, 1): F(1)}
@@ -180,7 +180,7 @@ def test_gpa_objective_uses_min_with_demand(syn4):
     L = 10
     steps = gpa([r * L for r in RHO], L, syn4)
     naive = sum(s.count * syn4.U(s.config) for s in steps) / L
-    assert float(naive) == pytest.approx(1073.6)  # the ceiling over-provisions slots (autoscale.md §2.2)
+    assert float(naive) == pytest.approx(1073.6)  # the ceiling over-provisions slots (docs/papers/autoscale.md#gpa-clamp)
     val = gpa_objective(steps, [r * L for r in RHO], syn4.rewards) / L
     assert val < naive and float(val) <= _lp(RHO, syn4) + 1e-9
 
@@ -222,7 +222,7 @@ def _random_instance(rng):
 
 
 def test_greedy_ratio_on_random_instances():
-    """Theorem 1 (>= 1/2), Theorem 2 for J = 2 (>= 3/4), exactness for J = 1 (autoscale.md §4.5 T2, reduced count)."""
+    """Theorem 1 (>= 1/2), Theorem 2 for J = 2 (>= 3/4), exactness for J = 1 (T2 with fewer instances)."""
     rng = np.random.default_rng(7)
     seen = set()
     for _ in range(250):

@@ -1,4 +1,4 @@
-"""Oracle and property tests of clustergym.theory.capacity (rms.md §1.4, §4.1, §4.2, §5.1, §5.3, §6 item 15)."""
+"""Oracle and property tests of clustergym.theory.capacity (RMS paper §II, §III, §V Lemma 1, §VII-A)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from clustergym.theory.capacity import (
 from clustergym.errors import ScenarioError
 
 # ---------------------------------------------------------------------------------------------
-# settings from the spec
+# settings from the RMS paper
 
-# EC2, Table I (rms.md §4.1); resources in the order (cpu, memory, disk);
-# j = 0 Standard XL, j = 1 High-Memory XL, j = 2 High-CPU XL (the spec's j = 1, 2, 3).
+# EC2, Table I (§VII-A); resources in the order (cpu, memory, disk);
+# j = 0 Standard XL, j = 1 High-Memory XL, j = 2 High-CPU XL (the paper's rows 1, 2, 3).
 EC2_DEMAND = np.array(
     [
         [8.0, 15.0, 1690.0],  # Standard Extra Large
@@ -36,18 +36,18 @@ EC2_DEMAND = np.array(
 )
 EC2_SERVER = np.array([90.0, 90.0, 5000.0])
 
-# Fig. 1b (rms.md §4.2): one resource, capacity 10, sizes 2 and 5, L = 10.
+# Fig. 1b (§III): one resource, capacity 10, sizes 2 and 5, L = 10.
 FIG1B_DEMAND = np.array([[2.0], [5.0]])
 FIG1B_SERVER = np.array([10.0])
 
-# Google trace (rms.md §4.8): 10 power-of-1/2 sizes 2^-p, p = 0..9, servers of size 1.
+# Google trace (§VII-B): 10 power-of-1/2 sizes 2^-p, p = 0..9, servers of size 1.
 GOOGLE_SIZES = 2.0 ** -np.arange(10)
 
 REL = 1e-9  # the module's feasibility tolerance, restated independently here
 
 
 def _feasible(k: np.ndarray, demand: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Independent additive feasibility test, row-wise (rms.md §1.4)."""
+    """Independent additive feasibility test, row-wise (§II, additive case)."""
     return np.all(np.atleast_2d(k).astype(float) @ demand <= cap * (1 + REL), axis=1)
 
 
@@ -56,7 +56,7 @@ def _servers(cap: np.ndarray, n: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# EC2 (rms.md §4.1, §5.3)
+# EC2 (§VII-A; eqs. 2-3)
 
 
 def test_ec2_configurations() -> None:
@@ -71,7 +71,7 @@ def test_ec2_configurations() -> None:
 def test_ec2_maximal_configurations_match_spec() -> None:
     k = enumerate_configurations(EC2_DEMAND, EC2_SERVER)
     maximal = maximal_configurations(k, EC2_DEMAND, EC2_SERVER)
-    # rms.md §4.1, tuples in the order (Standard, High-Memory, High-CPU)
+    # the six Pareto-maximal configurations, tuples in the order (Standard, High-Memory, High-CPU)
     expected = {(0, 3, 2), (0, 4, 1), (0, 5, 0), (1, 3, 1), (1, 4, 0), (2, 3, 0)}
     assert {tuple(r) for r in maximal.tolist()} == expected
     assert len(maximal) == 6
@@ -92,14 +92,14 @@ def test_ec2_boundary_point_is_on_the_boundary_l20() -> None:
     v = boundary_point(EC2_DEMAND, servers)
     assert capacity_scale(v, EC2_DEMAND, servers) == pytest.approx(1.0, abs=1e-9)
     assert interior_margin(v, EC2_DEMAND, servers) == pytest.approx(0.0, abs=1e-9)
-    # lambda = zeta V with zeta = 0.9 (rms.md §4.1 table): inside C^o, traffic intensity 0.9
+    # lambda = zeta V with zeta = 0.9 (§VII-A): inside C^o, traffic intensity 0.9
     assert capacity_scale(0.9 * v, EC2_DEMAND, servers) == pytest.approx(1 / 0.9, rel=1e-9)
     assert interior_margin(0.9 * v, EC2_DEMAND, servers) > 0
     assert interior_margin(1.1 * v, EC2_DEMAND, servers) < 0
 
 
 # ---------------------------------------------------------------------------------------------
-# Fig. 1b (rms.md §4.2, §5.3)
+# Fig. 1b (§III; eqs. 2-3)
 
 
 def test_fig1b_configurations() -> None:
@@ -134,14 +134,14 @@ def test_capacity_scale_of_zero_workload_is_infinite() -> None:
 
 
 def test_proposition1_region() -> None:
-    # rms.md §5.3: sizes 1/3 and 1, unit capacity: C = {x : x_1/3 + x_2 <= 1}
+    # Proposition 1 with k = 2 (§III, Fig. 1a): sizes 1/3 and 1, unit capacity: C = {x : x_1/3 + x_2 <= 1}
     demand = np.array([[1 / 3], [1.0]])
     assert enumerate_configurations(demand, [1.0]).tolist() == [[0, 0], [0, 1], [1, 0], [2, 0], [3, 0]]
     assert capacity_scale([1.25, 0.05], demand, [1.0]) == pytest.approx(1 / (1.25 / 3 + 0.05), rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
-# Google power-of-1/2 sizes (rms.md §1.4, §4.8, §6 item 22): enumeration is infeasible
+# Google power-of-1/2 sizes (§VII-B; M = 512): enumeration is infeasible, fit checks are arithmetic
 
 
 def test_google_max_jobs_is_512() -> None:
@@ -178,7 +178,7 @@ def test_column_generation_matches_enumeration_on_ec2() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Lemma 1 product form (rms.md §5.1, worked oracle)
+# Lemma 1 product form (§V, eq. 9; a worked oracle)
 
 LEMMA1_ORDER = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (4, 0), (5, 0)]
 LEMMA1 = {
@@ -204,7 +204,7 @@ def test_product_form_worked_oracle(num_servers: int) -> None:
 
 
 def test_product_form_detailed_balance_multiresource() -> None:
-    # phi(k) r_j / L = phi(k + e_j) (k_j + 1) mu_j exp(-w_j) whenever k + e_j is feasible (rms.md §5.1)
+    # phi(k) r_j / L = phi(k + e_j) (k_j + 1) mu_j exp(-w_j) whenever k + e_j is feasible (the detailed balance behind Lemma 1)
     r, mu, w, n = np.array([1.5, 0.7, 2.0]), np.array([1.0, 0.5, 2.0]), np.array([0.3, 1.2, 0.0]), 3
     configs, probs = product_form_law(EC2_DEMAND, EC2_SERVER, r, mu, w, n)
     index = {tuple(k): i for i, k in enumerate(configs.tolist())}

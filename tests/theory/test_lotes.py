@@ -1,4 +1,4 @@
-"""LoTES (lotes.md): the offline stages against hand-solved instances, the bin enumeration
+"""LoTES (Tran et al. 2018, Sec. 4): the offline stages against hand-solved instances, the bin enumeration
 against brute force, and the Stage-3 dispatcher's rules on small deterministic scenarios."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from clustergym.workloads import ArrivalChunk, TypeInfo
 
 # =========================================================================== Stage 1 / Stage 2 LPs
 def test_fluid_example_stage1_vs_stage2():
-    """§2.2.4 / O1: 2 machines of capacity 5, jobs of size 3, rate 1: 10/3 (fluid) vs 2 (bins)."""
+    """Sec. 4.1's fluid example (O1): 2 machines of capacity 5, jobs of size 3, rate 1: 10/3 (fluid) vs 2 (bins)."""
     s1 = allocation_lp([2], [[5.0]], [1.0], [[3.0]], [[1.0]])
     assert s1.lam == pytest.approx(10 / 3, rel=1e-9)
     bins = nondominated_bins([5.0], [0], np.array([[3.0]]))
@@ -45,7 +45,7 @@ def test_fluid_example_stage1_vs_stage2():
 
 
 def test_fragmentation_example_80_vs_60():
-    """§1 item 10: 30 machines x 8 cores, 3-core jobs: 80 concurrent (fluid) vs 60 (2 per machine)."""
+    """The fragmentation example of Sec. 2 (O1): 30 machines x 8 cores, 3-core jobs: 80 concurrent (fluid) vs 60 (2 per machine)."""
     assert allocation_lp([30], [[8.0]], [1.0], [[3.0]], [[1.0]]).lam == pytest.approx(80.0)
     bins = nondominated_bins([8.0], [0], np.array([[3.0]]))
     assert assignment_lp([30], [1.0], [[1.0]], [bins]).lam == pytest.approx(60.0)
@@ -85,7 +85,7 @@ def test_stage2_hand_solved_mix_and_rounding():
     assert xi == {(2, 0): 3, (1, 2): 7, (0, 3): 0}
     assert plan.lam_round == pytest.approx(26.0)
     assert plan.Delta.tolist() == [[13, 14]]
-    # machines emulate bins consecutively, bin by bin (§2.3.4): 3 x (2,0) then 7 x (1,2)
+    # machines emulate bins consecutively, bin by bin (docs/papers/lotes.md#rounding): 3 x (2,0) then 7 x (1,2)
     assert plan.machine_bin.tolist() == [[2, 0]] * 3 + [[1, 2]] * 7
 
 
@@ -114,7 +114,7 @@ def test_column_generation_matches_full_lp():
 
 
 def test_table_1_2_offline_reference():
-    """§4.1 O3-O6 on the paper's Table 1/2 inputs (Appendix A reference figures)."""
+    """O3-O6 (docs/papers/lotes.md#test-labels) on the paper's Table 1/2 inputs."""
     inp = LotesInputs(TABLE1[:, 1:], TABLE1[:, 0], np.repeat(np.arange(10), TABLE1[:, 0].astype(int)),
                       TABLE2[:, 3], TABLE2[:, 1:3], np.tile(1 / TABLE2[:, 0], (10, 1)))
     plan = solve_lotes(inp)
@@ -125,7 +125,7 @@ def test_table_1_2_offline_reference():
     K_j = plan.support_sizes
     assert sum(K_j) <= 4 + 10 * 2                                       # O4: a simplex vertex is sparse
     assert sum(1 for k in K_j if k <= 2) >= 8                           # most configurations: 1-2 classes
-    # configuration (0.50, 0.03) cannot hold one class-4 job: its only bin is empty (§5 A5)
+    # configuration (0.50, 0.03) cannot hold one class-4 job: its only bin is empty (docs/papers/lotes.md#empty-bin)
     assert plan.bins[6].tolist() == [[0, 0, 0, 0]]
     restricted = sum(b.shape[0] for b in plan.bins)
     unrestricted = sum(nondominated_bins(TABLE1[j, 1:], range(4), TABLE2[:, 1:3]).shape[0] for j in range(10))
@@ -155,7 +155,7 @@ def test_fig5_bins_and_algorithm1():
     assert algorithm1_bins([7.0], [0, 1], r, reset_next_bin=False).tolist() == [
         [3, 0], [2, 1], [2, 0], [1, 1], [1, 0], [0, 2], [0, 1]]
     assert nondominated_filter(raw, [7.0], [0, 1], r).tolist() == [[3, 0], [2, 1], [0, 2]]
-    # nothing fits: the empty bin (A5); Algorithm 1 is undefined there and returns nothing
+    # nothing fits: the empty bin (docs/papers/lotes.md#empty-bin); Algorithm 1 is undefined there and returns nothing
     big = np.array([[8.0], [9.0]])
     assert nondominated_bins([7.0], [0, 1], big).tolist() == [[0, 0]]
     assert algorithm1_bins([7.0], [0, 1], big).shape == (0, 2)
@@ -189,7 +189,7 @@ def test_lotes_inputs_of_table_preset():
     assert inp.r == pytest.approx(TABLE2[:, 1:3])
     assert inp.mu == pytest.approx(np.tile(1 / TABLE2[:, 0], (10, 1)))
     plan = plan_for(sc)
-    assert sc.params["rate"] == pytest.approx(0.9 * plan.lam2)   # load x lambda*_2 (before rounding, A8)
+    assert sc.params["rate"] == pytest.approx(0.9 * plan.lam2)   # load x lambda*_2 (before rounding: docs/papers/lotes.md#lambda-star)
 
 
 def test_omega_preset_pairs_with_phi_preset():
@@ -277,7 +277,7 @@ def test_dispatch_arrival_level2_then_fallback_then_queue():
 
 
 def test_dispatch_exit_idles_for_classes_the_configuration_does_not_serve():
-    """§2.4.3 deliberate idling: a completion on a configuration-0 machine never pulls class 1
+    """Sec. 4.3.2 deliberate idling: a completion on a configuration-0 machine never pulls class 1
     (Delta_01 = 0), even though it fits; a completion on configuration 1 does."""
     jobs = [(0.0, [0.5], 0, 10.0), (0.1, [0.5], 0, 1e4), (0.2, [0.5], 0, 1e4), (0.3, [0.5], 0, 1e4),
             (1.0, [0.5], 1, 1e4), (1.1, [0.5], 1, 1e4), (1.2, [0.5], 1, 20.0), (1.3, [0.5], 1, 1e4),
@@ -293,7 +293,7 @@ def test_dispatch_exit_idles_for_classes_the_configuration_does_not_serve():
 
 
 def test_dispatch_exit_priority_by_bin_deficit():
-    """§2.4.3: classes in decreasing upsilon = N - kappa (ties: keep the current class, then lowest),
+    """Sec. 4.3.2: classes in decreasing upsilon = N - kappa (ties: keep the current class, then lowest),
     each class queue scanned FCFS, skipping jobs that do not fit."""
     # one machine (1, 1); profiles (0.6, 0.2) and (0.2, 0.6): the only bin is (1, 1)
     profile = [[0.6, 0.2], [0.2, 0.6]]
@@ -389,7 +389,7 @@ def test_poisson_class_source_draws_demands_around_the_class_profiles():
         assert np.all(d >= 0) and np.all(d <= 1)
         assert d.mean(axis=0) == pytest.approx(src.realised_mean()[k], rel=0.03, abs=1e-12)
     assert np.all(c.demand[c.type == 1][:, 1] == 0)            # a zero profile stays zero
-    assert src.realised_mean()[0] == pytest.approx([0.02 * 1.0276, 0.04 * 1.0276], rel=1e-3)  # §5 A17
+    assert src.realised_mean()[0] == pytest.approx([0.02 * 1.0276, 0.04 * 1.0276], rel=1e-3)  # docs/papers/lotes.md#truncated-gaussian
     c2 = next(src.chunks(np.random.default_rng(1)))
     assert np.array_equal(c.demand, c2.demand) and np.array_equal(c.work, c2.work)
     with pytest.raises(ScenarioError, match="alpha"):

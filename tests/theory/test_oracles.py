@@ -1,12 +1,12 @@
-"""Oracles (DESIGN §7): exact laws the kernel must reproduce through the environment.
+"""Oracles: exact laws the kernel must reproduce through the environment.
 
-* rms.md §5.1, Lemma 1: the fixed-weight RMS chain (Poisson clocks, dummy jobs,
+* RMS paper §V, Definition 2 and Lemma 1: the fixed-weight RMS chain (Poisson clocks, dummy jobs,
   replacement with probability 1 - exp(-w_j) at a departure) has the product-form
   stationary law phi^w.  Driven here through ``ClusterEnv`` with Poisson ticks
   and DUMMY commands; compared with :func:`clustergym.theory.capacity.product_form_law`.
-* rms.md §5.3: the EC2 capacity point (V on the boundary of C).
-* Little's law between the reported mean queue length and mean wait (rms.md §5.9 item 7).
-* rms.md §5.4, Proposition 1: no work-conserving greedy rule ever starts a type-2 job.
+* RMS paper §VII-A, eqs. 2-3: the EC2 capacity point (V on the boundary of C).
+* Little's law between the reported mean queue length and mean wait.
+* RMS paper §III, Proposition 1: no work-conserving greedy rule ever starts a type-2 job.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ W = np.array([0.5, 1.0])
 
 
 def _rms_bar_occupancy(num_servers: int, service, horizon: float, seed: int) -> dict[tuple[int, ...], float]:
-    """Run RMS-bar (Definition 2, rms.md §5.1) through the env; return the time fraction
+    """Run RMS-bar (Definition 2, RMS paper §V) through the env; return the time fraction
     spent in each joint configuration (tuple of per-server (k_1, k_2))."""
     source = PoissonTypedSource([0.0, 0.0], SIZES, service)  # lambda = 0: every placement is a dummy
     sc = Scenario(name="rms-bar", capacity=np.full((num_servers, 1), 10.0), source=source, resources=("units",),
@@ -88,7 +88,7 @@ def _tv(p: dict, q: dict) -> float:
 
 def test_lemma1_product_form_single_server():
     exact = _exact(1)
-    assert exact[(0, 2)] == pytest.approx(0.35413, abs=5e-5)  # the spec's worked oracle
+    assert exact[(0, 2)] == pytest.approx(0.35413, abs=5e-5)  # eq. (9) by hand: sizes (2, 5), capacity 10, r = (1, 2), w = (0.5, 1)
     emp = _marginal(_rms_bar_occupancy(1, Exponential(1.0), horizon=30_000.0, seed=1), 0)
     assert set(emp) <= set(exact), "a configuration outside K was visited"
     assert _tv(emp, exact) < 0.02
@@ -129,7 +129,7 @@ def test_littles_law_queue_length_vs_wait():
 
 
 def _prop1_scenario(horizon: float, seed: int = 0) -> tuple[Scenario, int]:
-    """rms.md §5.4 with k = 2: size-1/3 jobs every 4 time units lasting 5; size-1 jobs at
+    """The proof of Proposition 1 (RMS paper §III) with k = 2, a = 5, b = 4: size-1/3 jobs every 4 time units lasting 5; size-1 jobs at
     integer times t >= 1 with probability 0.05, lasting 1; one unit server."""
     rng = np.random.default_rng(seed)
     t1 = np.arange(0.0, horizon, 4.0)

@@ -685,7 +685,7 @@ def real_events():
 @shared
 @pytest.mark.traces
 def test_real_google_counts(real_events):
-    """Record counts of the README (§1): rows per part, events per type, tasks, t=0 rows, missing requests."""
+    """Record counts documented with the Google trace slice: rows per part, events per type, tasks, t=0 rows, missing requests."""
     ev = real_events
     assert len(ev) == 2_609_335
     assert ev.rows == (450_146, 77_776, 160_642, 115_400, 115_555, 167_471, 154_001, 188_349, 132_651, 265_865,
@@ -736,7 +736,7 @@ def test_real_google_job_and_machine_events():
     conf = machine_configurations(m)
     assert conf["count"].tolist()[:5] == [6_672, 3_835, 992, 788, 123]
     assert conf[["cpu", "memory"]].iloc[0].tolist() == [0.5, 0.4995]
-    # every machine with its last known capacity, rounded to 2 decimals: lotes.md Table 1 exactly
+    # every machine with its last known capacity, rounded to 2 decimals: LoTES Table 1 exactly
     ever, _ = load_google_machines(at=None)
     t1 = machine_configurations(ever, decimals=2)
     assert t1["count"].tolist() == [6732, 3863, 1001, 795, 126, 52, 5, 5, 3, 1]

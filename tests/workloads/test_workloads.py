@@ -151,7 +151,7 @@ def test_truncated_normal_demand_lotes():
     d = TruncatedNormalDemand(loc)  # cv 0.5, [0, 1]
     x = d.sample(np.random.default_rng(21), N)
     assert x.shape == (N, 3) and np.all(x >= 0) and np.all(x <= 1)
-    # lotes.md §3.3: the realised mean is about 1.0276 r when the lower cut is at -2 sigma
+    # LoTES Sec. 5.4 truncation: the realised mean is about 1.0276 r when the lower cut is at -2 sigma
     assert np.allclose(d.mean[:2] / loc[:2], 1.0276, atol=5e-4)
     assert math.isclose(d.mean[2], 0.5, abs_tol=1e-9)  # symmetric truncation
     for r in range(3):

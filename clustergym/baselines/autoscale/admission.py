@@ -1,13 +1,15 @@
-"""Admission baselines for loss systems (autoscale.md §2.5.4, §2.6, §5 item 21).
+"""Admission baselines for loss systems (auto-scaling paper Sec. 1.1 and Sec. 7.2).
 
-* ``power-of-d`` -- the paper's §7.2 baseline (Xie et al. 2015): at an arrival,
+* ``power-of-d`` -- the paper's Sec. 7.2 baseline (Xie et al. 2015): at an arrival,
   sample ``d`` distinct servers uniformly at random (without replacement) and
   admit the job to the least loaded of them *if it fits there*, else reject
   (the paper's wording; ``fallback=true`` tries the other sampled servers in
   load order).  Load of a server = its largest normalised utilisation, ties by
-  the sum of normalised utilisations, then server id.  ``d = 5`` by default.
+  the sum of normalised utilisations, then server id (docs/papers/autoscale.md#power-of-d).
+  ``d = 5`` by default.
 * ``trunk-reservation`` -- the classical threshold policy that DRA generalises
-  (§2.3.8, §2.6; not a paper baseline): with types ranked by reward rate
+  (Sec. 1.1: with one job per server DRA "reduces to classical trunk reservation";
+  not a paper baseline, docs/papers/autoscale.md#extra-baselines): with types ranked by reward rate
   (``m = 1`` + the number of types with a strictly larger ``u_j``), admit a
   type of rank ``m`` only if at least ``tau_m = (m - 1) g`` servers are empty
   (``tau_1 = 0``: the top type is admitted whenever it fits), placing it by
@@ -47,7 +49,7 @@ def _int_param(name: str, value: Any, lo: int) -> int:
 
 
 class PowerOfD(Agent):
-    """Power-of-d choices (§7.2): least loaded of d random servers if the job fits there, else reject."""
+    """Power-of-d choices (Sec. 7.2): least loaded of d random servers if the job fits there, else reject."""
 
     description = "power-of-d choices (d=5): least loaded of d random servers if it fits, else reject"
     requirements = _ADMIT_REQ
@@ -84,7 +86,7 @@ class PowerOfD(Agent):
 
 
 class TrunkReservation(Agent):
-    """Trunk reservation (§2.6): a type of reward rank m needs (m-1) g empty servers; Best-Fit placement."""
+    """Trunk reservation (Sec. 1.1; not a paper baseline): a type of reward rank m needs (m-1) g empty servers; Best-Fit placement."""
 
     description = "trunk reservation: reward-rank-m type admitted only if >= (m-1) g servers are empty; Best-Fit"
     requirements = AgentRequirements(

@@ -1,4 +1,4 @@
-"""DRA -- the Dynamic Reservation Algorithm (autoscale.md §2.3, paper Algorithm 2) and its variants.
+"""DRA -- the Dynamic Reservation Algorithm (auto-scaling paper Sec. 4, Algorithm 2) and its variants.
 
 DRA never uses the arrival or service rates.  At every update time (each
 admission and each departure) it sets the workload reference to the current
@@ -13,34 +13,35 @@ Reservation slots are the kernel's: a server's configuration ``k`` is held as
 simulation, and a server is reassigned (RELEASE old slots, RESERVE new ones)
 only when it is empty.  The agent's bookkeeping (configuration and jobs per
 server) mirrors the kernel's ``view.slots`` / ``view.slots_filled`` exactly;
-``check=True`` asserts this and the invariants of §4.4 at every epoch.
+``check=True`` asserts this and DRA's invariants (docs/papers/autoscale.md#invariants) at every epoch.
 
-CRA is the corrected one of §2.3.4 (prose version of the off-by-one, §5 item
-1).  Pinned choices (all [rec] in the spec unless said):
+CRA follows the paper's prose where Algorithm 2's listing is off by one
+(docs/papers/autoscale.md#cra).  Pinned choices where the paper says "any" or "arbitrarily"
+(docs/papers/autoscale.md#tie-breaks):
 
 * index 1 of a configuration = its most recently assigned server; initial
-  indexing by server id (§5 item 2);
+  indexing by server id;
 * ``ℓ_e`` (the empty rank-``J+1`` server to reassign): first configurations that
   are not a later GPA configuration -- lowest in the Definition-2 order first
   (``0`` first), newest first; then later GPA configurations, the latest
-  ``i'`` first, newest first (§5 item 3);
+  ``i'`` first, newest first;
 * ``AG_j``: lowest rank, then the longest-assigned server (smallest assignment
-  sequence number; within a configuration this is "largest index", §5 item 4;
-  across configurations of equal rank the spec compares indices of different
-  configurations, we compare assignment times), then smallest id;
-* ``RG_j``: highest rank, then fewest jobs, then smallest id (§5 item 5);
-* ``g(L) = max(1, ceil((ln L)^(1+b)))``, ``b = 0.5`` (§5 item 9), or a literal ``g``.
+  sequence number; within a configuration this is "largest index";
+  across configurations of equal rank indices of different configurations are not
+  comparable, so assignment times are compared), then smallest id;
+* ``RG_j``: highest rank, then fewest jobs, then smallest id;
+* ``g(L) = max(1, ceil((ln L)^(1+b)))``, ``b = 0.5`` (docs/papers/autoscale.md#g-factor), or a literal ``g``.
 
 Variants (same module, same bookkeeping):
 
-* ``dra-preemption`` (§2.5.5, §5 item 22): when a job of a higher priority level
+* ``dra-preemption`` (Sec. 7.2; details: docs/papers/autoscale.md#preemption): when a job of a higher priority level
   is rejected, preempt jobs of the lowest level on servers of rank ``> I*``,
   smallest first (then rank descending, then newest server), until their total
   size reaches ``g(L) s_j``; then run CRA once; the triggering job stays
   rejected.  Priority levels are the types' reward densities ``u_j / s_j``
   (``s_j`` = largest normalised demand): on the Google-trace setup these are the
   factors 1/3/9 of priorities 0/1/2.
-* ``dra-no-migration`` (§2.5.6 (a)): no migrations; the Reject Group is extended
+* ``dra-no-migration`` (Sec. 8): no migrations; the Reject Group is extended
   to every server of rank ``J+1`` (plus the index-1 servers of rank ``> I*``).
 """
 
@@ -330,7 +331,7 @@ class DRA(Agent):
         return key
 
     def _cra(self) -> None:
-        """Classification and Reassignment (corrected CRA, autoscale.md §2.3.4)."""
+        """Classification and Reassignment (CRA, Sec. 4, read as the prose says: docs/papers/autoscale.md#cra)."""
         self.stats["cra_runs"] += 1
         J = self.J
         plan = gpa([y + self.g for y in self.Y], self.L, self.space)
@@ -373,7 +374,7 @@ class DRA(Agent):
         self.RG = rg
 
     def _pick_empty(self, i: int) -> int:
-        """ℓ_e: an empty server of rank J+1 now (preference of autoscale.md §2.3.4), or -1."""
+        """ℓ_e: an empty server of rank J+1 now (preference: docs/papers/autoscale.md#tie-breaks), or -1."""
         pos, thr, seq = self.pos, self.thr, self.seq
         first: list[tuple[tuple, Config]] = []
         later: list[tuple[int, Config]] = []
@@ -468,7 +469,7 @@ class DRA(Agent):
         assert list(jobs.sum(axis=0)) == self.Y
 
     def _check_after(self) -> None:
-        """Invariants 5, 7 and 10 of autoscale.md §4.4 on the agent's state after this epoch's decisions."""
+        """Invariants 5, 7 and 10 (docs/papers/autoscale.md#invariants) on the agent's state after this epoch's decisions."""
         J = self.J
         for s in range(self.L):
             assert all(a <= b for a, b in zip(self.jobs[s], self.cfg[s])), f"server {s}: jobs exceed configuration"
@@ -490,7 +491,7 @@ class DRA(Agent):
 
 
 class DRAPreemption(DRA):
-    """DRA+Preemption (§2.5.5): a rejected higher-priority job triggers preemption of lowest-priority jobs."""
+    """DRA+Preemption (Sec. 7.2): a rejected higher-priority job triggers preemption of lowest-priority jobs."""
 
     description = "DRA+Preemption: on a rejected higher-priority job, preempt lowest-priority jobs on servers of rank > I*"
     requirements = AgentRequirements(
@@ -540,9 +541,9 @@ class DRAPreemption(DRA):
 
 
 class DRANoMigration(DRA):
-    """DRA without migration (§2.5.6 (a)): every rank-(J+1) server is in the Reject Group; no migrations."""
+    """DRA without migration (Sec. 8): every rank-(J+1) server is in the Reject Group; no migrations."""
 
-    description = "DRA without migration (§2.5.6a): Reject Group = all rank-(J+1) servers + index-1 rank>I*; no migrations"
+    description = "DRA without migration (auto-scaling Sec. 8): Reject Group = all rank-(J+1) servers + index-1 rank>I*; no migrations"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT, Cmd.RESERVE, Cmd.RELEASE}),

@@ -1,4 +1,4 @@
-"""Static reservation baselines of the auto-scaling paper (autoscale.md §2.5.1–2.5.2): ORACLES, they know rho.
+"""Static reservation baselines of the auto-scaling paper (Sec. 3, Corollary 1): ORACLES, they know rho.
 
 Both partition the ``L`` servers once, at time 0, into configurations, hold
 each configuration as the kernel's reservation slots (RESERVE), and route

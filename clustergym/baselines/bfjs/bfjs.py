@@ -1,30 +1,31 @@
 """BF-J, BF-S, BF-J/S and FIFO-FF (Psychas & Ghaderi, "High-Throughput Bin Packing", ToN 2021).
 
-Spec: ``../shared/specs/bfjs-vqs.md``.  This module holds the Best-Fit family
+Paper sections are cited as §IV-A etc.; the choices the paper leaves open are in
+``docs/papers/bfjs.md``.  This module holds the Best-Fit family
 of the paper and the Hadoop-FIFO baseline it is compared with, plus the slotted
 machinery shared with :mod:`clustergym.baselines.bfjs.vqs`:
 
 ==========  =====================================================================  ==========
-name        algorithm                                                              spec
+name        algorithm                                                              paper
 ==========  =====================================================================  ==========
-``bf-j``    Best-Fit from the job's side: queue in id order, each job to the       §2.1
+``bf-j``    Best-Fit from the job's side: queue in id order, each job to the       §IV-A
             tightest server (least residual capacity; ties: smallest index)
-``bf-s``    Best-Fit from the server's side: servers in index order, each filled   §2.2
+``bf-s``    Best-Fit from the server's side: servers in index order, each filled   §IV-A
             with the largest job that fits (ties: smallest id) until none fits
-``bf-js``   BF-J/S (Theorem 2): BF-S over the servers that had departures, then    §2.3
+``bf-js``   BF-J/S (Theorem 2): BF-S over the servers that had departures, then    §IV-A
             BF-J over the new arrivals still waiting
-``fifo-ff`` FIFO-FF: the head of the queue to the first server where it fits;      §2.8
+``fifo-ff`` FIFO-FF: the head of the queue to the first server where it fits;      §VII-B
             strict head-of-line blocking (``blocking=False``: First-Fit in job
             order, the "skip" variant)
 ==========  =====================================================================  ==========
 
-The slotted timeline (§1.10) and how it maps onto the environment
------------------------------------------------------------------
+The slotted timeline (docs/papers/bfjs.md#timeline) and how it maps onto the environment
+---------------------------------------------------------------------------------------
 The agents declare one periodic clock tick per slot and no other epoch
 (``EpochConfig(arrivals=False, completions=False, tick_period=1)``).  The
 kernel orders events at equal times completions, arrivals, ticks, so at the
 tick of slot ``t`` the departures of the slot (jobs started at ``t - S``) and
-its arrivals have happened: the agent acts once per slot, at step 3 of §1.10.
+its arrivals have happened: the agent acts once per slot, after the slot's departures and arrivals.
 A job's work is its number ``S`` of slots, so a job placed in slot ``t`` leaves
 at ``t + S``.  The agent computes all of a slot's placements at the first
 ``predict`` call of the tick, then returns them one ``PLACE`` per call and
@@ -41,7 +42,7 @@ What changed since the previous slot is derived from the read-only view:
   its previous placements (one cheap comparison when nothing left); if they
   differ, it compares per-server totals with its own counts, and for those
   servers ``view.running_on`` tells which jobs left.  ``DEP(0)`` is every
-  server (§5 A4, A21).  On scenarios whose epochs also include completions or
+  server (docs/papers/bfjs.md#timeline).  On scenarios whose epochs also include completions or
   arrivals (not slotted), the agent waits at those epochs and acts at ticks.
 * ``NEW(t)``: jobs only enter the central queue by arriving and only leave it
   when this agent places them, so ``view.num_queued`` minus the agent's queue
@@ -58,8 +59,8 @@ with room for a new job, and a scan "in id order" visits only jobs that can fit
 (:func:`first_by_id`): after a maximal packing an old job can only fit on a
 ``DEP(t)`` server.
 
-Shared primitives (§2.0)
-------------------------
+Shared primitives (docs/papers/bfjs.md#ties)
+--------------------------------------------
 ``EPS = 1e-9``: ``fits(r, l) := r <= free(l) + EPS``.  A server's used capacity
 is recomputed exactly from its jobs when it loses one (0 when empty), so no
 drift survives.  "Largest job that fits" is a bisection in a
@@ -68,14 +69,14 @@ smallest id).  "Tightest server" is a scan over servers (Python for small ``L``,
 NumPy for large ``L``); frees within ``1e-12`` count as equal, so float noise
 does not break the smallest-index tie rule.
 
-Multi-resource modes (§2.11, §5 A25): parameter ``mode``
---------------------------------------------------------
+Multi-resource modes (§VII-B, §IX; docs/papers/bfjs.md#multi-resource): parameter ``mode``
+-----------------------------------------------------------------------------------------
 * ``faithful`` (default; the paper's Google preprocessing): each job is the
   scalar ``r = max_d demand_d / C_d`` and all bookkeeping is scalar with
   ``sum r <= 1`` per server.  Scalar feasibility implies vector feasibility, so
   every PLACE is valid in the vector environment.  With heterogeneous servers,
   ``C_d`` is the largest capacity in resource ``d`` and server ``l`` has scalar
-  capacity ``min_d C_ld / C_d`` (for one resource: absolute residuals, §5 A26).
+  capacity ``min_d C_ld / C_d`` (for one resource: absolute residuals, docs/papers/bfjs.md#heterogeneous).
 * ``vector`` (an extra baseline, **not from the paper**): fits are checked per
   resource; BF-J's tightness score is the mean over resources of the
   normalised free capacity; BF-S's "largest" is the max-demand ``r`` (ties: sum
@@ -101,7 +102,7 @@ from clustergym.errors import ScenarioError
 
 __all__ = ["BFJ", "BFJS", "BFS", "EPS", "FIFOFF", "MODES", "SLOT_EPOCHS", "SlottedAgent", "first_by_id"]
 
-EPS = 1e-9          #: fit tolerance in normalised units (§2.0)
+EPS = 1e-9          #: fit tolerance in normalised units
 TIE = 1e-12         #: frees closer than this are a tie (smallest index wins)
 SMALL_L = 32        #: up to this many servers, server scans run in Python; beyond, in NumPy
 SCAN_MIN = 16       #: see first_by_id
@@ -110,7 +111,7 @@ _INF = float("inf")
 _QUEUED = JobStatus.QUEUED
 _WAIT = Command.wait()
 
-#: one decision epoch per slot, on the clock tick only (§1.10)
+#: one decision epoch per slot, on the clock tick only (docs/papers/bfjs.md#timeline)
 SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
@@ -140,7 +141,7 @@ def first_by_id(pool: SortedList, fifo: dict[int, None], occ: dict[int, float], 
 
 
 class SlottedAgent(Agent):
-    """Shared machinery of the slotted baselines of bfjs-vqs.md (§1.10, §2.0, §2.11).
+    """Shared machinery of the slotted baselines of the BF-J/S paper (slotted time of §II; docs/papers/bfjs.md).
 
     Subclasses implement :meth:`schedule` (one slot's decisions, through
     :meth:`place`) and may override the hooks ``setup``, ``occupancy``,
@@ -309,7 +310,7 @@ class SlottedAgent(Agent):
 
     # ------------------------------------------------------------------ placing
     def place(self, i: int, l: int) -> None:
-        """place(i, l, t) of §2.0: queue -> server ``l``, and emit the PLACE command."""
+        """Place job ``i``: queue -> server ``l``, and emit the PLACE command."""
         del self.fifo[i]
         self.pool.remove(self.key[i])
         self.dequeued(i)
@@ -352,7 +353,7 @@ class SlottedAgent(Agent):
         return self.cap[l] - self.used[l]
 
     def tightest(self, i: int, servers: Iterable[int] | None = None) -> int:
-        """"Tightest server for job i" (§2.0, §2.1): least residual among the servers where it fits;
+        """"Tightest server for job i" (BF-J, §IV-A): least residual among the servers where it fits;
         ties to the smallest index.  -1 if it fits nowhere."""
         if servers is None and (self.L > SMALL_L or self.vector):
             ok = np.flatnonzero(self._fit_mask(i))
@@ -379,7 +380,7 @@ class SlottedAgent(Agent):
         return -1
 
     def largest_fitting(self, pool: SortedList, l: int) -> int:
-        """"Largest job that fits in l" (§2.0): the largest occupancy <= free + EPS, ties to the
+        """"Largest job that fits in l" (BF-S, §IV-A): the largest occupancy <= free + EPS, ties to the
         smallest id, among the jobs of ``pool``; -1 if none."""
         pos = pool.bisect_right((self.bound(l) + self.tol[l], _INF, 0))
         if pos == 0:
@@ -400,7 +401,7 @@ class SlottedAgent(Agent):
 
     # ================================================================== the paper's building blocks
     def bf_s_fill(self, l: int, pool: SortedList | None = None) -> None:
-        """BF_S_fill (§2.2): fill server ``l`` with the largest job that fits until none fits."""
+        """BF-S on one server (§IV-A): fill server ``l`` with the largest job that fits until none fits."""
         pool = self.pool if pool is None else pool
         while True:
             i = self.largest_fitting(pool, l)
@@ -410,7 +411,7 @@ class SlottedAgent(Agent):
 
     def scan_jobs(self, dep: list[int], new: list[int], rule: str) -> None:
         """The queue in increasing id, each job to the server chosen by ``rule`` (``tightest``:
-        BF-J, §2.1; ``first``: First-Fit in job order, FIFO-FF's skip variant, §2.8).
+        BF-J, §IV-A; ``first``: First-Fit in job order, FIFO-FF's skip variant, §VII-B).
 
         Old jobs (queued at the end of the last slot, when the packing was maximal) can only fit
         on the DEP(t) servers; new jobs may fit anywhere.
@@ -439,18 +440,18 @@ class SlottedAgent(Agent):
 
 # ====================================================================== the agents
 class BFJ(SlottedAgent):
-    """BF-J (§2.1): every slot, the queue in arrival order, each job to the tightest server."""
+    """BF-J (§IV-A): every slot, the queue in arrival order, each job to the tightest server."""
 
-    description = "BF-J (bfjs-vqs §2.1): jobs in arrival order, each to the tightest server; slotted"
+    description = "BF-J (BF-J/S §IV-A): jobs in arrival order, each to the tightest server; slotted"
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
         self.scan_jobs(dep, new, "tightest")
 
 
 class BFS(SlottedAgent):
-    """BF-S (§2.2): every slot, servers in index order, each filled with the largest fitting jobs."""
+    """BF-S (§IV-A): every slot, servers in index order, each filled with the largest fitting jobs."""
 
-    description = "BF-S (bfjs-vqs §2.2): servers in index order, each filled largest-job-first; slotted"
+    description = "BF-S (BF-J/S §IV-A): servers in index order, each filled largest-job-first; slotted"
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
         servers = dep
@@ -461,9 +462,9 @@ class BFS(SlottedAgent):
 
 
 class BFJS(SlottedAgent):
-    """BF-J/S (§2.3, Theorem 2): BF-S over the servers with departures, then BF-J over the new jobs."""
+    """BF-J/S (§IV-A, Theorem 2): BF-S over the servers with departures, then BF-J over the new jobs."""
 
-    description = "BF-J/S (bfjs-vqs §2.3, Thm 2): BF-S on servers with departures, BF-J on new jobs; slotted"
+    description = "BF-J/S (§IV-A, Thm 2): BF-S on servers with departures, BF-J on new jobs; slotted"
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
         for l in dep:                       # step 1: index order, over the whole queue
@@ -476,12 +477,12 @@ class BFJS(SlottedAgent):
 
 
 class FIFOFF(SlottedAgent):
-    """FIFO-FF (§2.8): the head of the queue to the first server where it fits, until it fits nowhere.
+    """FIFO-FF (§VII-B): the head of the queue to the first server where it fits, until it fits nowhere.
 
     ``blocking=False``: the skip variant, First-Fit in job order (every job that fits is placed).
     """
 
-    description = "FIFO-FF (bfjs-vqs §2.8): Hadoop FIFO with First-Fit packing, head-of-line blocking; slotted"
+    description = "FIFO-FF (BF-J/S §VII-B): Hadoop FIFO with First-Fit packing, head-of-line blocking; slotted"
 
     def __init__(self, blocking: bool = True, mode: str = "faithful", **params: Any):
         super().__init__(mode=mode, **params)

@@ -1,11 +1,11 @@
 """VQS and VQS-BF (Psychas & Ghaderi, "High-Throughput Bin Packing", ToN 2021, §V–VI).
 
-Spec: ``../shared/specs/bfjs-vqs.md`` §2.4–2.7 (and §4.3–4.4 for the oracles
-below).  The slotted machinery (DEP(t), NEW(t), fit checks, BF-S) is shared
+Paper: §V-A (partition), §V-B (VQS), §V-C (Theorem 3, Proposition 1), §VI (VQS-BF); the
+choices the paper leaves open are in ``docs/papers/bfjs.md``.  The slotted machinery (DEP(t), NEW(t), fit checks, BF-S) is shared
 with the Best-Fit family in :mod:`clustergym.baselines.bfjs.bfjs`.
 
-The universal partition and the virtual queues (§2.4, eq. (18))
---------------------------------------------------------------
+The universal partition and the virtual queues (§V-A, eq. (18))
+---------------------------------------------------------------
 ``(1/2^J, 1]`` is cut into ``2J`` right-closed intervals, for ``m = 0..J-1``::
 
     I_2m   = ((2/3) 2^-m, 2^-m]
@@ -14,12 +14,12 @@ The universal partition and the virtual queues (§2.4, eq. (18))
 A job of size ``r`` in ``I_j`` is of type ``j`` and waits in ``VQ_j``, a logical
 subset of the one central queue (its size is *not* rounded).  Jobs of size
 ``<= 2^-J`` ("tiny") join ``VQ_{2J-1}``; VQS rounds their occupancy up to
-``2^-J`` (``round_tiny``, §5 A10).  :func:`vq_type` is the loop of §2.4, with no
-logarithms.
+``2^-J`` (``round_tiny``, docs/papers/bfjs.md#tiny-jobs).  :func:`vq_type` is a loop over
+``m``, with no logarithms.
 
-The reduced configuration set K_RED^(J) (§2.5, Definition 6, eq. (19))
+The reduced configuration set K_RED^(J) (§V-B, Definition 6, eq. (19))
 ----------------------------------------------------------------------
-``4J - 4`` configurations, in the canonical order used for ties (§5 A12)::
+``4J - 4`` configurations, in the canonical order used for ties (docs/papers/bfjs.md#ties)::
 
     A: 2^m e_2m,                  m = 0..J-1
     B: 3 2^(m-1) e_2m+1,          m = 1..J-1
@@ -27,46 +27,46 @@ The reduced configuration set K_RED^(J) (§2.5, Definition 6, eq. (19))
     D: e_1 + 2^(m-1) e_2m+1,      m = 1..J-1
 
 Each is a triple ``(k1, j, kj)``; its weight is ``<k, Q> = k1 Q_1 + kj Q_j``
-with ``Q`` the VQ cardinalities (job counts, not resource: defect 5 of §0).
+with ``Q`` the VQ cardinalities (job counts, not resource: docs/papers/bfjs.md#counts).
 
-VQS (§2.6, Theorem 3) -- agent ``vqs``
+VQS (§V-B, Theorem 3) -- agent ``vqs``
 --------------------------------------
-Every slot, every server in index order (§5 A16).  A server that is empty at
+Every slot, every server in index order (docs/papers/bfjs.md#renewal).  A server that is empty at
 decision time renews its active configuration to the first maximum-weight
-configuration of K_RED (A13), with live counts: they include NEW(t) and
-exclude jobs placed earlier in the slot (A11; ``argmax_snapshot=True`` uses the
+configuration of K_RED, with live counts: they include NEW(t) and
+exclude jobs placed earlier in the slot (docs/papers/bfjs.md#renewal; ``argmax_snapshot=True`` uses the
 counts taken before scheduling).  Then (i) if ``k1 = 1`` it reserves 2/3 for
 ``VQ_1`` and, if it holds no type-1 job, takes the head of ``VQ_1``; (ii) it
 scans ``VQ_j`` in id order and places every job that fits the type-``j``
-budget (1/3 if ``k1 = 1``, else 1; A14, A15).  ``hol_blocking=True`` stops the
+budget (1/3 if ``k1 = 1``, else 1; docs/papers/bfjs.md#vqs-scan).  ``hol_blocking=True`` stops the
 scan at the first job that does not fit.  The reserved 2/3 stays idle while
 ``VQ_1`` is empty.
 
-VQS-BF (§2.7, Theorem 4) -- agent ``vqs-bf``
---------------------------------------------
+VQS-BF (§VI, Theorem 4) -- agent ``vqs-bf``
+-------------------------------------------
 Same renewal; then (i) if ``k1 = 1`` the largest job of ``VQ_1`` that fits;
 (ii) the largest jobs of ``VQ_j`` that fit while the server holds fewer than
-``kj`` type-``j`` jobs (all type-``j`` jobs on the server count, A17); (iii)
+``kj`` type-``j`` jobs (all type-``j`` jobs on the server count, docs/papers/bfjs.md#vqs-bf-count); (iii)
 BF-S over the whole queue.  Occupancy is the actual size (``round_tiny=False``).
 
 Parameters
 ----------
 ``J``             number of partition levels (2J virtual queues), ``J >= 2``.  Default
-                  ``None`` = the spec's rule (§5 A9): the smallest ``J`` with
+                  ``None`` = our rule (docs/papers/bfjs.md#choice-of-j): the smallest ``J`` with
                   ``2^-J < u``, at least 4, where ``u`` is the smallest normalised
                   job size the scenario's demand law allows (its lower bound: the
                   paper's ``u``, a configuration constant, not F_R); 10 when the
-                  law has no known lower bound (traces, §3.4 item 7).  E3a gives 7,
+                  law has no known lower bound (traces).  E3a gives 7,
                   E3b 4, E1 and E2 4.
-``round_tiny``    VQS True, VQS-BF False (§5 A10).
-``argmax_snapshot``  False: live counts (A11).
-``hol_blocking``  VQS only; False: the scan variant (A14).
-``mode``          ``faithful`` or ``vector`` (§2.11, see :mod:`.bfjs`).  VQ typing and
+``round_tiny``    VQS True, VQS-BF False (docs/papers/bfjs.md#tiny-jobs).
+``argmax_snapshot``  False: live counts (docs/papers/bfjs.md#renewal).
+``hol_blocking``  VQS only; False: the scan variant (docs/papers/bfjs.md#vqs-scan).
+``mode``          ``faithful`` or ``vector`` (docs/papers/bfjs.md#multi-resource, see :mod:`.bfjs`).  VQ typing and
                   VQS budgets are always in scalar max-demand units; ``vector`` changes
                   only VQS-BF's fit checks and BF-S order.
 
-Servers must be identical (§5 A26: one VQ set per capacity class is not
-implemented); a scenario with heterogeneous servers is an error.
+Servers must be identical (§IX suggests one VQ set per capacity class; that is not
+implemented, docs/papers/bfjs.md#heterogeneous); a scenario with heterogeneous servers is an error.
 
 The renewal of an empty server when the queue is empty is not observable (it
 will renew again before it takes a job), so it is skipped; every other server
@@ -106,7 +106,7 @@ __all__ = [
 Config = tuple[int, int, int]  #: (k1, j, kj): k1 type-1 jobs plus kj type-j jobs
 
 
-# ====================================================================== partition (§2.4)
+# ====================================================================== partition (§V-A)
 def vq_type(r: float, J: int) -> int:
     """The VQ index ``j`` of a job of normalised size ``r`` (right-closed intervals; tiny -> 2J-1)."""
     for m in range(J):
@@ -151,7 +151,7 @@ def k_red_matrix(J: int) -> np.ndarray:
 
 
 def best_config(Q: Sequence[int], configs: Sequence[Config]) -> int:
-    """Index of the first maximum-weight configuration (eq. (20); ties: canonical order, §5 A12)."""
+    """Index of the first maximum-weight configuration (eq. (20); ties: canonical order, docs/papers/bfjs.md#ties)."""
     best, best_w = 0, -1
     q1 = Q[1]
     for n, (k1, j, kj) in enumerate(configs):
@@ -162,7 +162,7 @@ def best_config(Q: Sequence[int], configs: Sequence[Config]) -> int:
 
 
 def auto_J(min_size: float | None) -> int:
-    """The spec's default J (§5 A9): smallest J with 2^-J < u, at least 4; 10 if u is unknown."""
+    """The default J (docs/papers/bfjs.md#choice-of-j): smallest J with 2^-J < u, at least 4; 10 if u is unknown."""
     if min_size is None or not min_size > 0:
         return 10
     J = 1
@@ -171,7 +171,7 @@ def auto_J(min_size: float | None) -> int:
     return max(4, J)
 
 
-# ====================================================================== LP oracles (§4.4)
+# ====================================================================== LP oracles (eq. (4), Lemma 3)
 def partition_probs(cdf: Callable[[float], float], J: int) -> np.ndarray:
     """``P^(I)``: the probability of each VQ for a size law with cdf ``F`` (tiny mass -> VQ_{2J-1})."""
     P = np.zeros(2 * J)
@@ -203,7 +203,7 @@ def kred_capacity(P: Sequence[float], J: int, L: int = 1) -> float:
 
     This is the region of Theorem 3's proof (upper-rounded counts).  VQS can do better when actual
     sizes pack more jobs than ``k_j``: in E2, 4e_4 packs five jobs of 0.2, so VQS supports
-    ``rho* = 10/3`` while this LP gives 3.0 (spec §4.4 lists 10/3 for both).
+    ``rho* = 10/3`` while this LP gives 3.0 (docs/papers/bfjs.md#lp-oracles).
     """
     return _max_rho(np.asarray(P, dtype=float), k_red_matrix(J).astype(float), L)
 
@@ -219,7 +219,7 @@ def optimal_capacity(sizes: Sequence[float], probs: Sequence[float], L: int = 1)
 
 # ====================================================================== the agents
 class VQSAgent(SlottedAgent):
-    """VQS (``best_fit=False``, §2.6) and VQS-BF (``best_fit=True``, §2.7)."""
+    """VQS (``best_fit=False``, §V-B) and VQS-BF (``best_fit=True``, §VI)."""
 
     best_fit = False
 
@@ -364,14 +364,14 @@ class VQSAgent(SlottedAgent):
 
 
 class VQS(VQSAgent):
-    """VQS (§2.6, Theorem 3): max-weight K_RED configuration renewed when a server empties."""
+    """VQS (§V-B, Theorem 3): max-weight K_RED configuration renewed when a server empties."""
 
-    description = "VQS (bfjs-vqs §2.6, Thm 3): virtual queues + reduced configurations (J=auto); slotted"
+    description = "VQS (BF-J/S §V-B, Thm 3): virtual queues + reduced configurations (J=auto); slotted"
     best_fit = False
 
 
 class VQSBF(VQSAgent):
-    """VQS-BF (§2.7, Theorem 4): VQS's configuration, largest-fit placement, then BF-S."""
+    """VQS-BF (§VI, Theorem 4): VQS's configuration, largest-fit placement, then BF-S."""
 
-    description = "VQS-BF (bfjs-vqs §2.7, Thm 4): VQS configuration + largest-fit + BF-S fill (J=auto); slotted"
+    description = "VQS-BF (BF-J/S §VI, Thm 4): VQS configuration + largest-fit + BF-S fill (J=auto); slotted"
     best_fit = True

@@ -1,1 +1,1 @@
-"""LoTES paper (Tran, Araujo & Beck, J. Scheduling 2018): LoTES, its greedy dispatch, Tetris."""
+"""LoTES paper (Tran et al., J. Scheduling 2018): LoTES, its greedy dispatch, Tetris."""

@@ -1,4 +1,4 @@
-"""LoTES stage 3: the online dispatcher (Tran, Araujo & Beck, J. Scheduling 2018, §4.3).
+"""LoTES stage 3: the online dispatcher (Tran et al., J. Scheduling 2018, Sec. 4.3).
 
 The offline stages 1-2 (allocation LP, bins, machine assignment) are in
 :mod:`clustergym.theory.lotes`; this agent solves them at ``reset`` and dispatches online.
@@ -7,14 +7,14 @@ The :class:`LoTES` agent keeps per-class
 FCFS queues (its view of the kernel's central queue,
   ``view.queue_of_type``); at an arrival, roulette over the configurations
   serving the class (``rho_jk``, sampled without replacement on retries,
-  §5 A12), then the machine with the largest bin deficit
+  docs/papers/lotes.md#dispatch-arrival), then the machine with the largest bin deficit
   ``upsilon = N_{bin(m),k} - kappa_{m,k}`` among the machines whose bin holds
   class ``k`` (ties: lowest index), then first-fit over every machine not yet
-  examined, else the class queue (§2.4.2); at a completion on machine ``m``,
+  examined, else the class queue (Sec. 4.3.1); at a completion on machine ``m``,
   the classes with ``Delta_jk > 0`` of ``m``'s configuration in decreasing
-  ``upsilon`` (ties keep the current class, then lowest index; §5 A13), each
-  class queue scanned FCFS skipping jobs that do not fit (§2.4.3).  The
-  **orphan safeguard** of §2.4.3 / §5 A14: a queued job that fits no machine
+  ``upsilon`` (ties keep the current class, then lowest index; docs/papers/lotes.md#dispatch-completion), each
+  class queue scanned FCFS skipping jobs that do not fit (Sec. 4.3.2).  The
+  **orphan safeguard** (not in the paper; docs/papers/lotes.md#orphans): a queued job that fits no machine
   (at full capacity) of any configuration serving its class is pulled, FCFS,
   by any completing machine where it fits, after the serving classes
   (``strict_paper=True`` disables it).
@@ -27,18 +27,18 @@ cached.  The agent therefore declares ``uses_oracle=True``.
 
 Parameters of the agent (``--set`` on the agent is not available; pass them to
 ``make_agent("lotes", ...)``): ``rho_mode`` (``resource``: the paper's
-``rho_jk ~ Delta_jk``; ``throughput``: ``~ mu_jk Delta_jk``, §5 A10),
-``candidates`` (``bin``: machines whose bin holds the class, §5 A12;
+``rho_jk ~ Delta_jk``; ``throughput``: ``~ mu_jk Delta_jk``, docs/papers/lotes.md#omega-rates),
+``candidates`` (``bin``: machines whose bin holds the class, docs/papers/lotes.md#dispatch-arrival;
 ``config``: all machines of the configuration), ``exit_scope`` (``config``:
 classes with ``Delta_jk > 0``, the paper's wording; ``bin``: classes of the
 machine's own bin), ``bins`` (``exhaustive`` or ``algorithm1``),
 ``strict_paper`` (no orphan safeguard), ``method`` (LP method, ``highs-ds``), ``rounding``
-(``paper``, §2.3.4; ``swap``: the paper's rounding improved by single-machine moves between the
+(``paper``, Sec. 4.2; ``swap``: the paper's rounding improved by single-machine moves between the
 LP's bins, not in the paper, for reduced scales where the paper's rounding can leave a class
 without a slot).
 
 Instrumentation (``agent.stats``): arrivals, machines examined per arrival
-(T6), fallback placements, queued arrivals, orphans and orphan pulls.
+(check T6 of docs/papers/lotes.md#test-labels), fallback placements, queued arrivals, orphans and orphan pulls.
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ class QueueMirror:
 
 
 class ArrivalExitDispatcher(Agent):
-    """The decision loop LoTES Stage 3 (§2.4) and the paper's Tetris (§2.6) share.
+    """The decision loop LoTES Stage 3 (Sec. 4.3) and the paper's Tetris (Sec. 5.1) share.
 
     At a job's arrival: one placement, or none (the job waits in the central queue).  At a
     completion: jobs for the machine that freed resources, one per step, until none is chosen.
@@ -182,7 +182,7 @@ class ArrivalExitDispatcher(Agent):
 
 
 class LoTES(ArrivalExitDispatcher):
-    """LoTES Stage 3 dispatcher on the Stage 1-2 plan of the scenario (lotes.md §2.4)."""
+    """LoTES Stage 3 dispatcher (Sec. 4.3) on the Stage 1-2 plan of the scenario."""
 
     description = "LoTES: allocation LP + bins + assignment LP (oracle: lambda, alpha, r, mu), class-queue dispatch"
     requirements = AgentRequirements(
@@ -250,7 +250,7 @@ class LoTES(ArrivalExitDispatcher):
         self._current = -1
 
     def _on_arrival(self, job: int) -> int:
-        """§2.4.2: the machine for an arriving job, or -1 (it stays in its class queue)."""
+        """Job arrival (Sec. 4.3.1): the machine for an arriving job, or -1 (it stays in its class queue)."""
         v = self.view
         st = self.stats
         st["arrivals"] += 1
@@ -336,7 +336,7 @@ class LoTES(ArrivalExitDispatcher):
         return mq
 
     def _on_exit(self, server: int) -> int:
-        """§2.4.3: the next queued job for the machine that freed resources, or -1."""
+        """Job exit (Sec. 4.3.2): the next queued job for the machine that freed resources, or -1."""
         v = self.view
         qbt = v.queued_by_type
         E = self._bin_classes[server] if self._bin_classes is not None else self._exit_classes[self._conf_of[server]]

@@ -1,4 +1,4 @@
-"""The Greedy dispatch policy of the LoTES paper (Tran et al. 2018, §5.1; spec: ``lotes.md`` §2.5, §5 A15).
+"""The Greedy dispatch policy of the LoTES paper (Tran et al. 2018, Sec. 5.1; choices: docs/papers/lotes.md#greedy).
 
 * **Arrival**: first fit over the machines in Table-1 order (configurations top
   to bottom, then machine index; the presets lay machines out in that order, so
@@ -7,7 +7,7 @@
   (``respect_queues=True`` skips machines with a non-empty queue).
 * **No fit**: the job joins the queue of *one* machine, the one with the
   fewest waiting jobs (jobs, not work) among the machines whose *total*
-  capacity can hold it (§5 A15; otherwise a job can be stuck for ever), ties
+  capacity can hold it (otherwise a job can be stuck for ever), ties
   broken uniformly at random with the agent's seeded generator.
 * **Completion** on machine ``m``: strict FCFS with head-of-line blocking:
   while the head of ``m``'s queue fits ``m``, start it
@@ -31,7 +31,7 @@ Per-machine queues: two equivalent realisations.
 Both make the same decisions from the same random draws, so on one seed they
 produce identical schedules; the test suite checks it.  The first is the
 default because LoTES's presets (and the paper's comparison) are central-queue
-scenarios: the queue discipline belongs to the agent (DESIGN §3-4).
+scenarios: the queue discipline belongs to the agent, not to the kernel.
 """
 
 from __future__ import annotations

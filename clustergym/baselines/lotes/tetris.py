@@ -1,4 +1,4 @@
-"""Tetris as the LoTES paper defines it (Tran et al. 2018, §5.1; spec: ``lotes.md`` §2.6, §5 A16).
+"""Tetris as the LoTES paper defines it (Tran et al. 2018, Sec. 5.1; choices: docs/papers/lotes.md#tetris).
 
 Not the original Tetris of Grandl et al. (SIGCOMM 2014: normalised alignment,
 an epsilon-weighted remaining-work term, a fairness knob); another agent may
@@ -6,18 +6,18 @@ implement an MRIS-adapted Tetris as ``tetris-mris``.  This is the paper's
 simplified score, implemented literally:
 
 * packing score ``omega = r . C``: the job's demand vector dotted with the
-  machine's *remaining* (free) capacity, unnormalised (§2.6 observation: it
+  machine's *remaining* (free) capacity, unnormalised (as printed: it
   favours machines with more free capacity, biased towards the resource the
   job needs most; it is not a tight best fit and is not "fixed" into one);
 * work score ``gamma = p (r . 1)`` with ``p`` the job's processing time *on
   that machine* (``work / speed``; machine-dependent in the Omega experiment);
 * score ``S(z, m) = w_align omega - w_work gamma``, equal weights by default,
-  larger is better; ``p`` in **hours** (§5 A16/A18: equal weights are meant
-  for hours): the generated presets run in hours; trace scenarios run in
+  larger is better; ``p`` in **hours** (equal weights are meant for hours,
+  docs/papers/lotes.md#tetris): the generated presets run in hours; trace scenarios run in
   seconds (the workloads' convention), so there ``p`` is divided by 3600
   (``hours_per_unit`` overrides).
 
-Operational rules (§2.6 [I]):
+Operational rules (the paper gives the scores only; these are clustergym's):
 
 * **arrival** of ``z``: over every machine where ``z`` fits now, start ``z`` on
   the best score (ties: lowest index); if none fits, ``z`` joins the single
@@ -28,7 +28,7 @@ Operational rules (§2.6 [I]):
 Tetris is clairvoyant: it reads each job's processing time (its work, and the
 machine's speed for its class) at arrival, so it declares ``uses_oracle=True``
 (the work is an oracle read unless the scenario is clairvoyant).  It always
-examines every machine (``stats["examined"]``, lotes.md §4.3 T6).
+examines every machine (``stats["examined"]``; Sec. 5.2 and check T6 of docs/papers/lotes.md#test-labels).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""BF-EXEC (NoroozOliaei et al., INFOCOM Workshops 2014) as run by the MRIS paper (mris.md §2.8, paper §7.2).
+"""BF-EXEC (NoroozOliaei et al., INFOCOM Workshops 2014) as run by the MRIS paper (Sec. 7.2).
 
 At every event time ``t`` (after all completions and arrivals at ``t``):
 
-* Phase 1, departures (first, as the reference code does at equal times): for each machine that had
+* Phase 1, departures (first, as the authors' code does at equal times): for each machine that had
   a completion at ``t`` (in index order), scan the queue of jobs released *before* ``t`` in SJF
   order ``(p_j, id)`` and start every job that fits that machine (one pass is "recursively the
   shortest job that fits": usage only grows).
@@ -12,8 +12,8 @@ At every event time ``t`` (after all completions and arrivals at ``t``):
   departs.
 
 Weights are not used; durations are (SJF), so the agent reads them (clairvoyant scenarios; an oracle
-otherwise).  Simultaneous departures (mris.md §5 item 13): ``departures="all"`` (default) runs phase 1
-for every departing machine; ``departures="random"`` is the reference code's behaviour (one machine
+otherwise).  Simultaneous departures (docs/papers/mris.md#bf-exec): ``departures="all"`` (default) runs phase 1
+for every departing machine; ``departures="random"`` is the authors' code's behaviour (one machine
 chosen at random among them, seeded by the agent's generator).
 """
 
@@ -31,7 +31,7 @@ __all__ = ["BFExec"]
 
 
 class BFExec(EventTimeAgent):
-    """BF-EXEC (mris.md §2.8)."""
+    """BF-EXEC (Sec. 7.2)."""
 
     description = "BF-EXEC: arrivals best-fit by L2 norm of remaining capacity; on a departure, SJF backfill of that machine"
 

@@ -1,40 +1,41 @@
-"""MRIS -- Multi-Resource Interval Scheduling (Fan & Liang, ICPP'24; spec ``../shared/specs/mris.md``).
+"""MRIS -- Multi-Resource Interval Scheduling (Fan & Liang, ICPP'24, Sec. 5, Algorithm 1).
 
-Contents, against the spec:
+Paper sections are cited as "Sec. 5.3"; the choices the paper leaves open are in
+``docs/papers/mris.md``.  Contents:
 
-* :func:`mris_schedule` -- the offline reference (mris.md §2.3.2, §2.3.7): the MRIS schedule of a
+* :func:`mris_schedule` -- the offline reference: the MRIS schedule of a
   fixed :class:`~clustergym.scenarios.presets.mris.MRISInstance`, written plainly (lists and
   loops) so that it can check the agent;
 * :class:`MRIS` (agent ``mris``; ``mris-wsvf`` is MRIS with the WSVF key of Figure 7) and
-  :class:`MRISGreedy` (``mris-greedy``, mris.md §2.4) -- MRIS as an agent in the environment;
-* the pieces the MRIS-paper baselines share (:mod:`.priority_queue`, :mod:`.tetris_mris`,
-  :mod:`.bf_exec`): the sort keys of §2.1 (:func:`priority_order`), the per-job data cache,
-  the "act once per event time" base class :class:`EventTimeAgent` (§2.0 event handling),
-  and the paper's metric (:func:`paper_metrics`, AWCT with absolute completion times, §1 item 7).
+  :class:`MRISGreedy` (``mris-greedy``, Remark 1) -- MRIS as an agent in the environment;
+* the pieces the MRIS-paper baselines share (:mod:`.priority_queue`, :mod:`.tetris`,
+  :mod:`.bf_exec`): the sort keys of Sec. 7.3 (:func:`priority_order`), the per-job data cache,
+  the "act once per event time" base class :class:`EventTimeAgent` (docs/papers/mris.md#event-times),
+  and the paper's metric (:func:`paper_metrics`, AWCT with absolute completion times, Sec. 3).
 
-MRIS (mris.md §2.3.2, Algorithm 1 with the printed errors corrected): at the interval boundaries
+MRIS (Sec. 5.3, Algorithm 1 with the printed errors corrected): at the interval boundaries
 ``γ_k = γ_0 α^k`` (``α = 2``, anchored at time 0) it takes the eligible set
 ``J_k = {released by γ_k, p_j <= γ_k, not committed}``, selects ``B_k ⊆ J_k`` by the knapsack P1
 (profit ``w_j``, size ``v_j = p_j Σ_l d_jl``) with capacity ``ζ_k = R·M·γ_k`` (the paper prints
-``R γ_k``; Lemma 6.5 and the reference code use ``R M γ_k``, mris.md §0 defect 1), sorts ``B_k``
+``R γ_k``; Lemma 6.5 and the authors' code use ``R M γ_k``, docs/papers/mris.md#knapsack-capacity), sorts ``B_k``
 by the key (WSJF by default), and list-schedules it with backfilling (BATCH_LIST_SCHEDULE):
 machine clocks start at ``γ_k``; the machine with the smallest clock (lowest index on ties) scans
 the whole list and commits every job that fits *for its whole duration* against all earlier
 commitments (FITS_WINDOW), then its clock moves to the next completion or reserved start on it.
-Commitments are never revised.  Knapsack options (:mod:`.knapsack`): ``exact`` (what the paper's
-experiments ran), ``cadp`` (the paper's CADP with ``K = εζ/n``, §2.3.4) and ``greedy`` (capacity
-``2ζ``, MRIS-GREEDY).
+Commitments are never revised.  Knapsack options (:mod:`clustergym.theory.mris`): ``exact`` (what the paper's
+experiments ran), ``cadp`` (the paper's CADP with ``K = εζ/n``, Sec. 5.1, docs/papers/mris.md#cadp) and
+``greedy`` (capacity ``2ζ``, MRIS-GREEDY).
 
 The agent acts only at the boundaries (it asks for them with ``WAKE``) and at planned start times,
 which are boundaries or completion times on the job's machine (both are decision epochs).  It keeps
-its plan privately and issues ``PLACE`` exactly at each planned start (mris.md §2.3.7 option (b)).
+its plan privately and issues ``PLACE`` exactly at each planned start (docs/papers/mris.md#agent).
 
-Time unit ``γ_0`` (mris.md §5 item 4): the agent parameter ``gamma0``, else the scenario's declared
+Time unit ``γ_0`` (docs/papers/mris.md#gamma0): the agent parameter ``gamma0``, else the scenario's declared
 ``params["gamma0"]`` (the MRIS presets declare the instance's smallest processing time, as the
 paper's normalisation does), else the smallest work of a replayed table (privileged: the agent
 is then flagged ``uses_oracle``), else 1.
 
-Tolerances (mris.md §2.0, §5 item 17): capacity checks use ``1 + TOL`` in normalised units
+Tolerances (docs/papers/mris.md#tolerance): capacity checks use ``1 + TOL`` in normalised units
 (``TOL = 1e-9``, as the kernel's relative fit tolerance); times are compared exactly, because the
 environment's event times are exact floats (a completion is ``start + work``, computed the same
 way here).
@@ -63,10 +64,10 @@ __all__ = ["TOL", "SORT_KEYS", "sort_scores", "priority_order", "check_key", "MR
            "check_schedule", "events_pending_now", "JobCache",
            "EventTimeAgent", "MRIS", "MRISGreedy", "MRIS_EPOCHS"]
 
-#: capacity tolerance in normalised units (mris.md §2.0)
+#: capacity tolerance in normalised units
 TOL = 1e-9
 
-#: the sort heuristics of mris.md §2.1 (score ascending = higher priority)
+#: the sort heuristics of Sec. 7.3 (score ascending = higher priority)
 SORT_KEYS: dict[str, str] = {
     "svf": "smallest volume first: v_j = p_j u_j",
     "wsvf": "weighted smallest volume first: v_j / w_j",
@@ -90,7 +91,7 @@ def check_key(key: Any, field: str = "agent.key") -> str:
 
 
 def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Priority scores of mris.md §2.1 (smaller first).  A weight of 0 gives +inf in weighted keys."""
+    """Priority scores of Sec. 7.3 (smaller first).  A weight of 0 gives +inf in weighted keys."""
     key = check_key(key)
     base = {"svf": p * u, "wsvf": p * u, "sjf": p, "wsjf": p, "sdf": u, "wsdf": u, "erf": r}[key]
     base = np.asarray(base, dtype=np.float64)
@@ -103,7 +104,7 @@ def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.nda
 
 def priority_order(key: str, ids: np.ndarray, r: np.ndarray, p: np.ndarray, w: np.ndarray,
                    u: np.ndarray) -> np.ndarray:
-    """``ids`` sorted by ``(score, r_j, id)`` (mris.md §2.0 deterministic tie-breaking).
+    """``ids`` sorted by ``(score, r_j, id)`` (deterministic ties: docs/papers/mris.md#event-times).
 
     ``r, p, w, u`` are indexed by job id."""
     ids = np.asarray(ids, dtype=np.int64)
@@ -135,7 +136,7 @@ class MRISResult:
 
 def _fits_window_ref(res: list[int], S: list[float], C: list[float], d: np.ndarray, j: int, t: float,
                      p: float) -> bool:
-    """FITS_WINDOW(i, j, t) of mris.md §2.0, checking every reserved start inside [t, t + p)."""
+    """Whether job ``j`` fits machine ``i`` for all of [t, t + p), checking every reserved start inside."""
     end = t + p
     points = [t] + [S[x] for x in res if t < S[x] < end]
     for tau in points:
@@ -150,10 +151,10 @@ def _fits_window_ref(res: list[int], S: list[float], C: list[float], d: np.ndarr
 
 def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact", *, eps: float = 0.1,
                   gamma0: float | None = None, alpha: float = 2.0, exact_method: str = "auto") -> MRISResult:
-    """The MRIS schedule of ``inst`` (mris.md §2.3.2), computed offline by a plain simulation.
+    """The MRIS schedule of ``inst`` (Sec. 5.3), computed offline by a plain simulation.
 
     ``gamma0`` defaults to the instance's smallest processing time (the paper's normalisation).
-    This is the reference the agent is tested against (mris.md §2.3.7, §4.9 item 3); it is
+    This is the reference the agent is tested against (check T8); it is
     O(n^3) and meant for small instances.
     """
     key = check_key(key, "key")
@@ -209,7 +210,7 @@ def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact"
 
 
 def check_schedule(inst: MRISInstance, start: np.ndarray, machine: np.ndarray, tol: float = TOL) -> list[str]:
-    """Feasibility problems of a schedule (empty list = feasible; mris.md §4.6 item 4, §4.9 item 4):
+    """Feasibility problems of a schedule (empty list = feasible; the constraints of Sec. 3):
     every job starts once at ``S_j >= r_j`` on a machine ``0..M-1``; on every machine, at every start
     time, the usage of the jobs with ``S <= t < S + p`` is ``<= 1 + tol`` in every resource."""
     out = []
@@ -239,8 +240,8 @@ def events_pending_now(view: Any) -> bool:
     """Whether another decision epoch will open at the current instant (a simultaneous arrival,
     completion, tick or wake-up not yet processed): :meth:`ClusterView.pending_now`.
 
-    The paper's event handling (mris.md §2.0) frees every job completing at ``t`` and adds every
-    job released at ``t`` before the policy acts; the kernel opens one epoch per event, so the
+    The MRIS-paper agents' event handling (docs/papers/mris.md#event-times) frees every job
+    completing at ``t`` and adds every job released at ``t`` before the policy acts; the kernel opens one epoch per event, so the
     agents of this family wait (``WAIT``) until the last epoch of an instant.  (A job rejected at
     arrival as impossible opens no epoch; if it is the last event of an instant the agent acts at
     the next epoch instead -- never for the MRIS presets, whose jobs all fit.)
@@ -309,7 +310,7 @@ class JobCache:
 
 
 class EventTimeAgent(Agent):
-    """Base of the MRIS-paper agents: one decision per event *time* (mris.md §2.0).
+    """Base of the MRIS-paper agents: one decision per event *time* (docs/papers/mris.md#event-times).
 
     At each epoch it records the event (arrivals in ``arrived_now``, servers with a completion in
     ``departed_now``, both for the current instant); if another epoch opens at the same instant it
@@ -379,7 +380,7 @@ class EventTimeAgent(Agent):
 # ================================================================================== the MRIS agent
 
 class _Planner:
-    """MRIS's reservations per machine and BATCH_LIST_SCHEDULE (mris.md §2.3.2), vectorised."""
+    """MRIS's reservations per machine and its batch list scheduling (docs/papers/mris.md#backfilling), vectorised."""
 
     def __init__(self, M: int, R: int):
         self.M, self.R = M, R
@@ -460,16 +461,16 @@ class _Planner:
 
 
 class MRIS(EventTimeAgent):
-    """MRIS (mris.md §2.3): geometric intervals, knapsack selection, list scheduling with backfilling.
+    """MRIS (Sec. 5, Algorithm 1): geometric intervals, knapsack selection, list scheduling with backfilling.
 
     Parameters:
-        key: sort key of the batch list (mris.md §2.1; default ``wsjf``, the paper's choice for
-            Figs 2-6; ``wsvf`` for Figure 7).
+        key: sort key of the batch list (Sec. 7.3; default ``wsjf``, the paper's choice for
+            Figs 2-6; ``wsvf`` for Figure 7, docs/papers/mris.md#sort-keys).
         knapsack: ``exact`` (default; the experiments' solver), ``cadp`` or ``greedy`` (capacity 2ζ).
-        eps: CADP's ε (default 0.1; the paper does not state one, mris.md §5 item 3).
+        eps: CADP's ε (default 0.1; the paper does not state one, docs/papers/mris.md#cadp).
         gamma0: the first boundary / time unit (default: see the module docstring).
         alpha: the geometric base (2, Theorem 6.8).
-        exact_method: ``auto``, ``prefix``, ``dp`` or ``milp`` (see :func:`.knapsack.knapsack_exact`).
+        exact_method: ``auto``, ``prefix``, ``dp`` or ``milp`` (see :func:`clustergym.theory.mris.knapsack_exact`).
     """
 
     description = ("MRIS (Fan & Liang ICPP'24): intervals gamma_k = gamma0 2^k, knapsack R*M*gamma_k, "
@@ -507,7 +508,7 @@ class MRIS(EventTimeAgent):
             return float(scenario.params["gamma0"]), False
         work = getattr(scenario.source, "work", None)
         if work is not None and len(work):
-            return float(np.min(work)), True  # the episode's p_min, as the reference code (offline knowledge)
+            return float(np.min(work)), True  # the episode's p_min, as the authors' code (offline knowledge)
         return 1.0, False
 
     def _uses_oracle(self, scenario: Any) -> bool:
@@ -581,7 +582,7 @@ class MRIS(EventTimeAgent):
 
 
 class MRISWSVF(MRIS):
-    """MRIS with the WSVF sort key (the Figure 7 setting, mris.md §2.1)."""
+    """MRIS with the WSVF sort key (the Figure 7 setting, docs/papers/mris.md#sort-keys)."""
 
     name = "mris-wsvf"
     description = "MRIS with the WSVF sort key (the paper's Figure 7 setting)"
@@ -589,7 +590,7 @@ class MRISWSVF(MRIS):
 
 
 class MRISGreedy(MRIS):
-    """MRIS-GREEDY (mris.md §2.4): the knapsack is the w/v greedy with capacity 2ζ (paper Remark 1)."""
+    """MRIS-GREEDY (Sec. 7.4): the knapsack is the w/v greedy with capacity 2ζ (paper Remark 1)."""
 
     name = "mris-greedy"
     description = "MRIS-GREEDY: MRIS with the greedy w/v knapsack of capacity 2*R*M*gamma_k (Remark 1)"

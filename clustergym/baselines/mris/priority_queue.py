@@ -1,22 +1,22 @@
-"""PRIORITY-QUEUE (PQ) and COLLECT-ALL-PQ (CA-PQ) of the MRIS paper (mris.md §2.1, §2.2, §2.5, §2.6).
+"""PRIORITY-QUEUE (PQ) and COLLECT-ALL-PQ (CA-PQ) of the MRIS paper (Sec. 4, Sec. 5.2, Sec. 7.2).
 
-PQ (paper §4, mris.md §2.2): at every event time ``t`` (arrivals and completions, after every
-completion and arrival at ``t`` has been processed, mris.md §2.0), the released, unstarted jobs are
-sorted by a key of §2.1 (ties: release time, then id) and scanned once from the head; each job that
+PQ (Sec. 4): at every event time ``t`` (arrivals and completions, after every
+completion and arrival at ``t`` has been processed, docs/papers/mris.md#event-times), the released, unstarted jobs are
+sorted by a key of Sec. 7.3 (ties: release time, then id) and scanned once from the head; each job that
 fits some machine now starts on the lowest-index machine where it fits (first fit; equivalent to the
-reference code's machine-major min-clock scan, §2.2 and §4.9 item 1).  Work-conserving list
+authors' code's machine-major min-clock scan, docs/papers/mris.md#pq-machine).  Work-conserving list
 scheduling; Lemma 4.1 shows its competitive ratio is Omega(N).
 
 Agents: ``pq`` (parameter ``key``, default ``wsjf``: PQ-WSJF of Figs 3-6) and one name per key,
 ``pq-svf``, ``pq-wsvf`` (Figure 7), ``pq-sjf``, ``pq-wsjf``, ``pq-sdf``, ``pq-wsdf``, ``pq-erf``.
 
-CA-PQ (mris.md §2.6): waits until the last release time ``r_max`` -- privileged information, so the
+CA-PQ (Sec. 7.2): waits until the last release time ``r_max`` -- privileged information, so the
 agent is flagged ``uses_oracle`` -- then runs PQ on everything (offline PQ shifted by ``r_max``).
 ``r_max`` is the last arrival of a replayed table (or the parameter ``r_max``).
 
-Offline references (for the oracles of mris.md §4.3, §4.4, §4.9): :func:`pq_schedule` (job-major
-first fit, event-driven; ``offline=True`` releases every job at 0 as in §2.5) and
-:func:`pq_schedule_machine_major` (the reference code's machine-major scan).
+Offline references (for checks T2, T3 and T8 of docs/papers/mris.md#test-labels): :func:`pq_schedule` (job-major
+first fit, event-driven; ``offline=True`` releases every job at 0, PQ for makespan of Sec. 5.2) and
+:func:`pq_schedule_machine_major` (the authors' code's machine-major scan).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ __all__ = ["PriorityQueue", "PQ_SVF", "PQ_WSVF", "PQ_SJF", "PQ_WSJF", "PQ_SDF", 
 
 
 class PriorityQueue(EventTimeAgent):
-    """PQ with sort key ``key`` (mris.md §2.2)."""
+    """PQ with sort key ``key`` (Sec. 4)."""
 
-    description = "PRIORITY-QUEUE (MRIS paper §4): at each event, scan the queue sorted by a key, first fit"
+    description = "PRIORITY-QUEUE (MRIS paper Sec. 4): at each event, scan the queue sorted by a key, first fit"
     default_key: ClassVar[str] = "wsjf"
 
     def __init__(self, key: str | None = None, **params: Any):
@@ -79,7 +79,7 @@ def _keyed(key: str) -> type[PriorityQueue]:
     """PQ with a fixed sort key: the agents ``pq-<key>``."""
     return type(f"PQ_{key.upper()}", (PriorityQueue,), {
         "__module__": __name__, "name": f"pq-{key}", "default_key": key,
-        "__doc__": f"PQ-{key.upper()} (Fan et al. 2024, §4): PQ sorted by {SORT_KEYS[key]}.",
+        "__doc__": f"PQ-{key.upper()} (Fan & Liang 2024, Sec. 4): PQ sorted by {SORT_KEYS[key]}.",
         "description": f"PQ-{key.upper()} (MRIS paper): priority queue sorted by {SORT_KEYS[key]}, first fit"})
 
 
@@ -88,10 +88,10 @@ PQ_SDF, PQ_WSDF, PQ_ERF = _keyed("sdf"), _keyed("wsdf"), _keyed("erf")
 
 
 class CollectAllPQ(PriorityQueue):
-    """CA-PQ (mris.md §2.6): nothing starts before the last release ``r_max``; then PQ (key WSJF)."""
+    """CA-PQ (Sec. 7.2): nothing starts before the last release ``r_max``; then PQ (key WSJF)."""
 
     name = "ca-pq"
-    description = "CA-PQ (MRIS paper §7.2): wait for the last release r_max (privileged), then PQ-WSJF"
+    description = "CA-PQ (MRIS paper Sec. 7.2): wait for the last release r_max (privileged), then PQ-WSJF"
     requirements = AgentRequirements(epochs=_WORK_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.WAKE}),
                                      queueing=("central",))
 
@@ -108,7 +108,7 @@ class CollectAllPQ(PriorityQueue):
         return float(np.max(t))
 
     def _uses_oracle(self, scenario: Any) -> bool:
-        return True  # r_max is privileged (mris.md §5 item 20)
+        return True  # r_max is privileged (docs/papers/mris.md#privileged)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
@@ -138,9 +138,9 @@ def _order(key: str, ids: list[int], inst: MRISInstance) -> list[int]:
 
 def pq_schedule(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False,
                 start_time: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """PQ's schedule ``(start, machine)`` of ``inst``, computed directly (mris.md §2.2).
+    """PQ's schedule ``(start, machine)`` of ``inst``, computed directly (Sec. 4).
 
-    ``offline``: every job is released at ``start_time`` (PQ for makespan, §2.5; CA-PQ is this with
+    ``offline``: every job is released at ``start_time`` (PQ for makespan, Sec. 5.2; CA-PQ is this with
     ``start_time = r_max``).  Otherwise jobs are released at ``max(r_j, start_time)``.
     """
     key = check_key(key, "key")
@@ -171,7 +171,7 @@ def pq_schedule(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False,
 
 
 def pq_schedule_machine_major(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """PQ in the reference code's machine-major form (mris.md §2.2): at each event time, for machine
+    """PQ in the authors' code's machine-major form (docs/papers/mris.md#pq-machine): at each event time, for machine
     0, 1, ...: scan the sorted queue and start every job that fits on that machine."""
     key = check_key(key, "key")
     n, M = inst.n, inst.machines

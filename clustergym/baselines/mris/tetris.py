@@ -1,9 +1,9 @@
-"""TETRIS as adapted by the MRIS paper (non-preemptive; mris.md §2.7, paper §7.2).
+"""TETRIS as adapted by the MRIS paper (non-preemptive; Sec. 7.2).
 
 Named ``tetris-mris`` so as not to clash with LoTES's Tetris (``tetris``).
 
-Rule, as in the reference code's ``TetrisScheduler()`` (label "Tetris-instantaneous", plotted as
-TETRIS; mris.md §2.7 and §5 item 12): at every event time (after all completions and arrivals at
+Rule, as in the authors' code's ``TetrisScheduler()`` (label "Tetris-instantaneous", plotted as
+TETRIS; docs/papers/mris.md#tetris): at every event time (after all completions and arrivals at
 that time), for machine 0, 1, ..., M-1 in turn, repeatedly
 
 * ``F`` = released, unstarted jobs that fit the machine now;
@@ -13,8 +13,8 @@ that time), for machine 0, 1, ..., M-1 in turn, repeatedly
 * start ``argmax_F (a_j + ε_T s_j)`` (ties: earliest release, then id) on the machine,
 
 until nothing fits.  The paper's "a_j + ε v_j" is read as "+ ε x (smaller volume is better)", as
-the reference code does.  Weights are not used.  A job of zero volume gets ``s_j = 1e12``
-(mris.md §5 item 22).  Job durations are read (clairvoyant scenarios; an oracle otherwise).
+the authors' code does.  Weights are not used.  A job of zero volume gets ``s_j = 1e12``
+(docs/papers/mris.md#zero-volume).  Job durations are read (clairvoyant scenarios; an oracle otherwise).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ ZERO_VOLUME_SCORE = 1e12
 
 
 class TetrisMRIS(EventTimeAgent):
-    """TETRIS adapted to non-preemptive scheduling (mris.md §2.7)."""
+    """TETRIS adapted to non-preemptive scheduling (Sec. 7.2)."""
 
     description = "TETRIS as adapted by the MRIS paper: per machine, pick argmax alignment + eps_T/volume until full"
 

@@ -1,10 +1,10 @@
-"""MaxWeight Refresh (MWR) and MaxWeight Stop (MWS) — RECONSTRUCTED (rms.md §3.3, §3.4).
+"""MaxWeight Refresh (MWR) and MaxWeight Stop (MWS) — RECONSTRUCTED (RMS paper §I-A, §VII-A).
 
 The RMS paper compares against MWR (Maguluri & Srikant, ref. [18]) and MWS
 (Psychas & Ghaderi, ref. [19]) but defines them only in words.  The agents here
-are the spec's labelled *reconstructions* (rms.md §3.3–3.4, §6 item 13), not
-transcriptions of [18]/[19]; where the spec leaves a detail open the choice is
-written below.  Both use the MaxWeight weight of type ``j`` = its queue length
+are labelled *reconstructions* from the paper's description (§I-A; see
+docs/papers/rms.md#maxweight), not transcriptions of [18]/[19]; where the
+description leaves a detail open the choice is written below.  Both use the MaxWeight weight of type ``j`` = its queue length
 ``Q_j`` and the per-server Knapsack step
 
     ``k* = argmax_{k in K_l} sum_j Q_j k_j``          (the "max-weight configuration")
@@ -19,14 +19,14 @@ solved by :class:`Knapsack`:
   When ``K`` is too large to enumerate (Google: 10 power-of-1/2 sizes in a unit
   server) and the sizes are *divisible* — all demands proportional to the
   capacity, with ``C / s_j`` integral — the exact answer is "fill the server with
-  the type maximising ``Q_j / s_j``" (§3.4 DERIVED: the LP bound is attained).
+  the type maximising ``Q_j / s_j``" (with divisible sizes the LP bound is attained).
   Otherwise the greedy blackbox is used and ``knapsack_exact`` is ``False``.
 * ``greedy``: types in decreasing ``Q_j / size_j`` (size normalised by capacity,
   summed over resources), each filled as far as it fits (the greedy Knapsack
   blackbox of [19]).
 
-MWR (§3.3 reconstruction)
--------------------------
+MWR (reconstruction)
+--------------------
 Each server ``l`` has a target configuration ``k^l``.  While a server is empty it
 is at a *refresh time*: its target is uncommitted.  When the scheduler needs it
 (a queued job and no committed server with room for it) the empty server takes
@@ -39,8 +39,8 @@ servers are committed lazily, one at a time, so each commitment sees the queue
 left by the previous one (committing every empty server to the same
 ``argmax`` at once would give them all one configuration).
 
-MWS (§3.4 reconstruction)
--------------------------
+MWS (reconstruction)
+--------------------
 At every departure from ``l`` the blackbox gives ``k~ = argmax_k Q.k``.  If the
 server is not empty and ``Q.k^l < beta * Q.k~`` the server is STOPPED: it starts
 nothing until it is empty (then it is active again).  An active server fills
@@ -52,7 +52,8 @@ simulations).
 
 Queues: central (``Q`` = per-type queues) or per-server (``queueing="local"``,
 routed by the kernel — ``jsq`` or ``power-of-two`` — and each server uses its
-own ``Q^l`` in the Knapsack step: the "distributed + JSQ" option of §6 item 13).
+own ``Q^l`` in the Knapsack step: the "distributed + JSQ" option, since the
+paper does not say which queueing its comparison used).
 
 Counters in ``agent.stats``: knapsack solves, refreshes (MWR), stops (MWS).
 """
@@ -272,7 +273,7 @@ class _MaxWeightBase(Agent):
 
 
 class MaxWeightRefresh(_MaxWeightBase):
-    """MWR, MaxWeight Refresh — RECONSTRUCTED from rms.md §3.3 (ref. [18] not transcribed).
+    """MWR, MaxWeight Refresh — RECONSTRUCTED from the RMS paper's §I-A (ref. [18] not transcribed).
 
     Args:
         refresh: ``local`` (a server re-targets when it becomes empty; default) or
@@ -280,7 +281,7 @@ class MaxWeightRefresh(_MaxWeightBase):
         blackbox: ``exact`` (default) or ``greedy`` Knapsack.
     """
 
-    description = ("MaxWeight Refresh (reconstructed, rms.md §3.3): max-weight target per server, "
+    description = ("MaxWeight Refresh (reconstructed from RMS §I-A): max-weight target per server, "
                    "re-chosen only when the server empties")
 
     def __init__(self, refresh: str = "local", **params: Any):
@@ -343,7 +344,7 @@ class MaxWeightRefresh(_MaxWeightBase):
 
 
 class MaxWeightStop(_MaxWeightBase):
-    """MWS, MaxWeight Stop — RECONSTRUCTED from rms.md §3.4 (ref. [19] not transcribed).
+    """MWS, MaxWeight Stop — RECONSTRUCTED from the RMS paper's §I-A (ref. [19] not transcribed).
 
     Args:
         beta: stop a server when its configuration's weight is below ``beta`` times the
@@ -351,7 +352,7 @@ class MaxWeightStop(_MaxWeightBase):
         blackbox: ``exact`` (default) or ``greedy`` Knapsack.
     """
 
-    description = ("MaxWeight Stop (reconstructed, rms.md §3.4): knapsack at each departure; "
+    description = ("MaxWeight Stop (reconstructed from RMS §I-A): knapsack at each departure; "
                    "stop a server whose weight < beta x max until it empties")
 
     def __init__(self, beta: float = 0.5, **params: Any):

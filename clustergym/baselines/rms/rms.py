@@ -1,4 +1,4 @@
-"""RMS: randomized multi-resource scheduling (Psychas & Ghaderi, ToN 2018) — rms.md §2.
+"""RMS: randomized multi-resource scheduling (Psychas & Ghaderi, ToN 2018, §IV and §VI).
 
 Every algorithm of the paper's family is one configurable agent that runs
 through the same environment and command set as every other agent:
@@ -17,56 +17,56 @@ name                      queues      server at a tick     clock        dummy ->
 ``rms-jsq`` (Algorithm 2) per server  the queue's server   fixed r_j^l  optional (Rem.3)  30 (0.5 each)
 ========================  ==========  ===================  ===========  ================  ===========
 
-(table of rms.md §2.5; "rate" is the sum of all clock rates in ticks per time
-unit, the paper's "sum of the clock rates is fixed at 30 ticks per sec", §2.6).
+(the variants of §VI; "rate" is the sum of all clock rates in ticks per time
+unit, the paper's "sum of the clock rates is fixed at 30 ticks per sec", §VII-A).
 
 How the algorithm maps onto the decision model
 ----------------------------------------------
-* **Poisson clocks (§2.1).**  The agent declares ONE Poisson clock of rate
+* **Poisson clocks (§IV-A).**  The agent declares ONE Poisson clock of rate
   ``sum_j r_j`` (``AgentRequirements.epochs.tick_rate``); at each tick it draws
   the type ``j`` with probability ``r_j / sum r`` from its own generator.  The
   superposition of independent Poisson clocks of rates ``r_j`` is exactly this
-  (thinning), so the law is Algorithm 1's.  The AD clock (§2.5 switch B) is
+  (thinning), so the law is Algorithm 1's.  The AD clock (RMS-AD, §VI) is
   one common clock of rate ``r`` whose tick picks ``j`` with probability
-  ``p_j ∝ exp(w_j(t))``; RMS+JSQ's J x L clocks (§2.4) are one clock that picks
+  ``p_j ∝ exp(w_j(t))``; RMS+JSQ's J x L clocks (§IV-B) are one clock that picks
   the queue ``(l, j)`` with probability ``r_j^l / sum r``.
-* **Tick (§2.2 CLOCK_TICK).**  The selected server (uniform over ALL L
+* **Tick (Algorithm 1, clock instances).**  The selected server (uniform over ALL L
   servers for RMS, the full ones included, so the tick may be wasted; uniform
   over the servers where a type-``j`` job fits for RF; Best-Fit among them for
-  BF, §2.5 switch A) gets the head-of-line type-``j`` job (``PLACE``) or, when
+  BF, §VI) gets the head-of-line type-``j`` job (``PLACE``) or, when
   ``Q_j = 0``, a dummy type-``j`` job (``DUMMY``).  RF/BF still place dummies
-  (§6 item 7).
-* **Departure (§2.2 DEPARTURE).**  Every completion, of a real or a dummy job
+  (the paper only changes the sampling; docs/papers/rms.md#variants).
+* **Departure (Algorithm 1, job departure instances).**  Every completion, of a real or a dummy job
   (``dummy_completions=True``), is an epoch: with probability
   ``1 - exp(-w_j(t))`` the same server gets another type-``j`` job — the
   head of ``Q_j`` or a dummy.  The departing job has left already, so the
   replacement always fits (monotone ``K_l``).  Weights are eq. (4):
   ``w_j = max(f(Q_j), eps / (8 M) f(Q_max))``, computed from the queues at
-  the event instant (§6 item 5); RMS+JSQ uses eq. (5), the same with the
+  the event instant (docs/papers/rms.md#weights); RMS+JSQ uses eq. (5), the same with the
   server's local queues.
-* **Dummy jobs (§2.1).**  ``DUMMY(j, l)``: the kernel draws the dummy's
+* **Dummy jobs (Algorithm 1, Remark 2).**  ``DUMMY(j, l)``: the kernel draws the dummy's
   lifetime from type ``j``'s service law (its own random stream; for traces an
-  exponential with the type's empirical mean, §6 item 8).  Dummies count in the
+  exponential with the type's empirical mean, docs/papers/rms.md#dummies).  Dummies count in the
   configuration (fit checks, BF score) but never in ``Q``.
-* **Less wasteful (Remark 2, §2.3).**  At a type-``j`` arrival, if some server
+* **Less wasteful (Remark 2, §IV-A).**  At a type-``j`` arrival, if some server
   holds a type-``j`` dummy, the new job takes the place of one of them chosen
   uniformly among all type-``j`` dummies (``REPLACE``; the real job starts a
   fresh service time).  Invariant: ``Q_j > 0`` implies no type-``j`` dummy.
   Arrivals are epochs for every RMS agent (they are no-ops without this flag).
-* **RMS+JSQ (Algorithm 2, §2.4).**  Needs per-server queues
+* **RMS+JSQ (Algorithm 2, §IV-B).**  Needs per-server queues
   (``queueing="local"``).  The kernel routes arrivals: ``routing="jsq"``
   (Algorithm 2, ties uniformly at random) or ``routing="power-of-two"``
   (Remark 4: the shorter of two distinct random servers, ties at random).
   With ``routing="agent"`` this agent routes itself by JSQ with ties broken
-  towards servers that hold a type-``j`` dummy (the Remark-3 recommendation of
-  §2.3) and, if ``less_wasteful``, replaces that dummy.  On the RMS presets::
+  towards servers that hold a type-``j`` dummy (our reading of Remark 3,
+  docs/papers/rms.md#dummies) and, if ``less_wasteful``, replaces that dummy.  On the RMS presets::
 
       clustergym run ec2 --agent rms-jsq --set queueing=local
       clustergym run ec2 --agent rms-jsq --set queueing=local --set routing=power-of-two
 
-Parameters (§2.6, §6 items 1–7)
--------------------------------
-``selection``  ``uniform`` | ``rf`` | ``bf`` (Best-Fit score of §6 item 11: normalised
+Parameters (§VII-A; defaults: docs/papers/rms.md#parameters)
+-------------------------------------------------------------
+``selection``  ``uniform`` | ``rf`` | ``bf`` (Best-Fit score of docs/papers/rms.md#best-fit: normalised
                inner product of the job's demand with the server's occupancy; ties to the
                lowest index, as :func:`clustergym.baselines.greedy.select_server`).
 ``clock``      ``fixed`` | ``ad``.
@@ -78,13 +78,13 @@ Parameters (§2.6, §6 items 1–7)
 ``speedup``    multiplies every clock rate ("+" of RMS-RF-AD+: 5).
 ``b``          ``f(x) = log(1 + x)^(1 - b)``; the simulations' ``log(1 + x)`` is ``b = 0``
                (default), Theorems 1–2 need ``b`` in (0, 1).
-``eps``        default 0.01 (§6 item 1).
+``eps``        default 0.01 (the paper does not state it).
 ``M``          default: computed, ``clustergym.theory.capacity.max_jobs_per_server`` (EC2 5, Fig. 1b 5,
                Google 512).
-``frozen_weights``  test hook of Definition 2 (§5.1): fixed ``w`` instead of eq. (4)/(5).
+``frozen_weights``  test hook of Definition 2 (§V, Lemma 1): fixed ``w`` instead of eq. (4)/(5).
 
 The agent keeps counters in ``agent.stats`` (ticks, wasted ticks, placements,
-dummies, replacements) — the complexity proxies of §6 item 30.
+dummies, replacements) — proxies of the per-unit-time work the paper counts (§VI).
 """
 
 from __future__ import annotations
@@ -115,13 +115,13 @@ __all__ = [
 
 SELECTIONS = ("uniform", "rf", "bf")
 CLOCKS = ("fixed", "ad")
-DEFAULT_TOTAL_RATE = 30.0  #: §2.6: "the sum of the clock rates is fixed at 30 ticks per sec"
+DEFAULT_TOTAL_RATE = 30.0  #: §VII-A: "the sum of the clock rates is fixed at 30 ticks per sec"
 _WAIT = Command.wait()
 
 
-# ============================================================================ formulas (§2.1)
+# ============================================================================ formulas (§IV-A)
 def weight_function(x: Any, b: float = 0.0) -> Any:
-    """``f(x) = log(1 + x)^(1 - b)`` (§2.1): increasing, concave, ``f(0) = 0``."""
+    """``f(x) = log(1 + x)^(1 - b)`` (Theorem 1; b = 0 in §VII-A): increasing, concave, ``f(0) = 0``."""
     return np.log1p(x) ** (1.0 - b)
 
 
@@ -129,7 +129,7 @@ def rms_weights(queue: Any, eps: float, M: int, b: float = 0.0) -> np.ndarray:
     """Eq. (4): ``w_j = max(f(Q_j), eps / (8 M) f(Q_max))`` along the last axis.
 
     For RMS+JSQ (eq. 5) pass the ``(L, J)`` local queue lengths: each row is one
-    server's weights.  An empty system has ``w = 0`` (§5.8).
+    server's weights.  An empty system has ``w = 0``.
     """
     q = np.asarray(queue, dtype=np.float64)
     f = weight_function(q, b)
@@ -138,12 +138,12 @@ def rms_weights(queue: Any, eps: float, M: int, b: float = 0.0) -> np.ndarray:
 
 
 def replacement_probability(w: Any) -> Any:
-    """``1 - exp(-w)``: the chance that a departing type-``j`` job is replaced (§2.2)."""
+    """``1 - exp(-w)``: the chance that a departing type-``j`` job is replaced (Algorithm 1)."""
     return -np.expm1(-np.asarray(w, dtype=np.float64))
 
 
 def ad_probabilities(w: Any) -> np.ndarray:
-    """AD clock (§2.5 switch B): ``p_j ∝ exp(w_j)`` (a softmax; stable for large ``w``)."""
+    """AD clock (RMS-AD, §VI): ``p_j ∝ exp(w_j)`` (a softmax; stable for large ``w``)."""
     w = np.asarray(w, dtype=np.float64)
     e = np.exp(w - w.max())
     return e / e.sum()
@@ -153,7 +153,7 @@ _M_CACHE: dict[bytes, int] = {}
 
 
 def server_bound(type_demand: np.ndarray, capacity: np.ndarray) -> int:
-    """``M`` = the most jobs any server can hold (§1.4, §6 item 3), cached per instance."""
+    """``M`` = the most jobs any server can hold (§II), cached per instance."""
     key = np.ascontiguousarray(type_demand, dtype=np.float64).tobytes() + b"|" + \
         np.ascontiguousarray(capacity, dtype=np.float64).tobytes()
     m = _M_CACHE.get(key)
@@ -324,23 +324,23 @@ class _RMSBase(Agent):
 
 
 class RMS(_RMSBase):
-    """RMS, Algorithm 1 (rms.md §2.2) and its centralised variants (§2.3, §2.5).
+    """RMS, Algorithm 1 (§IV-A) and its centralised variants (Remark 2, §VI).
 
     Args:
         selection: server chosen at a type-``j`` tick: ``uniform`` (all L servers; Algorithm 1),
             ``rf`` (uniform among the servers where a type-``j`` job fits), ``bf`` (Best-Fit
-            among them; score of §6 item 11).
+            among them; score of docs/papers/rms.md#best-fit).
         clock: ``fixed`` (per-type Poisson clocks ``r_j``) or ``ad`` (one common clock of rate
             ``r`` picking type ``j`` with probability ``∝ exp(w_j)``).
         less_wasteful: Remark 2 — an arrival takes the place of a dummy of its type.
         rates: fixed clocks, ``(J,)`` per-type rates (default ``total_rate / J`` each).
         total_rate: sum of the fixed clock rates when ``rates`` is not given; the AD rate ``r``
-            (default 30, §2.6).  With ``clock="ad"`` and ``rates`` given, ``r = sum(rates)``.
+            (default 30, §VII-A).  With ``clock="ad"`` and ``rates`` given, ``r = sum(rates)``.
         speedup: multiplies all clock rates (RMS-RF-AD+: 5).
         b, eps, M, frozen_weights: see the module docstring.
     """
 
-    description = "RMS (Algorithm 1): Poisson clocks, uniform server sampling, dummy jobs (rms.md §2.2)"
+    description = "RMS (Algorithm 1): Poisson clocks, uniform server sampling, dummy jobs (RMS §IV-A)"
 
     def __init__(self, selection: str | None = None, clock: str | None = None, **params: Any):
         super().__init__(**params)
@@ -372,7 +372,7 @@ class RMS(_RMSBase):
 
     # ------------------------------------------------------------------ Algorithm 1
     def tick_type(self, queue: np.ndarray) -> int:
-        """The type whose clock ticks: ``r_j / sum r`` (fixed), ``∝ exp(w_j)`` (AD, §2.5)."""
+        """The type whose clock ticks: ``r_j / sum r`` (fixed), ``∝ exp(w_j)`` (AD, §VI)."""
         if self.clock == "ad":
             p = ad_probabilities(self._weights(queue))
             cdf = np.cumsum(p)
@@ -381,7 +381,7 @@ class RMS(_RMSBase):
         return int(np.searchsorted(self._cdf, self.rng.random(), side="right"))
 
     def select(self, j: int) -> int:
-        """The server sampled at a type-``j`` tick, or -1 if the tick is wasted (§2.5 switch A)."""
+        """The server sampled at a type-``j`` tick, or -1 if the tick is wasted (uniform: Algorithm 1; RF, BF: §VI)."""
         v = self.view
         if self.selection == "uniform":
             s = int(self.rng.integers(self.L))
@@ -393,7 +393,7 @@ class RMS(_RMSBase):
         return select_server("best-fit", fits, self.type_demand[j], v.load, self.capacity, self.rng)
 
     def _start(self, j: int, server: int) -> Command:
-        """Head-of-line type-``j`` job on ``server``, or a dummy if ``Q_j = 0`` (§2.2 start_service)."""
+        """Head-of-line type-``j`` job on ``server``, or a dummy if ``Q_j = 0`` (Algorithm 1)."""
         head = self.view.head_of_type(j)
         if head >= 0:
             self.stats["placements"] += 1
@@ -425,59 +425,59 @@ class RMS(_RMSBase):
         dummies = self.view.dummies_of_type(j)
         if not dummies:
             return None
-        victim = dummies[int(self.rng.integers(len(dummies)))]  # uniform among all type-j dummies (§6 item 9)
+        victim = dummies[int(self.rng.integers(len(dummies)))]  # uniform among all type-j dummies (Remark 2 leaves it open)
         self.stats["replacements"] += 1
         return Command.replace(job, self.view.server_of(victim))
 
 
 class RMSLessWasteful(RMS):
-    """RMS with Remark 2: an arriving job replaces a dummy of its type (rms.md §2.3)."""
+    """RMS with Remark 2: an arriving job replaces a dummy of its type (§IV-A)."""
 
-    description = "RMS, less wasteful (Remark 2): arrivals take the place of dummies of their type (rms.md §2.3)"
+    description = "RMS, less wasteful (Remark 2): arrivals take the place of dummies of their type (RMS Remark 2)"
     default_less_wasteful = True
 
 
 class RMSRF(RMS):
-    """RMS-RF: at a tick, a uniformly random server where the type fits (rms.md §2.5)."""
+    """RMS-RF: at a tick, a uniformly random server where the type fits (§VI)."""
 
-    description = "RMS-RF: ticks sample a random server with room for the type (rms.md §2.5)"
+    description = "RMS-RF: ticks sample a random server with room for the type (RMS §VI)"
     default_selection = "rf"
 
 
 class RMSBF(RMS):
-    """RMS-BF: at a tick, the Best-Fit server where the type fits (rms.md §2.5, §6 item 11)."""
+    """RMS-BF: at a tick, the Best-Fit server where the type fits (§VI; score: docs/papers/rms.md#best-fit)."""
 
-    description = "RMS-BF: ticks pick the Best-Fit server with room for the type (rms.md §2.5)"
+    description = "RMS-BF: ticks pick the Best-Fit server with room for the type (RMS §VI)"
     default_selection = "bf"
 
 
 class RMSAD(RMS):
-    """RMS-AD: one common clock of rate r; a tick picks type j w.p. ∝ exp(w_j) (rms.md §2.5)."""
+    """RMS-AD: one common clock of rate r; a tick picks type j w.p. ∝ exp(w_j) (§VI)."""
 
-    description = "RMS-AD: adaptive common clock, type j w.p. ∝ exp(w_j) (rms.md §2.5)"
+    description = "RMS-AD: adaptive common clock, type j w.p. ∝ exp(w_j) (RMS §VI)"
     default_clock = "ad"
 
 
 class RMSRFAD(RMS):
-    """RMS-RF-AD: RF server selection and the adaptive clock (rms.md §2.5)."""
+    """RMS-RF-AD: RF server selection and the adaptive clock (§VI)."""
 
-    description = "RMS-RF-AD: random fitting server + adaptive clock (rms.md §2.5)"
+    description = "RMS-RF-AD: random fitting server + adaptive clock (RMS §VI)"
     default_selection = "rf"
     default_clock = "ad"
 
 
 class RMSBFAD(RMS):
-    """RMS-BF-AD: Best-Fit server selection and the adaptive clock (rms.md §2.5)."""
+    """RMS-BF-AD: Best-Fit server selection and the adaptive clock (§VI)."""
 
-    description = "RMS-BF-AD: Best-Fit server + adaptive clock (rms.md §2.5)"
+    description = "RMS-BF-AD: Best-Fit server + adaptive clock (RMS §VI)"
     default_selection = "bf"
     default_clock = "ad"
 
 
 class RMSRFADPlus(RMS):
-    """RMS-RF-AD+: RMS-RF-AD with Remark 2 and a 5x faster clock (rms.md §2.5 switch C)."""
+    """RMS-RF-AD+: RMS-RF-AD with Remark 2 and a 5x faster clock (§VII-A, Fig. 5)."""
 
-    description = "RMS-RF-AD+: RMS-RF-AD, arrivals replace dummies, clock 5x faster (rms.md §2.5)"
+    description = "RMS-RF-AD+: RMS-RF-AD, arrivals replace dummies, clock 5x faster (RMS §VII-A)"
     default_selection = "rf"
     default_clock = "ad"
     default_less_wasteful = True
@@ -485,12 +485,12 @@ class RMSRFADPlus(RMS):
 
 
 class RMSJSQ(_RMSBase):
-    """RMS + JSQ, Algorithm 2 (rms.md §2.4): per-server queues, per-queue Poisson clocks.
+    """RMS + JSQ, Algorithm 2 (§IV-B): per-server queues, per-queue Poisson clocks.
 
     Needs ``queueing="local"`` (``--set queueing=local`` on ``ec2``/``bf-trap``).  The
     kernel routes arrivals (``routing="jsq"``: Algorithm 2; ``"power-of-two"``: Remark 4);
     with ``routing="agent"`` the agent routes by JSQ with ties towards servers holding
-    a dummy of the type (Remark 3 recommendation).
+    a dummy of the type (our reading of Remark 3, docs/papers/rms.md#dummies).
 
     Args:
         less_wasteful: Remark 3 — an arrival routed to a server that holds a dummy of its
@@ -501,7 +501,7 @@ class RMSJSQ(_RMSBase):
             ``(J,)`` or per server ``(L, J)`` (eq. 14).
     """
 
-    description = "RMS+JSQ (Algorithm 2): per-server queues, JSQ or power-of-two routing (rms.md §2.4)"
+    description = "RMS+JSQ (Algorithm 2): per-server queues, JSQ or power-of-two routing (RMS §IV-B)"
     _queueing = ("local",)
 
     def __init__(self, **params: Any):
@@ -572,7 +572,7 @@ class RMSJSQ(_RMSBase):
 
     def jsq_route(self, j: int) -> int:
         """JSQ among the servers a type-``j`` job fits when empty; ties towards servers that hold a
-        type-``j`` dummy (Remark 3, §2.3), then uniformly at random."""
+        type-``j`` dummy (Remark 3, §IV-B), then uniformly at random."""
         v = self.view
         q = v.local_count[:, j]
         ok = np.all(self.type_demand[j] <= self.limit, axis=1)

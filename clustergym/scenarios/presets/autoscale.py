@@ -1,11 +1,14 @@
-"""Auto-scaling presets beyond SYN4 (autoscale.md §3.1–3.2, §4.2–4.3): loss systems with rewards.
+"""Auto-scaling presets (Psychas & Ghaderi, Stochastic Systems 2022): loss systems with rewards.
 
-* ``autoscale-intro`` -- the introduction's example (§3.1): VMs (0.6, 0.6) reward 4,
+* ``autoscale-4vm`` -- SYN4, the 4-VM instance of Sec. 7.1 in consistent units
+  (docs/papers/autoscale.md#syn4).
+
+* ``autoscale-intro`` -- the introduction's example (Sec. 1): VMs (0.6, 0.6) reward 4,
   (0.7, 0.1) and (0.1, 0.7) reward 3 on a (1, 1) server (here in tenths: (6,6),
   (7,1), (1,7) on (10,10)); ``variant`` a: rho = (1, 1/2, 1/2), b: (2, 1/4, 1/4).
-* ``autoscale-example1`` -- Example 1 (§3.2): server (5, 4), types (2, 1) reward 10
+* ``autoscale-example1`` -- Example 1 (Sec. 3.1): server (5, 4), types (2, 1) reward 10
   and (1, 2) reward 1; ``variant`` a: rho = (1, 1), b: (3/2, 1), c: (2, 1/2).
-* ``autoscale-worst-case`` -- the worst-case family ``W_n`` of §4.3 (an additive
+* ``autoscale-worst-case`` -- the worst-case family ``W_n`` (docs/papers/autoscale.md#worst-case; an additive
   realisation, see :func:`clustergym.theory.autoscale.worst_case_family`): rho = 1,
   greedy value ``(1 - (1 - 1/n)^n) U*``; ``eps`` multiplies ``u_1`` by ``1 + eps``
   (``n = 2, eps = 0.1`` is W2-epsilon with rewards doubled).
@@ -31,7 +34,7 @@ from clustergym.workloads import Exponential, PoissonTypedSource
 __all__ = ["SYN4_TYPES", "SYN4_REWARDS", "SYN4_RHO", "SYN4_SERVER", "autoscale_4vm", "INTRO_TYPES", "INTRO_REWARDS", "INTRO_SERVER", "EX1_TYPES", "EX1_REWARDS", "EX1_SERVER",
            "autoscale_intro", "autoscale_example1", "autoscale_worst_case"]
 
-#: autoscale.md §3.5, the consistent ("doubled") instance SYN4: (vCPU, GB).
+#: SYN4, Sec. 7.1's subset instance with every VM doubled (docs/papers/autoscale.md#syn4): (vCPU, GB).
 SYN4_TYPES = np.array([[2.0, 2.0], [8.0, 32.0], [4.0, 64.0], [64.0, 512.0]])
 SYN4_REWARDS = np.array([18.0, 96.0, 96.0, 1024.0])  # 8 per vCPU + 1 per GB
 SYN4_RHO = np.array([2.0, 0.5, 4.0 / 3.0, 1.0])
@@ -50,7 +53,7 @@ EX1_RHO = {"a": (Fraction(1), Fraction(1)), "b": (Fraction(3, 2), Fraction(1)), 
 
 
 def autoscale_4vm(num_servers: int = 30, load: float = 1.0, horizon: float = 25.0) -> Scenario:
-    """The consistent 4-VM instance SYN4 of autoscale.md §3.5, as a loss system.
+    """The consistent 4-VM instance SYN4 (Sec. 7.1, Figs. 2-4; docs/papers/autoscale.md#syn4), as a loss system.
 
     Servers (80 vCPU, 640 GB); VM types (2,2), (8,32), (4,64), (64,512) with reward
     rates 18, 96, 96, 1024 (8 per vCPU + 1 per GB) per unit time in service;
@@ -98,7 +101,7 @@ def _variant(value: Any, table: dict[str, Any]) -> str:
 
 
 def autoscale_intro(variant: str = "a", num_servers: int = 30, load: float = 1.0, horizon: float = 25.0) -> Scenario:
-    """The introduction's example (autoscale.md §3.1) as a loss system.
+    """The introduction's example (Sec. 1) as a loss system.
 
     Types (6,6) reward 4, (7,1) reward 3, (1,7) reward 3 on (10,10) servers (the paper's
     (0.6,0.6), (0.7,0.1), (0.1,0.7) on (1,1)).  ``variant`` a: rho = (1, 1/2, 1/2)
@@ -113,7 +116,7 @@ def autoscale_intro(variant: str = "a", num_servers: int = 30, load: float = 1.0
 
 
 def autoscale_example1(variant: str = "a", num_servers: int = 30, load: float = 1.0, horizon: float = 25.0) -> Scenario:
-    """Example 1 of the paper (autoscale.md §3.2) as a loss system.
+    """Example 1 of the paper (Sec. 3.1) as a loss system.
 
     Servers (5, 4); types (2, 1) with reward 10 and (1, 2) with reward 1.  ``variant``
     a: rho = (1, 1) (U^(g) = U* = 11); b: (3/2, 1) (16); c: (2, 1/2) (41/2).
@@ -128,7 +131,7 @@ def autoscale_example1(variant: str = "a", num_servers: int = 30, load: float = 
 
 def autoscale_worst_case(n: int = 3, eps: float = 0.0, num_servers: int = 30, load: float = 1.0,
                          horizon: float = 25.0) -> Scenario:
-    """The worst-case family W_n of autoscale.md §4.3: U^(g)/U* = 1 - (1 - 1/n)^n at rho = 1.
+    """The worst-case family W_n (docs/papers/autoscale.md#worst-case): U^(g)/U* = 1 - (1 - 1/n)^n at rho = 1.
 
     ``n + 1`` resources realise ``K = down-closure{n e_1, ..., n e_{n-1}, e_n, (1,...,1)}``
     (plus harmless mixtures of the first ``n - 1`` types); rewards

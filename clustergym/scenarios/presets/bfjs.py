@@ -1,5 +1,5 @@
 """BF-J/S paper presets (Psychas & Ghaderi, "High-throughput bin packing: scheduling jobs with random
-resource demands in clusters"): one server with two job sizes (E1/E2) and uniform sizes on L unit
+resource demands in clusters", IEEE/ACM ToN 2021): one server with two job sizes (E1/E2) and uniform sizes on L unit
 servers (E3), in slotted time.
 """
 
@@ -31,7 +31,7 @@ _SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=
 
 def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 100_000.0,
               queue_cap: int | None = 100_000) -> Scenario:
-    """The two-size instances of bfjs-vqs.md §3.1–3.2, in slotted time (§1.10).
+    """The two-size instances of §VII-A-1 and §VII-A-2 (Fig. 3), in slotted time (docs/papers/bfjs.md#timeline).
 
     ``variant="e1"``: one unit server, sizes 0.4 and 0.6 equally likely, Poisson
     0.014 jobs per slot, geometric service of mean 100 slots (VQS unstable).
@@ -60,11 +60,11 @@ def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 1
 def uniform_sizes(low: float = 0.1, high: float = 0.9, alpha: float = 0.9, num_servers: int = 5,
                   mean_service: float = 100.0, horizon: float = 100_000.0,
                   queue_cap: int | None = 100_000) -> Scenario:
-    """Uniform job sizes in slotted time (bfjs-vqs.md §3.3, E3a: [0.01, 0.19]; E3b: [0.1, 0.9]).
+    """Uniform job sizes in slotted time (§VII-A-3, Fig. 4; E3a: [0.01, 0.19]; E3b: [0.1, 0.9]).
 
     L unit servers, sizes U[low, high], geometric service of mean ``mean_service``
-    slots, Poisson arrivals of alpha * mu * L / mean size jobs per slot (the
-    corrected rate of §3.3; alpha = 1 is the capacity bound).
+    slots, Poisson arrivals of alpha * mu * L / mean size jobs per slot (the paper
+    prints the rate without alpha: docs/papers/bfjs.md#arrival-rate; alpha = 1 is the capacity bound).
     """
     low, high = positive("low", low), positive("high", high)
     if not low < high <= 1.0:

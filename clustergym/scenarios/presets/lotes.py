@@ -1,21 +1,21 @@
-"""LoTES presets (lotes.md §3): heterogeneous machine configurations, job classes with
-per-class demand laws (Phi) and machine-dependent speeds (Omega).
+"""LoTES presets (Tran et al., J. Scheduling 2018, Sec. 5): heterogeneous machine configurations,
+job classes with per-class demand laws (Phi) and machine-dependent speeds (Omega).
 
 * ``lotes-table`` -- Table 1 machines (10 configurations, counts times
   ``machine_scale``, at least one each) and Table 2 classes (alpha, mean
   cores/memory, mean time in hours) with Poisson arrivals at ``load`` times the
-  Stage-2 lambda* of the instance: the "G-proxy" of lotes.md §4.3 (a sanity
-  check, not the trace).  Actual demands are truncated Gaussians around the
+  Stage-2 lambda* of the instance: a proxy of the Google experiment of Sec. 5.3
+  (a sanity check, not the trace).  Actual demands are truncated Gaussians around the
   class means (cv ``cv``; ``cv=0`` gives every job its class profile).
-* ``lotes-phi`` -- Experiment 2 (§3.4): the Table-1 capacities with
+* ``lotes-phi`` -- Experiment 2 (Sec. 5.4.2, Fig. 11): the Table-1 capacities with
   ``machines_per_config`` machines each (paper: 1000), nine classes with
   ``alpha = 1/9``, ``r_kl = 0.025 + phi_kl``, ``phi_kl ~ U[-Phi, Phi]``,
   ``mu_jk = 1/u_k``, ``u_k ~ U[0, 1]``, work ~ Exp(1) (hours), demands
   truncated Gaussian (location ``r_kl``, cv 0.5, in ``[0, 1]``), load 0.97
   of lambda*.
-* ``lotes-omega`` -- Experiment 3 (§3.5): the same classes at ``phi`` (default
-  0.006, lotes.md §5 A9), ``mu_jk = omega_jk / u_k`` with ``omega_jk ~ U[1 -
-  Omega, 1 + Omega]`` (§5 A10; ``literal_mu=True`` gives the printed
+* ``lotes-omega`` -- Experiment 3 (Sec. 5.4.3, Figs. 12-13): the same classes at ``phi`` (default
+  0.006, docs/papers/lotes.md#phi-misprint), ``mu_jk = omega_jk / u_k`` with ``omega_jk ~ U[1 -
+  Omega, 1 + Omega]`` (docs/papers/lotes.md#omega-rates; ``literal_mu=True`` gives the printed
   ``u_k omega_jk``), load 0.90 (or 0.95) of that instance's lambda*.
 
 Instances.  ``instance`` (0, 1, 2, ...) seeds the random draws of an instance,
@@ -25,14 +25,14 @@ The draws are made once per instance as unit variables and scaled:
 w_jk`` with ``w_jk ~ U[-1, 1]``.  So instance ``i`` has the same ``u_k`` and
 ``v_kl`` at every Phi (common random numbers across the Phi sweep; instance
 ``i`` of Experiment 3 uses the ``r_kl`` and ``u_k`` of instance ``i`` of
-Experiment 2 at Phi = 0.006, as §5 A9 recommends), and the same ``w_jk`` at
+Experiment 2 at Phi = 0.006, as the paper says it reuses them), and the same ``w_jk`` at
 every Omega.  Each value keeps the marginal law the paper gives; only the
 pairing across sweep values is a choice (it makes the sweeps smoother).
 
 Load.  ``load`` multiplies lambda*_2, the optimum of the machine assignment
-LP of *this* instance at *this* scale, before rounding (§5 A8), computed with
-the nominal profiles ``r_kl`` (§5 A17: the realised truncated-Gaussian mean is
-about 1.028 r_kl, so load 0.97 is close to critical).  ``params`` records
+LP of *this* instance at *this* scale, before rounding (docs/papers/lotes.md#lambda-star),
+computed with the nominal profiles ``r_kl`` (docs/papers/lotes.md#truncated-gaussian: the
+realised truncated-Gaussian mean is about 1.028 r_kl, so load 0.97 is close to critical).  ``params`` records
 lambda*_1, lambda*_2, lambda_round and the realised means.
 
 Time unit: hours.  Objective: jobs waiting (mean wait = mean queue / lambda by
@@ -77,7 +77,7 @@ BASE_REQ = 0.025
 
 def generated_instance(phi: float, instance: int, *, omega: float = 0.0, literal_mu: bool = False,
                        num_classes: int = NUM_CLASSES) -> dict[str, np.ndarray]:
-    """The random parameters of a generated instance (lotes.md §3.4-3.5).
+    """The random parameters of a generated instance (Sec. 5.4.2-5.4.3).
 
     Returns ``r`` (K, 2), ``u`` (K,), ``omega`` (10, K) and ``mu`` (10, K).
     """
@@ -144,7 +144,7 @@ def _queue_cap(value: Any) -> Any:
 
 def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float = 2.0, cv: float = 0.5,
                 queue_cap: Any = "auto") -> Scenario:
-    """Table 1 machines x Table 2 classes (lotes.md §3.2 inputs; the G-proxy of §4.3), time in hours.
+    """Table 1 machines x Table 2 classes (Sec. 5.3 inputs; a proxy of the Google experiment), time in hours.
 
     Args:
         machine_scale: fraction of each configuration's machines (1.0 = the 12,583 of Table 1;
@@ -195,7 +195,7 @@ def _generated(name: str, phi: float, omega: float, instance: Any, machines_per_
 
 def lotes_phi(phi: float = 0.009, instance: int = 0, machines_per_config: int = 100, load: float = 0.97,
               horizon: float = 100.0, queue_cap: Any = "auto", cv: float = 0.5) -> Scenario:
-    """LoTES Experiment 2 (lotes.md §3.4): nine classes around 0.025 spread by ``phi``.
+    """LoTES Experiment 2 (Sec. 5.4.2): nine classes around 0.025 spread by ``phi``.
 
     Args:
         phi: Phi in [0, 0.025] (paper: 0 to 0.015 by 0.003).
@@ -214,7 +214,7 @@ def lotes_phi(phi: float = 0.009, instance: int = 0, machines_per_config: int = 
 def lotes_omega(omega: float = 0.1, instance: int = 0, machines_per_config: int = 100, load: float = 0.9,
                 horizon: float = 100.0, phi: float = 0.006, literal_mu: bool = False,
                 queue_cap: Any = "auto", cv: float = 0.5) -> Scenario:
-    """LoTES Experiment 3 (lotes.md §3.5): machine-dependent rates ``mu_jk = omega_jk / u_k``.
+    """LoTES Experiment 3 (Sec. 5.4.3): machine-dependent rates ``mu_jk = omega_jk / u_k``.
 
     Args:
         omega: Omega in [0, 1) (omega_jk ~ U[1 - Omega, 1 + Omega]).
@@ -222,8 +222,8 @@ def lotes_omega(omega: float = 0.1, instance: int = 0, machines_per_config: int 
         machines_per_config: machines per configuration (paper: 1000).
         load: fraction of the instance's lambda*_2 (paper: 0.90 and 0.95).
         horizon: hours (paper: 100).
-        phi: the requirement spread (paper prints 0.06; 0.006 per lotes.md §5 A9).
-        literal_mu: ``True`` uses the printed ``mu_jk = u_k omega_jk`` (§5 A10).
+        phi: the requirement spread (paper prints 0.06; docs/papers/lotes.md#phi-misprint).
+        literal_mu: ``True`` uses the printed ``mu_jk = u_k omega_jk`` (docs/papers/lotes.md#omega-rates).
         queue_cap: as in ``lotes-table``.
         cv: as in ``lotes-phi``.
     """

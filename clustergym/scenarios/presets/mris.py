@@ -1,25 +1,25 @@
-"""MRIS presets (mris.md §3.6, §4.2, §3.1-3.3): fixed instances for weighted completion time.
+"""MRIS presets (Fan & Liang, ICPP 2024, Sec. 4, Sec. 7): fixed instances for weighted completion time.
 
 Every preset here is *clairvoyant* (a job's duration and weight are visible from its arrival,
-mris.md §1 item 6), has the objective ``weighted-system`` (reward ``-∫ Σ w_j in system dt``, so
+as in the paper's model, Sec. 3), has the objective ``weighted-system`` (reward ``-∫ Σ w_j in system dt``, so
 the episode return is minus the weighted flow time ``Σ w_j (C_j - r_j)``), an infinite horizon
 (the episode ends when every job has completed), identical machines of capacity 1 in every
 resource (demands are fractions of a machine), and declares in ``params["gamma0"]`` the time
 unit of MRIS's interval grid (the instance's smallest processing time, as the paper's
-normalisation and the reference code do; mris.md §5 item 4).
+normalisation and the authors' code do; docs/papers/mris.md#gamma0).
 
-The paper's metric is AWCT = (1/N) Σ w_j C_j with *absolute* completion times (mris.md §1
-item 7); :func:`clustergym.reproduce.mris.paper_metrics` computes it from a finished episode.
+The paper's metric is AWCT = (1/N) Σ w_j C_j with *absolute* completion times (Sec. 3;
+docs/papers/mris.md#awct); :func:`clustergym.reproduce.mris.paper_metrics` computes it from a finished episode.
 
-* ``mris-lemma41`` -- the Lemma 4.1 adversarial instance (mris.md §4.2): one machine, job 0 at
+* ``mris-lemma41`` -- the Lemma 4.1 adversarial instance (Sec. 4): one machine, job 0 at
   r=0 with p=P and full demand, then N-1 unit jobs of demand 1/(N-1) at r=delta_r.  Defaults
   N=65, P=64, delta_r=0.5, R=2: PQ, TETRIS, BF-EXEC total 4224, MRIS 256, optimum 161.5.
-* ``mris-patience`` -- the Figure 7 synthetic input (mris.md §3.6, reference generator
-  ``6_adversarial.py``): one machine, R=3, a 14-unit job of demand 0.99 at r=0.01, then N-1
+* ``mris-patience`` -- the Figure 7 synthetic input (Sec. 7.5.4, as the authors'
+  generator builds it, docs/papers/mris.md#patience): one machine, R=3, a 14-unit job of demand 0.99 at r=0.01, then N-1
   small jobs at r=0.1 with demands U[0, 0.1) and p = U·2^floor(10 i/N)/100.  Seeded.
 * ``mris-alibaba`` -- the trace-driven weighted scenario.  The paper's Azure packing trace
   (2020, with priorities) is not available here; the substitute is the Alibaba GPU v2023 pod
-  list of ``../shared/traces`` (7,091 pods with a binary QoS class over 33.6 days), with the QoS
+  list of the trace directory (7,091 pods with a binary QoS class over 33.6 days), with the QoS
   mapped to weights (see :func:`mris_alibaba`).  Built lazily: the module imports without the
   traces (building the preset raises ``TraceNotFoundError`` when they are absent).
 """
@@ -65,7 +65,7 @@ def instance_scenario(inst: MRISInstance, name: str | None = None, description: 
 # ---------------------------------------------------------------------------------------------- Lemma 4.1
 
 def lemma41_instance(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int = 2) -> MRISInstance:
-    """The Lemma 4.1 instance (mris.md §4.2): M = 1; job 0: r=0, p=P, d=1; jobs 1..n-1: r=delta_r, p=1,
+    """The Lemma 4.1 instance (Sec. 4): M = 1; job 0: r=0, p=P, d=1; jobs 1..n-1: r=delta_r, p=1,
     d=1/(n-1); all weights 1.  Closed forms: PQ = P + (n-1)(P+1); OPT = (n-1)(1+delta_r) + 1 + delta_r + P;
     MRIS (gamma0 = 1, delta_r <= 1, P a power of two >= 2) = 2(n-1) + 2P."""
     n = positive("n", n, integer=True)
@@ -84,7 +84,7 @@ def lemma41_instance(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int 
 
 
 def mris_lemma41(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int = 2) -> Scenario:
-    """Lemma 4.1 adversarial instance (mris.md §4.2); see :func:`lemma41_instance`."""
+    """Lemma 4.1 adversarial instance (Sec. 4); see :func:`lemma41_instance`."""
     inst = lemma41_instance(n, P, delta_r, R)
     opt = (n - 1) * (1 + delta_r) + 1 + delta_r + P
     return instance_scenario(
@@ -96,8 +96,8 @@ def mris_lemma41(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int = 2)
 
 def patience_instance(n: int = 2500, seed: int = 0, R: int = 3, big_p: float = 14.0, big_release: float = 0.01,
                       small_release: float = 0.1, big_demand: float = 0.99, small_demand: float = 0.1) -> MRISInstance:
-    """The Figure 7 input (mris.md §3.6): M = 1; job 0: r=0.01, p=14, d=0.99 each; jobs i=1..n-1: r=0.1,
-    d_il ~ U[0, 0.1), p_i = U·2^floor(10 i / n)/100 with U ~ U(0, 1] (the reference draws U[0, 1); the
+    """The Figure 7 input (Sec. 7.5.4; docs/papers/mris.md#patience): M = 1; job 0: r=0.01, p=14, d=0.99 each; jobs i=1..n-1: r=0.1,
+    d_il ~ U[0, 0.1), p_i = U·2^floor(10 i / n)/100 with U ~ U(0, 1] (the authors' generator draws U[0, 1); the
     open end at 0 keeps p > 0); weights 1.  ``numpy.random.default_rng(seed)``: demands first, then p."""
     n = positive("n", n, integer=True)
     if n < 2:
@@ -115,7 +115,7 @@ def patience_instance(n: int = 2500, seed: int = 0, R: int = 3, big_p: float = 1
 
 
 def mris_patience(n: int = 2500, seed: int = 0) -> Scenario:
-    """Figure 7 "patience" instance (mris.md §3.6); see :func:`patience_instance`."""
+    """Figure 7 "patience" instance (Sec. 7.5.4); see :func:`patience_instance`."""
     return instance_scenario(
         patience_instance(n, seed), "mris-patience", "MRIS Figure 7: a 14-unit job of demand 0.99 at 0.01, then N-1 small jobs at 0.1 (M=1, R=3)")
 
@@ -124,7 +124,7 @@ def mris_patience(n: int = 2500, seed: int = 0) -> Scenario:
 
 #: Alibaba GPU v2023 QoS class -> weight.  LS (latency-sensitive) is the high-priority class, BE
 #: (best-effort) the low-priority one, like the Azure trace's priorities 0 and 1; ``mris`` (default, the
-#: reference code's w = priority + 1): LS -> 1, BE -> 2; ``mris-natural``: LS -> 2, BE -> 1.
+#: authors' code's w = priority + 1): LS -> 1, BE -> 2; ``mris-natural``: LS -> 2, BE -> 1.
 ALIBABA_WEIGHT_MAPS: dict[str, dict[str, float]] = {
     "mris": {"LS": 1.0, "BE": 2.0},
     "mris-natural": {"LS": 2.0, "BE": 1.0},
@@ -172,8 +172,8 @@ def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 
     into a shorter window (more arrivals per unit time, the axis of the paper's Fig. 3), up to the heavy
     regime in which most processing follows the last arrival.
 
-    ``extra_resources`` (the paper's Fig. 6 resource scaling, mris.md §3.4 as the reference code resolves
-    it): k more resources; job j's demand for each is the CPU demand of a pod drawn uniformly at random,
+    ``extra_resources`` (the paper's Fig. 6 resource scaling, Sec. 7.5.3, as the authors' code resolves
+    it; docs/papers/mris.md#resource-scaling): k more resources; job j's demand for each is the CPU demand of a pod drawn uniformly at random,
     with replacement, from all kept pods (``numpy.random.default_rng(augment_seed)``), independently per
     (job, resource).
     """

@@ -27,7 +27,7 @@ from clustergym.workloads import (
 
 __all__ = ["EC2_TYPES", "EC2_NAMES", "EC2_SERVER", "ec2", "bf_trap"]
 
-#: RMS Table I (rms.md §4.1), resources (cpu units, memory GB, disk GB):
+#: RMS Table I (§VII-A), resources (cpu units, memory GB, disk GB):
 #: Standard Extra Large, High-Memory Extra Large, High-CPU Extra Large.
 EC2_TYPES = np.array([[8.0, 15.0, 1690.0], [6.5, 17.1, 420.0], [20.0, 7.0, 1690.0]])
 EC2_NAMES = ("standard-xl", "high-memory-xl", "high-cpu-xl")
@@ -45,7 +45,7 @@ def queueing_params(queueing: Any, routing: Any) -> tuple[str, str]:
 
 def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
         queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
-    """RMS synthetic setup (rms.md §4.1): three EC2 VM types on identical servers
+    """RMS synthetic setup (§VII-A, Table I): three EC2 VM types on identical servers
     (90 CPU units, 90 GB, 5000 GB); Poisson arrivals lambda = zeta * V with V the sum
     over servers of the average maximal configuration ((2/3, 11/3, 2/3) per server),
     exponential service of mean 1; objective: mean queue length.
@@ -56,7 +56,7 @@ def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
         horizon: simulated time units (1 unit = 1 mean service time).
         queue_cap: waiting jobs beyond which the run stops as unstable.
         queueing: ``central`` (one queue per type, the paper's RMS) or ``local``
-            (per-server queues, RMS+JSQ of rms.md §2.4: ``--set queueing=local``).
+            (per-server queues, RMS+JSQ of §IV-B: ``--set queueing=local``).
         routing: with local queues, ``jsq`` (Algorithm 2) or ``power-of-two``
             (Remark 4); ignored with central queues.
     """
@@ -78,7 +78,7 @@ def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
 
 def bf_trap(num_servers: int = 10, rate1: float = 20.8, rate2: float = 10.4, horizon: float = 2000.0,
             queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
-    """The Best-Fit trap of RMS Fig. 1b (rms.md §4.2, §5.5): 10 servers of capacity 10,
+    """The Best-Fit trap of RMS Fig. 1b (§III): 10 servers of capacity 10,
     job sizes 2 and 5, Poisson rates (20.8, 10.4), exponential service of mean 1.
     The load is 0.936 of capacity, yet work-conserving Best-Fit that refills with the
     largest fitting job freezes every server in configuration (2, 1) and the queue grows.

@@ -9,7 +9,7 @@ without them, building raises :class:`~clustergym.traces.paths.TraceNotFoundErro
   1/2^p (p <= 9), 10 types; 1000 unit servers.
 * :func:`bfjs_google` -- the BF-J/S paper's trace setup: completed-without-interruption tasks, demand
   max(cpu, mem) clamped at 1e-3, 100 ms slots; 1000 unit servers.
-* :func:`lotes_google` -- LoTES §5.3: every SUBMIT-SCHEDULE attempt (initial batch at t=0), CPU and
+* :func:`lotes_google` -- LoTES Sec. 5.3: every SUBMIT-SCHEDULE attempt (initial batch at t=0), CPU and
   memory; the 10 machine configurations of machine_events; 4 k-means classes.
 * :func:`autoscale_google` -- the auto-scaling paper's trace experiment: a loss system; tasks completed
   in the window, size rounded up to 1/2^p, reward = size x 1/3/9 by priority band; types = (band, size).
@@ -95,7 +95,7 @@ def _params(scope: dict[str, Any], table: TraceTable, steps: list[str], **extra:
 
 def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None, p_max: int = 9,
                horizon: float = math.inf, queue_cap: int | None = None, trace_dir: str | None = None) -> Scenario:
-    """RMS on the Google trace (rms.md §4.8, Figs. 7-8), 1-D power-of-1/2 sizes on unit servers.
+    """RMS on the Google trace (RMS paper §VII-B, Figs. 7-8), 1-D power-of-1/2 sizes on unit servers.
 
     Preprocessing: Google task_events, lifecycle ``strict`` (exactly one SCHEDULE, ends with its
     only FINISH, no EVICT/FAIL/KILL/LOST, SUBMIT > 0), priorities 0-8 (non-production);
@@ -179,7 +179,7 @@ _SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=
 def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None,
                 min_demand: float = 1e-3, slot: float = 0.1, horizon: float = math.inf, queue_cap: int | None = None,
                 trace_dir: str | None = None) -> Scenario:
-    """BF-J/S, VQS on the Google trace (bfjs-vqs.md §3.4, Fig. 5), in slotted time.
+    """BF-J/S, VQS on the Google trace (BF-J/S paper §VII-B, Fig. 5), in slotted time.
 
     Preprocessing: lifecycle ``strict`` (all priorities, SUBMIT > 0); demand = max(cpu, mem),
     raised to ``min_demand`` when smaller (counted); time unit = one slot of ``slot`` seconds:
@@ -222,7 +222,7 @@ def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: 
 def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0, first_n: int | None = None,
                  decimals: int = 2, seed: int = 0, horizon: float = math.inf, queue_cap: int | None = None,
                  trace_dir: str | None = None) -> Scenario:
-    """LoTES on the Google trace (lotes.md §3.2), 2 resources on 10 heterogeneous machine configurations.
+    """LoTES on the Google trace (LoTES Sec. 5.3), 2 resources on 10 heterogeneous machine configurations.
 
     Machines: every machine of machine_events with its last known (CPU, memory) capacity, rounded
     to ``decimals`` (2 reproduces Table 1 exactly: 6732, 3863, 1001, 795, 126, 52, 5, 5, 3, 1),
@@ -280,11 +280,12 @@ def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0
 
 def autoscale_google(num_servers: int = 1000, first_n: int | None = None, p_max: int = 9,
                      traffic_scaling: float = 1.0, horizon: float = math.inf, trace_dir: str | None = None) -> Scenario:
-    """Auto-scaling on the Google trace (autoscale.md §3.6, §5 item 19): admit or reject, with rewards.
+    """Auto-scaling on the Google trace (auto-scaling paper Sec. 7.2): admit or reject, with rewards.
 
     Preprocessing: lifecycle ``finished`` (first SUBMIT > 0, ends with FINISH; interruptions
     allowed), duration = FINISH - last SCHEDULE; size = max(cpu, mem) rounded up to 1/2^p
-    (p <= p_max); priority band 0 = trace {0, 1}, 1 = {2..8}, 2 = {9, 10, 11} (the spec's guess);
+    (p <= p_max); priority band 0 = trace {0, 1}, 1 = {2..8}, 2 = {9, 10, 11} (a guess: the paper
+    gives no map, docs/papers/autoscale.md#google-trace);
     reward rate = size x (1, 3, 9)[band]; type = band x (p_max + 1) + p (tasks have the same type
     iff band and size agree).  Servers: L of size 1.  Queueing: loss; objective: reward.
     """

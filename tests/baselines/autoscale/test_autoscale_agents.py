@@ -1,4 +1,4 @@
-"""The auto-scaling agents through the env: invariants (autoscale.md §4.4) and short seeded T1–T7 (§4.5).
+"""The auto-scaling agents through the env: invariants and short seeded T1–T7 (docs/papers/autoscale.md#test-labels).
 
 Statistical tolerances are calibrated on this implementation (seeded runs from an empty
 system, reward per server averaged over a window ``[t0, T]``); each long-run value is
@@ -59,7 +59,7 @@ def test_agents_are_registered_with_their_requirements():
         make_env_for(make_preset("ec2"), make_agent("dra"))
 
 
-# =============================================================================== §4.4 invariants
+# =============================================================================== invariants
 def _drive(scenario, name, seed=0, **params):
     """Run with kernel validation and the agent's own checks; return per-epoch records
     (event, the agent's classification before the epoch, the commands issued)."""
@@ -135,7 +135,7 @@ def _check_dra_records(records, extended_rg=False, preemption=False):
     ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra-preemption"),
 ])
 def test_dra_invariants_hold_at_every_event(preset, params, name):
-    """Kernel invariants (validate=True) and DRA's §4.4 invariants 5-10 (check=True), plus 8-9 from the commands."""
+    """Kernel invariants (validate=True) and DRA's invariants 5-10 (check=True; docs/papers/autoscale.md#invariants), plus 8-9 from the commands."""
     sc = make_preset(preset, **params)
     records, ag, env = _drive(sc, name, seed=1)
     n_arr, n_mig = _check_dra_records(records, extended_rg=name == "dra-no-migration",
@@ -150,7 +150,7 @@ def test_dra_invariants_hold_at_every_event(preset, params, name):
 
 
 def test_dra_preemption_rule():
-    """DRA+Preemption (§2.5.5): only lowest-density jobs, on servers of rank > I*, up to g s_j, trigger stays rejected."""
+    """DRA+Preemption (Sec. 7.2): only lowest-density jobs, on servers of rank > I*, up to g s_j, trigger stays rejected."""
     sc = make_preset("autoscale-4vm", num_servers=12, horizon=3.0, load=2.0)
     records, ag, env = _drive(sc, "dra-preemption", seed=1)
     assert ag.low_types == {0}  # SYN4 densities u_j / s_j: 720, 960, 960, 1280
@@ -289,7 +289,7 @@ def dra180():
 
 def test_t4_dra_reward_close_to_greedy_value(dra180):
     a = dra180["reward_per_server"]
-    assert 0.95 <= a / UG <= 1.0       # calibrated: 0.969-0.972 over seeds 0-2 (spec §3.7: 0.972 at L=180)
+    assert 0.95 <= a / UG <= 1.0       # calibrated: 0.969-0.972 over seeds 0-2
     assert 0.82 <= a / 1236 <= 0.87
 
 
@@ -352,7 +352,7 @@ def test_t7_static_oracles():
     lp = windowed_reward(sc, "lp-static", seed=0, t0=4.0)["reward_per_server"]
     gp = windowed_reward(sc, "gpa-static", seed=0, t0=4.0)["reward_per_server"]
     assert lp / 1236 >= 0.92            # 0.932-0.937 over seeds 0-2 at this horizon; 0.950 on [10, 25]
-    assert 0.95 <= gp / UG <= 1.01      # spec: 0.970
+    assert 0.95 <= gp / UG <= 1.01      # about 0.97
 
 
 # =============================================================================== compare, reproduce
@@ -375,7 +375,7 @@ def test_exact_claims_pass():
         assert r["passed"], r
 
 
-# =============================================================================== Google-trace setup (§3.6, §7.2)
+# =============================================================================== Google-trace setup (Sec. 7.2)
 @pytest.mark.traces
 def test_trace_setup_runs_and_the_upper_bound_holds():
     from clustergym.theory.autoscale import trace_upper_bound

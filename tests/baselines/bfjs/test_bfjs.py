@@ -1,5 +1,5 @@
-"""BF-J, BF-S, BF-J/S and FIFO-FF (bfjs-vqs.md §2.1-2.3, §2.8, §2.11): exact unit scenarios of §4.3,
-per-slot invariants of §4.6, a literal re-implementation as oracle, and short stability tests of §4.5."""
+"""BF-J, BF-S, BF-J/S (BF-J/S paper §IV-A) and FIFO-FF (§VII-B): exact unit scenarios (U4-U13), per-slot
+invariants, a literal re-implementation as oracle, and short stability tests (docs/papers/bfjs.md#test-labels)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def slotted(L=3, low=0.1, high=0.9, rate=0.1, mean=20.0, R=1, capacity=None, hor
 def test_agents_registered_with_parameters():
     names = list_agents()
     assert {"bf-j", "bf-s", "bf-js", "fifo-ff"} <= set(names)
-    assert "2.3" in names["bf-js"]
+    assert "§IV-A" in names["bf-js"]  # the description cites the paper's section
     for name in ("bf-j", "bf-s", "bf-js", "fifo-ff"):
         ag = make_agent(name)
         assert ag.requirements.epochs == SLOT_EPOCHS
@@ -85,7 +85,7 @@ def test_first_by_id_matches_a_literal_scan():
             assert first_by_id(pool, fifo, occ, x) == want
 
 
-# ---------------------------------------------------------------------------------------------- §4.3 units
+# ---------------------------------------------------------------------------------------------- unit scenarios
 def test_u4_bf_j_tightest_server():
     # fillers leave free = [0.5, 0.3, 0.35]; then a = 0.3, b = 0.32, c = 0.45 arrive in one slot
     sc = replay([(0, 0.5, 99), (1, 0.7, 99), (2, 0.65, 99), (3, 0.3, 99), (3, 0.32, 99), (3, 0.45, 99)], [1, 1, 1],
@@ -160,7 +160,7 @@ def test_u13_geometric_service_mean():
 
 # ---------------------------------------------------------------------------------------------- literal oracle
 class Literal(Agent):
-    """The pseudocode of §2.1-2.3 and §2.8 executed literally on the full state every slot."""
+    """BF-J, BF-S, BF-J/S (§IV-A) and FIFO-FF (§VII-B) executed literally on the full state every slot."""
 
     requirements = make_agent("bf-js").requirements
 
@@ -277,7 +277,7 @@ def test_agents_match_the_literal_pseudocode(policy):
         assert got == want, (policy, sc.capacity.tolist(), vector)
 
 
-# ---------------------------------------------------------------------------------------------- §4.6 invariants
+# ---------------------------------------------------------------------------------------------- per-slot invariants
 def _invariants(kind):
     def check(env, ag):
         v, sim = env.view, env.sim
@@ -334,9 +334,9 @@ def test_an_invalid_placement_would_raise():
         env.step(Command.place(1, 0))
 
 
-# ---------------------------------------------------------------------------------------------- §4.5 short
+# ---------------------------------------------------------------------------------------------- short stability tests
 def test_s1_bf_js_stable_below_half_capacity():
-    # Theorem 2: E3b at alpha = 0.45 (rho < L / (2 R)): stable, tiny queue (spec: avg 0.2)
+    # Theorem 2: E3b at alpha = 0.45 (rho < L / (2 R)): stable, tiny queue (expected average about 0.2)
     runs = [run_slotted("uniform-sizes", "bf-js", seed=s, horizon=40_000, params={"alpha": 0.45}) for s in (0, 1)]
     assert classify(runs, q_max=5) == "STABLE"
     assert max(r["avg"] for r in runs) < 2
@@ -351,7 +351,7 @@ def test_s12_every_policy_unstable_beyond_the_bound():
 
 
 def test_e1_bf_js_stable_where_vqs_is_not():
-    # S6 shortened: E1 (lambda = 0.014, 0.7 rho*): BF-J/S keeps a queue of a few jobs (spec: avg 2.6-2.8)
+    # S6 shortened: E1 (lambda = 0.014, 0.7 rho*): BF-J/S keeps a queue of a few jobs (expected average 2.6-2.8)
     runs = [run_slotted("two-sizes", "bf-js", seed=s, horizon=60_000) for s in (0, 1)]
     assert classify(runs, q_max=20) == "STABLE"
     assert all(r["avg"] < 8 for r in runs)
@@ -359,7 +359,7 @@ def test_e1_bf_js_stable_where_vqs_is_not():
 
 @pytest.mark.traces
 def test_agents_on_the_google_trace_preset():
-    # E4's setup (bfjs-vqs.md §3.4) on a small piece: the first 1500 tasks on 40 servers (> 32: the NumPy server scans)
+    # E4's setup (§VII-B) on a small piece: the first 1500 tasks on 40 servers (> 32: the NumPy server scans)
     pytest.importorskip("clustergym.traces")
     try:
         sc = make_preset("bfjs-google", first_n=1500, num_servers=40, horizon=6_000.0)
@@ -376,6 +376,6 @@ def test_agents_on_the_google_trace_preset():
         ag = make_agent(name)
         placed[name] = drive(sc, ag, check=check)
         if name == "vqs-bf":
-            assert ag.J == 10  # no lower bound on trace demands: the spec's J = 10 (§3.4 item 7)
+            assert ag.J == 10  # no lower bound on trace demands: J = 10 (docs/papers/bfjs.md#choice-of-j)
     assert len(placed["bf-js"]) > 300 and len(placed["vqs-bf"]) > 300
     assert placed["bf-js"] != placed["vqs-bf"]

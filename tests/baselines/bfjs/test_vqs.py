@@ -1,6 +1,6 @@
-"""VQS and VQS-BF (bfjs-vqs.md §2.4-2.7): partition, K_RED, Proposition 1, the LP capacities of §4.4,
-the exact unit scenarios U8-U11 of §4.3, the per-slot invariants 5-7 of §4.6, a literal re-implementation
-as oracle, and short stability tests of §4.5."""
+"""VQS and VQS-BF (BF-J/S paper §V-VI): partition, K_RED, Proposition 1, the LP capacities of eq. (4) and
+Lemma 3, exact unit scenarios (U1-U11), per-slot invariants of VQS and VQS-BF, a literal re-implementation
+as oracle, and short stability tests (S5-S13; labels: docs/papers/bfjs.md#test-labels)."""
 
 from __future__ import annotations
 
@@ -66,14 +66,14 @@ def uniform(L=3, low=0.1, high=0.9, rate=0.1, mean=20.0, horizon=1000.0) -> Scen
                     epochs=SLOT_EPOCHS)
 
 
-# ---------------------------------------------------------------------------------------------- §2.4, §2.5
+# ---------------------------------------------------------------------------------------------- §V-A, §V-B
 def test_u1_partition_mapping():
     J7 = {1.0: 0, 0.9: 0, 2 / 3: 1, 0.6: 1, 0.5: 2, 0.4: 2, 1 / 3: 3, 0.3: 3, 0.25: 4, 0.2: 4, 0.19: 4, 1 / 6: 5,
           0.15: 5, 0.125: 6, 0.1: 6, 0.05: 8, 0.01: 13, 0.005: 13, 1 / 128: 13}
     for r, j in J7.items():
         assert vq_type(r, 7) == j, r
     assert vq_type(0.125, 3) == 5 and vq_type(0.1, 3) == 5 and vq_type(0.125, 4) == 6
-    # the table of §2.4 for J = 7: (lo, hi] of every interval, and every size maps into its own interval
+    # eq. (18) for J = 7: (lo, hi] of every interval, and every size maps into its own interval
     assert [interval(j, 7, exact=True) for j in (0, 1, 12, 13)] == [
         (Fraction(2, 3), 1), (Fraction(1, 2), Fraction(2, 3)), (Fraction(1, 96), Fraction(1, 64)),
         (Fraction(1, 128), Fraction(1, 96))]
@@ -152,7 +152,7 @@ def test_u3_proposition_1_two_thirds(J, data):
     assert _kred_best([s / 1000 for s in sizes], counts, J) >= 2 / 3 * opt - 1e-9
 
 
-# ---------------------------------------------------------------------------------------------- §4.4 LPs
+# ---------------------------------------------------------------------------------------------- LPs (eq. (4))
 def test_lp_capacities():
     J = 4
     P_e1 = np.zeros(2 * J)
@@ -169,8 +169,8 @@ def test_lp_capacities():
     P_e2[vq_type(0.2, J)], P_e2[vq_type(0.5, J)] = 2 / 3, 1 / 3
     assert optimal_capacity([0.2, 0.5], [2 / 3, 1 / 3]) == pytest.approx(10 / 3)
     # the K_RED LP of the definition (upper-rounded VQ counts: 4e_4 counts 4 jobs of 0.2) gives 3, so
-    # E2's rho = 3.06 is outside Theorem 3's region; the 10/3 of spec §4.4 is the capacity of VQS's
-    # configurations with actual sizes (4e_4 packs five jobs of 0.2, as §3.2 says), which is also rho*
+    # E2's rho = 3.06 is outside Theorem 3's region; 10/3 is the capacity of VQS's
+    # configurations with actual sizes (4e_4 packs five jobs of 0.2, as §VII-A-2 says), which is also rho*
     assert kred_capacity(P_e2, J) == pytest.approx(3.0)
     assert kred_capacity(P_e2, J, L=5) == pytest.approx(15.0)
     assert _max_rho(np.array([2 / 3, 1 / 3]), np.array([[5.0, 0.0], [0.0, 2.0]]), 1) == pytest.approx(10 / 3)
@@ -197,7 +197,7 @@ def test_lemma_3_kred_captures_two_thirds():
     assert worst < 0.95  # the bound is exercised, not vacuous
 
 
-# ---------------------------------------------------------------------------------------------- §4.3 units
+# ---------------------------------------------------------------------------------------------- unit scenarios
 def _run(jobs, name, horizon=3.0, **params):
     ag = make_agent(name, J=3, **params)
     cfgs = []
@@ -259,7 +259,7 @@ def test_vqs_rejects_heterogeneous_servers():
 
 # ---------------------------------------------------------------------------------------------- literal oracle
 class Literal(Agent):
-    """§2.6/§2.7 pseudocode executed literally: every server, every slot, full state read each slot."""
+    """VQS (§V-B) and VQS-BF (§VI) executed literally: every server, every slot, full state read each slot."""
 
     requirements = make_agent("vqs").requirements
 
@@ -360,7 +360,7 @@ def test_agents_match_the_literal_pseudocode(name, params):
         assert got == want, (name, params, J)
 
 
-# ---------------------------------------------------------------------------------------------- §4.6 5-7
+# ---------------------------------------------------------------------------------------------- VQS invariants
 def _vqs_invariants(bf):
     state = {"cfg": None}
 
@@ -422,7 +422,7 @@ def test_vector_mode_vqs_bf_uses_vector_fits():
     assert [p[1] for p in drive(sc, make_agent("vqs", mode="vector"))] == [2]   # VQS: type 3 only
 
 
-# ---------------------------------------------------------------------------------------------- §4.5 short
+# ---------------------------------------------------------------------------------------------- short stability tests
 def test_s5_s6_e1_vqs_unstable_vs_best_fit():
     # E1 family (sizes 0.4/0.6, mu = 0.01): VQS's K_RED capacity is 4 mu / 3 = 0.01333 < rho* mu = 0.02.
     # At lambda = 0.016 (0.8 rho*) the drift is large enough for the 10^5-slot classifier: VQS UNSTABLE,
@@ -439,13 +439,13 @@ def test_s5_s6_e1_vqs_unstable_vs_best_fit():
 
 
 def test_s10_e2_vqs_stable():
-    # E2 (sizes 2 and 5 on capacity 10, deterministic 100-slot service, lambda = 0.0306): spec avg ~13
+    # E2 (sizes 2 and 5 on capacity 10, deterministic 100-slot service, lambda = 0.0306): expected average ~13
     vqs = run_slotted("two-sizes", "vqs", seed=0, horizon=100_000, params={"variant": "e2"})
     assert classify([vqs], q_max=50) == "STABLE" and 5 < vqs["avg"] < 30
 
 
 def test_e2_best_fit_trap_mechanism():
-    # §3.2 / C2: once the server holds (2 x 0.2, 1 x 0.5) with staggered departures and both queues
+    # §VII-A-2 (E2) / C2: once the server holds (2 x 0.2, 1 x 0.5) with staggered departures and both queues
     # non-empty, BF-J/S refills a 0.2 departure with a 0.2 and a 0.5 departure with a 0.5: the server
     # stays in (2, 1) for ever, serving 0.03 jobs per slot while 0.0326 arrive (load 0.978 of rho*).
     T = 20_000

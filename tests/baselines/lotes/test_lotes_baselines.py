@@ -1,6 +1,6 @@
-"""The LoTES paper's baselines (lotes.md §2.5-2.6): Greedy and Tetris rules on small deterministic
+"""The LoTES paper's baselines (Sec. 5.1): Greedy and Tetris rules on small deterministic
 scenarios, the equivalence of Greedy's two per-machine-queue realisations, and reduced-scale
-seeded versions of the generated-data claims of §4.2 (the full-scale ones run under
+seeded versions of the generated-data claims G1-G8 (docs/papers/lotes.md#test-labels; the full-scale ones run under
 ``clustergym reproduce``, see :mod:`clustergym.reproduce.lotes`)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _drive(sc, agent, until=None):
             return out, env
 
 
-# ============================================================================ Greedy (§2.5)
+# ============================================================================ Greedy (Sec. 5.1)
 def test_greedy_first_fit_then_shortest_queue_that_can_hold_the_job():
     # machines: 0 and 1 of capacity 1, machine 2 of capacity 0.5 (Table-1 order = index order)
     cap = [[1.0], [1.0], [0.5]]
@@ -153,7 +153,7 @@ def test_greedy_local_queues_match_agent_bookkeeping():
         agent.reset(env, seed=0)
 
 
-# ============================================================================ Tetris (§2.6)
+# ============================================================================ Tetris (Sec. 5.1)
 def test_tetris_arrival_score_uses_free_capacity_and_machine_processing_time():
     # two resources; machine 0 has (1, 1) free, machine 1 (1, 0.4); machine 1 is 4x faster
     cap = [[1.0, 1.0], [1.0, 0.4]]
@@ -190,7 +190,7 @@ def test_tetris_declares_its_oracle():
     assert not make_agent("lotes-greedy").requirements.uses_oracle
 
 
-# ============================================================================ reduced-scale §4.2 claims
+# ============================================================================ reduced-scale G claims
 # 10 machines per configuration (paper: 1000), 4 hours (paper: 100), one instance and one seed; the
 # full-length versions are the ``lotes-*`` claims of ``clustergym reproduce``.
 SMALL = {"machines_per_config": 10, "horizon": 4.0, "instance": 0}
@@ -205,7 +205,7 @@ def phi_runs():
 
 
 def test_reduced_greedy_unstable_at_097(phi_runs):
-    """G1: at 0.97 lambda* with Phi > 0, Greedy's queue grows (A23 test) while LoTES's and Tetris's do not."""
+    """G1: at 0.97 lambda* with Phi > 0, Greedy's queue grows (docs/papers/lotes.md#instability) while LoTES's and Tetris's do not."""
     g, lo, te = phi_runs["lotes-greedy"], phi_runs["lotes"], phi_runs["tetris"]
     assert g["arrivals"] == lo["arrivals"] == te["arrivals"] > 10_000   # common random numbers
     assert g["unstable"] and not lo["unstable"] and not te["unstable"]

@@ -1,4 +1,4 @@
-"""MRIS oracles (mris.md §4): knapsack subroutines (T4), Lemma 4.1 (T1), Lemma 6.4 (T2), PQ makespan with
+"""MRIS oracles (labels T1-T8: docs/papers/mris.md#test-labels): knapsack subroutines (T4), Lemma 4.1 (T1), Lemma 6.4 (T2), PQ makespan with
 the corrected multi-machine bound (T3), MRIS structural invariants (T5), a brute-force competitive check
 (T6), the Figure 7 instance (T7) and the cross-implementation equivalences (T8)."""
 
@@ -44,7 +44,7 @@ def _knapsack_cases(seed: int, count: int):
         n = int(rng.integers(0, 15))
         w = rng.choice([1.0, 2.0], n) if it % 3 == 0 else rng.integers(1, 6, n).astype(float)
         cap = float(rng.uniform(0.5, 5.0))
-        v = rng.uniform(0.01, 1.0, n) * cap  # every v_j <= zeta (MRIS's eligible jobs, mris.md §2.3.2)
+        v = rng.uniform(0.01, 1.0, n) * cap  # every v_j <= zeta (MRIS's eligible jobs: p_j <= gamma_k gives v_j <= R gamma_k)
         if n:
             v[rng.integers(n)] = cap * (1 - 1e-12)  # an item (almost) exactly filling the knapsack
         yield w, v, cap
@@ -132,7 +132,7 @@ def test_lemma41_closed_forms_through_the_environment():
     res = run_on_instance("mris-lemma41", "mris", knapsack="cadp", eps=0.125)
     assert res["paper"]["total_weighted_completion"] == mris
     log = [(e["k"], e["J"], e["B"]) for e in res["agent_obj"].log if e["J"]]
-    assert log == [(0, 64, 64), (6, 1, 1)]  # mris.md §4.2 iteration log
+    assert log == [(0, 64, 64), (6, 1, 1)]  # (k, |J_k|, |B_k|): all small jobs at gamma_0, job 0 at gamma_6 = P
 
 
 def test_lemma41_ratio_grows_linearly_for_pq_but_not_mris():
@@ -184,7 +184,7 @@ def test_lemma63_holds_on_one_machine():
 
 
 def test_lemma63_fails_for_two_machines_and_the_corrected_bound_holds():
-    # mris.md §4.4 counterexample: R = 1, demands 0.51, four jobs p = 1 and one p = 1.5 last in WSJF order
+    # counterexample to Lemma 6.3 (docs/papers/mris.md#lemma63): R = 1, demands 0.51, four jobs p = 1 and one p = 1.5 last in WSJF order
     inst = MRISInstance(np.zeros(5), [1, 1, 1, 1, 1.5], np.ones(5), np.full((5, 1), 0.51), machines=2)
     S, _ = pq_schedule(inst, "wsjf", offline=True)
     cmax, pmax, V, M = makespan(inst, S), 1.5, inst.volume.sum(), 2
@@ -250,7 +250,7 @@ def test_mris_structural_invariants(knapsack, c_eps):
                 for j in B:
                     if j not in committed:  # still in the list after this scan: it did not fit there
                         assert not _fits_state(inst, committed, on_i, int(j), t)
-        # 6. per-job completion bound (mris.md §4.6 item 6)
+        # 6. per-job completion bound (docs/papers/mris.md#lemma63)
         bound = 4 * R * (1 + c_eps) if M == 1 else 4 * (1 + R * (1 + c_eps))
         assert np.all(res.completion <= bound * g * (1 + 1e-9))
 

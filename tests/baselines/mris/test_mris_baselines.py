@@ -86,7 +86,7 @@ def test_pq_scans_in_key_order_with_first_fit():
 
 def test_simultaneous_events_are_decided_together():
     # both jobs arrive at t = 1 on an empty machine; the second is shorter (higher WSJF priority).  Deciding
-    # at the first arrival's epoch would start the first job; PQ decides after every event at t (mris.md §2.0)
+    # at the first arrival's epoch would start the first job; PQ decides after every event at t (docs/papers/mris.md#event-times)
     inst = inst1([1, 1], [5, 1], [0.6, 0.6])
     S, _ = starts(inst, "pq")
     assert S.tolist() == [2, 1]
@@ -106,7 +106,7 @@ def test_ca_pq_waits_for_the_last_release():
 # ============================================================================ TETRIS
 
 def _tetris_first_batch(inst: MRISInstance) -> set[int]:
-    """The jobs TETRIS starts at t = 0 (all released at 0, M = 1), by the rule of mris.md §2.7."""
+    """The jobs TETRIS starts at t = 0 (all released at 0, M = 1), by the rule of docs/papers/mris.md#tetris."""
     use = np.zeros(inst.num_resources)
     left = list(range(inst.n))
     chosen = set()
@@ -205,7 +205,7 @@ def test_mris_needs_identical_machines():
 
 
 def test_mris_gamma0_shifts_the_grid():
-    # one job of length 3 released at 0: eligible at the first boundary >= 3 (mris.md §2.3.2, p_j <= gamma_k)
+    # one job of length 3 released at 0: eligible at the first boundary >= 3 (Algorithm 1: p_j <= gamma_k)
     inst = inst1([0.0], [3.0], [0.5])
     assert starts(inst, "mris")[0].tolist() == [3.0]  # gamma0 = p_min = 3
     assert starts(inst, "mris", gamma0=1.0)[0].tolist() == [4.0]  # 1, 2, 4

@@ -1,4 +1,4 @@
-"""RMS family, MaxWeight reconstructions and the RMS paper's oracles (rms.md §5).
+"""RMS family, MaxWeight reconstructions and the RMS paper's oracles (Lemma 1, Proposition 1, Fig. 1b, eqs. 4-5).
 
 Every agent here runs through the environment (``make_env_for`` + commands).
 Short, seeded versions of the reproduction claims; the full-length ones are
@@ -86,7 +86,7 @@ def test_every_rms_paper_agent_is_registered_with_its_parameters():
         make_agent("mwr", refresh="sometimes")
 
 
-# ============================================================================ §5.8 formula checks
+# ============================================================================ formula checks (eqs. 4-5, §VI)
 def test_weights_eq4_and_replacement_probabilities():
     q = np.array([0, 3, 9])
     w = rms_weights(q, eps=0.01, M=5)
@@ -107,7 +107,7 @@ def test_ad_probabilities_and_chi_square_of_the_tick_type():
     p = ad_probabilities(w)
     e = np.array([10.0 ** 0.00025, 4.0, 10.0])  # exp(w) = max(1 + Q_j, (1 + Q_max)^(eps/8M))
     np.testing.assert_allclose(p, e / e.sum(), rtol=1e-9)
-    # rms.md §5.8 prints (0.06667, 0.26666, 0.66664); 1.000576 / 15.000576 is in fact 0.066702
+    # p = (1.000576, 4, 10) / 15.000576: 0.066702, not the 1/15 = 0.06667 a rounded hand computation gives
     np.testing.assert_allclose(p, [0.066702, 0.266656, 0.666641], atol=1e-6)
     agent = make_agent("rms-ad")
     env = make_env_for(make_preset("ec2"), agent)
@@ -135,7 +135,7 @@ def test_empty_system_never_replaces_but_ticks_place_dummies():
 
 
 def test_bf_selection_reduces_to_least_residual_in_one_dimension():
-    """rms.md §5.8: with one resource and equal capacities the BF score picks the fitting server
+    """With one resource and equal capacities the BF score picks the fitting server
     with the least residual capacity; RF picks uniformly among the fitting servers."""
     sizes = [[2.0], [3.0]]
     plan = [(0, 1), (1, 1), (1, 1), (2, 0), (2, 0), (2, 0), (2, 0), (3, 0), (3, 0), (3, 1), (4, 0)]  # (server, type)
@@ -206,7 +206,7 @@ def _rms_bar_scenario(num_servers, horizon, queueing="central"):
 
 
 def test_lemma1_product_form_with_the_rms_agent_at_frozen_weights():
-    """rms.md §5.1: RMS-bar = the real RMS agent with w frozen at (0.5, 1.0), r = (1, 2), lambda = 0."""
+    """Lemma 1 (§V): RMS-bar (Definition 2) = the real RMS agent with w frozen at (0.5, 1.0), r = (1, 2), lambda = 0."""
     configs, probs = product_form_law(SIZES, [10.0], [1.0, 2.0], [1.0, 1.0], [0.5, 1.0], 1)
     exact = {tuple(int(x) for x in k): float(p) for k, p in zip(configs, probs)}
     agent = make_agent("rms", rates=[1.0, 2.0], frozen_weights=[0.5, 1.0])
@@ -229,9 +229,9 @@ def test_lemma1_eq14_rms_jsq_per_server_law_at_frozen_weights():
         assert _tv(_marginal(occ, s), exact) < 0.035
 
 
-# ============================================================================ Fig. 1b trap (§5.5 a)
+# ============================================================================ Fig. 1b trap (§III)
 def test_fig1b_trap_best_fit_stays_in_configuration_2_1():
-    """rms.md §5.5 (a): from all servers in (2,1) with Q = (1000, 1000), work-conserving Best-Fit
+    """Fig. 1b (§III) from the trap state: from all servers in (2,1) with Q = (1000, 1000), work-conserving Best-Fit
     (largest-job refill) keeps every server in (2,1) while both queues are non-empty, so the
     queue grows by ~(0.8 + 0.4) per time unit: total ΔQ over T = 2000 is 2400 ± 5 x 350."""
     T = 2000.0
@@ -258,12 +258,12 @@ def test_fig1b_trap_best_fit_stays_in_configuration_2_1():
 
 
 def test_fig1b_rms_from_empty_stays_bounded_short():
-    """rms.md §5.5 (c), shortened to T = 1000: RMS (uniform, eps = 0.05, r_j = 50) from empty on the
-    Fig. 1b setting keeps the total queue below the spec's bound of 2000.  Only the bound is asserted
+    """Fig. 1b (§III), RMS side, shortened to T = 1000: RMS (uniform, eps = 0.05, r_j = 50) from empty on the
+    Fig. 1b setting keeps the total queue below 2000.  Only the bound is asserted
     here: on this instance RMS's queue climbs for the first ~10^3 time units and then fluctuates
     at a few hundred on a slow time scale (3 seeds at T = 2500: quarter means 90-410, one seed's last
-    quarter > 3 x its second), so the spec's levelling criterion needs the full horizon 2 x 10^4
-    (`clustergym reproduce rms-fig1b`)."""
+    quarter > 3 x its second), so the levelling criterion (last-quarter mean < 3 x the second
+    quarter's) needs the full horizon 2 x 10^4 (`clustergym reproduce rms-fig1b`)."""
     T = 1000.0
     agent = make_agent("rms", rates=[50.0, 50.0], eps=0.05)
     env = drive(make_preset("bf-trap", horizon=T), agent, seed=0)
@@ -273,7 +273,7 @@ def test_fig1b_rms_from_empty_stays_bounded_short():
     assert env.sim.n_started > 0.95 * env.sim.n_arrivals
 
 
-# ============================================================================ invariants (§5.9)
+# ============================================================================ invariants
 @pytest.mark.parametrize("name", ["rms-less-wasteful", "rms-rf-ad-plus"])
 def test_remark2_invariant_no_dummy_of_a_waiting_type(name):
     agent = make_agent(name)
@@ -329,7 +329,7 @@ def test_jsq_ties_are_uniform_and_favour_servers_with_a_dummy():
 
 
 def test_departure_placement_reuses_the_departing_type_and_server():
-    """Algorithm 1 (rms.md §5.9 item 6): a placement at a departure is of the departing job's type,
+    """Algorithm 1 (§IV-A): a placement at a departure is of the departing job's type,
     on its server; ticks place on a sampled server only."""
     agent = make_agent("rms")
     counts = {"completion": 0, "tick": 0}
@@ -350,10 +350,10 @@ def test_departure_placement_reuses_the_departing_type_and_server():
     assert counts["completion"] > 500 and counts["tick"] > 20
 
 
-# ============================================================================ §5.6 accounting, C12
+# ============================================================================ outside C (accounting), C12
 @pytest.mark.parametrize("name", ["rms", "rms-rf-ad-plus", "mwr", "mws", "best-fit"])
 def test_outside_capacity_region_every_policy_grows(name):
-    """rms.md §5.6 (shortened to L = 5, T = 600): at zeta = 1.1 the total queue must grow at
+    """Outside the capacity region no policy is stable (shortened to L = 5, T = 600): at zeta = 1.1 the total queue must grow at
     >= sum(lambda) - 5 L = 2.5 per time unit on average; the slope over the second half is asserted
     >= 2.5 - 1.3 (the slope's noise sd is about 0.43 here: 3 sd)."""
     T = 600.0
@@ -365,7 +365,7 @@ def test_outside_capacity_region_every_policy_grows(name):
 
 
 def test_throughput_does_not_depend_on_the_clock_rate():
-    """C12 (rms.md §5.7, shortened: L = 5, zeta = 0.8, T = 600): the same jobs start whatever the
+    """C12 (Theorem 1 and §IV-A: throughput does not depend on the clock rates; shortened: L = 5, zeta = 0.8, T = 600): the same jobs start whatever the
     clock rate (within the final backlog), while the queue shrinks as the clock speeds up."""
     sc = make_preset("ec2", zeta=0.8, num_servers=5, horizon=600.0)
     out = {}
@@ -498,14 +498,14 @@ def test_fig8_short_same_arrivals_and_adaptive_rms_ordering(fig8_short):
     # common random numbers: the trace gives every agent the same 1000 arrivals, all served
     assert {r["arrivals"] for r in runs.values()} == {1000}
     assert all(r["completed"] == 1000 and not r["unstable"] for r in runs.values())
-    # the clock is the segment's mean arrival rate (rms.md §4.8), "+" five times faster
+    # the clock is the segment's mean arrival rate (docs/papers/rms.md#parameters), "+" five times faster
     assert runs["rms"]["clock_rate"] == pytest.approx(runs["rms-rf-ad"]["params"]["total_rate"])
     # the adaptive variants improve on basic RMS, and "+" improves further (C4's ordering on the trace)
     assert runs["rms-rf-ad-plus"]["queue"] < runs["rms-rf-ad"]["queue"] < runs["rms"]["queue"]
 
 
 @pytest.mark.xfail(strict=True, reason="C11 does not reproduce: at 1000 unit servers the shared slice loads the "
-                                       "servers to about 2%, so MWR and MWS (as reconstructed, rms.md §3.3-3.4) start "
+                                       "servers to about 2%, so MWR and MWS (as reconstructed, docs/papers/rms.md) start "
                                        "every task on arrival while RMS waits for its clocks (see rms-fig8)")
 def test_fig8_short_adaptive_rms_beats_mwr_and_mws(fig8_short):
     res, R = fig8_short
