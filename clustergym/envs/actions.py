@@ -32,7 +32,8 @@ from gymnasium import spaces
 
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError, ScenarioError
+from clustergym.validation import choice
 
 __all__ = ["ActionMode", "HeadServerMode", "SlotServerMode", "AdmitMode", "CommandMode", "make_action_mode",
            "ACTION_MODES"]
@@ -320,6 +321,4 @@ def make_action_mode(name: str | None, sim: Simulator, queue_window: int) -> Act
     """The action mode ``name`` (``None``: :func:`default_action_mode` of the simulator's queueing)."""
     if name is None:
         name = default_action_mode(sim.queueing)
-    if name not in ACTION_MODES:
-        raise ScenarioError("action_mode", f"unknown action mode {name!r}; expected one of {sorted(ACTION_MODES)}")
-    return ACTION_MODES[name](sim, queue_window)
+    return ACTION_MODES[choice(name, "action_mode", ACTION_MODES, error=ConfigError)](sim, queue_window)
