@@ -32,7 +32,7 @@ from gymnasium import spaces
 
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
-from clustergym.errors import ConfigError, ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.validation import choice
 
 __all__ = ["ActionMode", "HeadServerMode", "SlotServerMode", "AdmitMode", "CommandMode", "make_action_mode",
@@ -108,8 +108,8 @@ class _OneJobMode(ActionMode):
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
         if sim.queueing != self.queueing:
-            raise ScenarioError("action_mode", f"{self.name!r} needs queueing={self.queueing!r}, "
-                                               f"the scenario has {sim.queueing!r}")
+            raise ConfigError("action_mode", f"{self.name!r} needs queueing={self.queueing!r}, "
+                                             f"the scenario has {sim.queueing!r}")
         self._space = spaces.Discrete(sim.num_servers + 1)
 
     @abstractmethod
@@ -170,7 +170,7 @@ class SlotServerMode(ActionMode):
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
         if sim.queueing != "central":
-            raise ScenarioError("action_mode", "'slot' needs a central queue (queueing='central')")
+            raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
 
     @property

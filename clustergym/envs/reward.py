@@ -20,7 +20,7 @@ from typing import Any
 
 from clustergym.core.objectives import objective
 from clustergym.core.simulator import Simulator
-from clustergym.errors import ConfigError, ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.validation import choice
 
 __all__ = ["RewardFn", "ObjectiveReward", "StartReward", "make_reward_fn"]
@@ -73,6 +73,6 @@ def make_reward_fn(objective_name: str, *, timing: Any = "integral", scale: floa
     if choice(timing, "reward_timing", ("integral", "start"), error=ConfigError) == "integral":
         return ObjectiveReward(objective_name, scale)
     if objective_name != "reward":
-        raise ScenarioError("reward_timing", f"'start' pays the rewards of the 'reward' objective; the scenario "
-                                             f"has objective {objective_name!r}")
+        raise ConfigError("reward_timing", f"'start' pays the rewards of the 'reward' objective; the scenario "
+                                           f"has objective {objective_name!r}")
     return StartReward(scale)

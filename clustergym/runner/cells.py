@@ -124,7 +124,7 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
     if not seeds:
         raise ConfigError("seeds", "no seed to run (expected at least one)")
     if sweep is not None and not list(sweep[1]):
-        raise ScenarioError("sweep", f"no value to sweep {sweep[0]!r} over")
+        raise ConfigError("sweep", f"no value to sweep {sweep[0]!r} over")
     if isinstance(scenario, Scenario) and (params or sweep):
         raise ScenarioError("params", "parameters apply to preset names only, not to a Scenario object")
     if isinstance(scenario, str) and scenario not in PRESETS and Path(scenario).exists():

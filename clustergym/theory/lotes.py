@@ -31,7 +31,7 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from clustergym.core.cluster import FIT_RTOL
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 
 __all__ = [
     "LotesInputs",
@@ -725,8 +725,8 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
     if alpha is None:
         rates = scenario.source.arrival_rates()
         if rates is None:
-            raise ScenarioError("agent", "LoTES needs class probabilities: the scenario's source has no arrival "
-                                         "rates and its params have no 'classes' table")
+            raise ConfigError("agent", "LoTES needs class probabilities: the scenario's source has no arrival "
+                                       "rates and its params have no 'classes' table")
         rates = np.asarray(rates, dtype=float)
         alpha = rates / rates.sum()
     mean_work = np.asarray(types.mean_work, dtype=float)

@@ -121,10 +121,10 @@ def test_gymnasium_checker_with_ansi_rendering():
     gym_check_env(env, skip_render_check=False)
 
 
-@pytest.mark.parametrize("scenario,mode,error", [("ec2", "admit", ScenarioError), ("autoscale-4vm", "head", ScenarioError),
-                                                 ("autoscale-4vm", "slot", ScenarioError), ("ec2", "nope", ConfigError)])
-def test_inapplicable_action_modes_are_rejected(scenario, mode, error):
-    with pytest.raises(error, match="action_mode"):
+@pytest.mark.parametrize("scenario,mode", [("ec2", "admit"), ("autoscale-4vm", "head"), ("autoscale-4vm", "slot"),
+                                           ("ec2", "nope")])
+def test_inapplicable_action_modes_are_rejected(scenario, mode):
+    with pytest.raises(ConfigError, match="action_mode"):
         ClusterEnv(scenario, action_mode=mode, horizon=2.0)
 
 
@@ -423,7 +423,7 @@ def test_reward_timing_start_pays_each_admitted_jobs_whole_reward_at_its_admissi
     after = sum(jobs.reward_rate[j] * (jobs.end[j] - T) for j in running)
     assert after > 0
     assert total == pytest.approx(integral + after, rel=1e-9)
-    with pytest.raises(ScenarioError, match="reward_timing"):
+    with pytest.raises(ConfigError, match="reward_timing"):
         ClusterEnv("bf-trap", reward_timing="start")
     with pytest.raises(ConfigError, match="reward_timing"):
         ClusterEnv("autoscale-4vm", reward_timing="later")

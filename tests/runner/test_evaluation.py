@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from clustergym.agent_api import AGENTS, register_agent
 from clustergym.baselines.greedy import FirstFit
 from clustergym.cli import app
-from clustergym.errors import ConfigError, ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.runner import (
     EvaluationError,
     RayError,
@@ -81,7 +81,7 @@ def test_plan_orders_cells_by_value_agent_seed():
         plan("ec2", AGENTS_2, seeds=[])
     with pytest.raises(ConfigError, match="agents"):
         plan("ec2", [], seeds=[0])
-    with pytest.raises(ScenarioError, match="sweep"):
+    with pytest.raises(ConfigError, match="sweep"):
         plan("ec2", AGENTS_2, seeds=[0], sweep=("zeta", []))
 
 

@@ -97,7 +97,8 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, choice
 
 __all__ = ["BFJ", "BFJS", "BFS", "EPS", "FIFOFF", "MODES", "SLOT_EPOCHS", "SlottedAgent", "first_by_id"]
 
@@ -152,9 +153,7 @@ class SlottedAgent(Agent):
 
     def __init__(self, mode: str = "faithful", **params: Any):
         super().__init__(**params)
-        if mode not in MODES:
-            raise ScenarioError("agent.mode", f"expected one of {list(MODES)}, got {mode!r}")
-        self.mode = mode
+        self.mode = choice(mode, "agent.mode", MODES, error=ConfigError)
         self.vector = mode == "vector"
 
     # ================================================================== episode state
@@ -162,7 +161,7 @@ class SlottedAgent(Agent):
         super().reset(env, seed)
         v = self.view
         if v.queueing != "central":
-            raise ScenarioError("agent", f"agent {self.name!r} needs one central queue, got {v.queueing!r}")
+            raise ConfigError("agent", f"agent {self.name!r} needs one central queue, got {v.queueing!r}")
         cap = np.asarray(v.capacity, dtype=np.float64)
         L, R = cap.shape
         self.L, self.R = L, R
@@ -485,9 +484,7 @@ class FIFOFF(SlottedAgent):
 
     def __init__(self, blocking: bool = True, mode: str = "faithful", **params: Any):
         super().__init__(mode=mode, **params)
-        if not isinstance(blocking, (bool, np.bool_)):
-            raise ScenarioError("agent.blocking", f"expected true or false, got {blocking!r}")
-        self.blocking = bool(blocking)
+        self.blocking = boolean(blocking, "agent.blocking", error=ConfigError)
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
         if not self.blocking:

@@ -68,7 +68,8 @@ from clustergym.theory.capacity import enumerate_configurations
 from clustergym.core.cluster import FIT_RTOL
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError, ScenarioError
+from clustergym.validation import choice, number
 
 __all__ = ["Knapsack", "knapsack_for", "MaxWeightRefresh", "MaxWeightStop"]
 
@@ -193,16 +194,14 @@ class _MaxWeightBase(Agent):
 
     def __init__(self, blackbox: str = "exact", **params: Any):
         super().__init__(**params)
-        if blackbox not in BLACKBOXES:
-            raise ScenarioError("agent.blackbox", f"expected one of {list(BLACKBOXES)}, got {blackbox!r}")
-        self.blackbox = blackbox
+        self.blackbox = choice(blackbox, "agent.blackbox", BLACKBOXES, error=ConfigError)
         self.stats: dict[str, int] = {}
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
         v = self.view
         if not v.types.exact:
-            raise ScenarioError("agent", f"agent {self.name!r} needs discrete job types")
+            raise ConfigError("agent", f"agent {self.name!r} needs discrete job types")
         self.L, self.J = v.num_servers, v.num_types
         self.type_demand = np.array(v.types.demand, dtype=np.float64)
         self.capacity = np.array(v.capacity, dtype=np.float64)
@@ -285,9 +284,7 @@ class MaxWeightRefresh(_MaxWeightBase):
 
     def __init__(self, refresh: str = "local", **params: Any):
         super().__init__(**params)
-        if refresh not in ("local", "global"):
-            raise ScenarioError("agent.refresh", f"expected 'local' or 'global', got {refresh!r}")
-        self.refresh = refresh
+        self.refresh = choice(refresh, "agent.refresh", ("local", "global"), error=ConfigError)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
@@ -356,12 +353,7 @@ class MaxWeightStop(_MaxWeightBase):
 
     def __init__(self, beta: float = 0.5, **params: Any):
         super().__init__(**params)
-        try:
-            self.beta = float(beta)
-        except (TypeError, ValueError):
-            raise ScenarioError("agent.beta", f"expected a number, got {beta!r}") from None
-        if not 0.0 < self.beta <= 1.0:
-            raise ScenarioError("agent.beta", f"must be in (0, 1], got {beta!r}")
+        self.beta = number(beta, "agent.beta", lo=0.0, lo_open=True, hi=1.0, error=ConfigError)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
