@@ -43,6 +43,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from clustergym.errors import ConfigError
+from clustergym.validation import boolean, number
 
 __all__ = ["PairScorer", "EquivariantPolicy", "EquivariantMaskablePolicy", "DictPassThrough", "transfer_policy",
            "EQUIVARIANT_MODES", "MASKED_LOGIT"]
@@ -191,14 +192,14 @@ class _EquivariantMixin:
                                         "(do not flatten it)")
         if not isinstance(action_space, spaces.Discrete):
             raise ConfigError("policy", f"the equivariant policy needs a Discrete action space, got {action_space}")
-        if work_conserving and action_mode == "admit":
+        self.work_conserving = boolean(work_conserving, "policy.work_conserving", error=ConfigError)
+        self.wait_bias = number(wait_bias, "policy.wait_bias", error=ConfigError)
+        self.use_time = boolean(use_time, "policy.use_time", error=ConfigError)
+        if self.work_conserving and action_mode == "admit":
             raise ConfigError("policy.work_conserving", "admission ('admit' mode) has no WAIT to forbid: "
                                                         "REJECT is the choice being learned")
         self.action_mode = action_mode
         self.hidden = hidden
-        self.work_conserving = bool(work_conserving)
-        self.wait_bias = float(wait_bias)
-        self.use_time = bool(use_time)
         kwargs.setdefault("features_extractor_class", DictPassThrough)
         kwargs.setdefault("ortho_init", False)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
