@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.errors import ClusterGymError
+from clustergym.cli.values import parse_pairs, parse_value, split_prefix
+from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.validation import number
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
@@ -27,21 +28,6 @@ out = Console()
 
 def _print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(_jsonable(doc), indent=2) + "\n")
-
-
-def _parse_sets(sets: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``key=value`` pairs: scenario parameters, and ``agent.key=value`` agent parameters."""
-    scenario, agent = {}, {}
-    for item in sets:
-        if "=" not in item:
-            raise ClusterGymError(f"--set {item!r}: expected key=value")
-        key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw else ""
-        if key.startswith("agent."):
-            agent[key[len("agent."):]] = value
-        else:
-            scenario[key] = value
-    return scenario, agent
 
 
 def _fail(e: Exception) -> None:
@@ -90,7 +76,7 @@ def run_cmd(
     from clustergym.scenarios import resolve_scenario
 
     try:
-        sparams, aparams = _parse_sets(set_)
+        sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
         sc = resolve_scenario(scenario, **sparams)
         ag = make_agent(agent, **aparams)
         if not json_out:
@@ -134,23 +120,21 @@ def compare_cmd(
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
     from clustergym.runner import summarize
-    from clustergym.runner import available_workers, compatible_agents, plan, run_cells, write_results
+    from clustergym.runner import compatible_agents, plan, run_cells, worker_count, write_results
     from clustergym.scenarios import resolve_scenario
 
     param, values, skipped = None, [None], {}
     try:
-        sparams, aparams = _parse_sets(set_)
+        sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
         if aparams:
-            raise ClusterGymError("compare takes scenario parameters only (agent.* is for `run`)")
-        if seeds < 1:
-            raise ClusterGymError(f"--seeds {seeds}: expected at least 1")
-        if workers is not None and workers < 1:
-            raise ClusterGymError(f"--workers {workers}: expected at least 1")
+            raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
+        number(seeds, "--seeds", lo=1, error=ConfigError)
+        workers = worker_count(workers, "--workers")
         if sweep_ is not None:
             if "=" not in sweep_:
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
             param, raw = sweep_.split("=", 1)
-            values = [yaml.safe_load(v) for v in raw.split(",") if v.strip()]
+            values = [parse_value(v) for v in raw.split(",") if v.strip()]
             if not param or not values:
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
         sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
@@ -182,7 +166,7 @@ def compare_cmd(
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            runs = run_cells(cells, workers=workers or available_workers(), ray=ray_address, progress=tick)
+            runs = run_cells(cells, workers=workers, ray=ray_address, progress=tick)
         summary = summarize(runs, reference=reference, by=param)
     except ClusterGymError as e:
         _fail(e)
@@ -269,12 +253,7 @@ def train_cmd(
     try:
         from clustergym.training.train import train
 
-        params: dict[str, Any] = {}
-        for item in set_:
-            if "=" not in item:
-                raise ClusterGymError(f"--set {item!r}: expected key=value")
-            key, raw = item.split("=", 1)
-            params[key] = yaml.safe_load(raw) if raw else ""
+        params = parse_pairs(set_)
         agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
         train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
               eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds), eval_horizon=eval_horizon,

@@ -38,8 +38,9 @@ from clustergym.agent_api import AGENTS, list_agents, make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
+from clustergym.validation import number
 
-__all__ = ["Cell", "plan", "run_cell", "run_cells", "compare", "sweep", "available_workers", "compatible_agents",
+__all__ = ["Cell", "plan", "run_cell", "run_cells", "compare", "sweep", "available_workers", "worker_count", "compatible_agents",
            "EvaluationError", "RayError"]
 
 
@@ -191,13 +192,21 @@ def available_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_cells(cells: Sequence[Cell], *, workers: int = 1, ray: str | None = None,
+def worker_count(workers: int | None, field: str = "workers") -> int:
+    """A number of worker processes: ``workers`` (an integer >= 1), or the available cores for ``None``."""
+    if workers is None:
+        return available_workers()
+    return number(workers, field, lo=1, integer=True, error=ConfigError)
+
+
+def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
               progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
     """Run every cell and return one row per cell, in cell order.
 
     Args:
         cells: the job list (see :func:`plan`).
-        workers: local worker processes; 1 runs in this process.  Ignored with ``ray``.
+        workers: local worker processes (``None``: the available cores); 1 runs in this process.
+            Ignored with ``ray``.
         ray: a Ray address (``"auto"``, ``"host:port"`` or ``"ray://host:port"``): one remote
             task per cell on that cluster.  When this process is already connected to Ray
             (``ray.is_initialized()``), that connection is used.
@@ -208,8 +217,7 @@ def run_cells(cells: Sequence[Cell], *, workers: int = 1, ray: str | None = None
         The same cells give the same frame with every executor, except ``wall_seconds``.
     """
     cells = list(cells)
-    if workers < 1:
-        raise ConfigError("workers", f"expected at least 1 worker, got {workers}")
+    workers = worker_count(workers)
     if ray is not None:
         rows = _run_ray(cells, ray, progress)
     elif workers == 1 or len(cells) <= 1:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,6 +34,7 @@ import pandas as pd
 from clustergym.agent_api import AgentRequirements
 from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, vecnormalize_path
 from clustergym.errors import ConfigError
+from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
 
 __all__ = ["train", "make_train_env", "split_params", "POLICIES"]
@@ -81,7 +81,7 @@ def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: d
     return env
 
 
-def _check_args(algo: str, policy: str, action_mode: str, n_envs: int, timesteps: int) -> None:
+def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> None:
     choice(algo, "algo", ALGOS, error=ConfigError)
     choice(policy, "policy", POLICIES, error=ConfigError)
     if action_mode == "command":
@@ -89,7 +89,6 @@ def _check_args(algo: str, policy: str, action_mode: str, n_envs: int, timesteps
                                          f"agents; train {algo} with action_mode head, slot or admit")
     if algo == "dqn" and policy != "mlp":
         raise ConfigError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
-    number(n_envs, "envs", lo=1, integer=True, error=ConfigError)
     number(timesteps, "timesteps", lo=1, integer=True, error=ConfigError)
 
 
@@ -204,8 +203,8 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
     env_kwargs.setdefault("action_mode", "admit" if sc.queueing == "loss" else "head")
     env_kwargs.setdefault("queue_window", 8)
-    n_envs = n_envs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    _check_args(algo, policy, env_kwargs["action_mode"], n_envs, timesteps)
+    n_envs = worker_count(n_envs, "envs")
+    _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
     mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time"), error=ConfigError)
     if policy_params and policy != "equivariant":
         raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
