@@ -32,7 +32,7 @@ from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioErro
 from clustergym.validation import choice, number
 from clustergym.core.source import ArrivalChunk, ArrivalSource
 
-__all__ = ["EpochConfig", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
+__all__ = ["EpochConfig", "SLOT_EPOCHS", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
 
 Queueing = Literal["central", "local", "loss"]
 Routing = Literal["jsq", "power-of-two", "random", "agent"]
@@ -96,6 +96,11 @@ class EpochConfig:
             tick_period=other.tick_period or self.tick_period,
             tick_offset=other.tick_offset if other.tick_period else self.tick_offset,
         )
+
+
+#: slotted time (BF-J/S §1.10): no epoch at arrivals or completions, one tick per slot (a time unit),
+#: after the slot's departures and arrivals
+SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -653,7 +658,7 @@ class Simulator:
             else:
                 if self.cluster.count_dummy[cmd.server, jtype] == 0:
                     return f"server {cmd.server} holds no dummy of type {jtype}"
-                if not np.all(jobs.demand[cmd.job] <= self.types.demand[jtype] * (1 + 1e-9) + 1e-12):
+                if not np.all(jobs.demand[cmd.job] <= self.cluster._type_limit[jtype]):
                     return f"job {cmd.job} is larger than a type-{jtype} dummy"
             return None
         if k == Cmd.DUMMY or k == Cmd.RESERVE:

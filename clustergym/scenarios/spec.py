@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from clustergym.core.cluster import fit_limit
 from clustergym.core.jobs import JOB_MEMORY_MODES
 from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.objectives import objective
@@ -80,7 +81,7 @@ class Scenario:
         # every job type must fit at least one empty server (rms.md §1.4 assumption)
         types = self.source.types
         if types.exact:
-            limit = cap * (1 + 1e-9) + 1e-12
+            limit = fit_limit(cap)
             for j, d in enumerate(types.demand):
                 if not np.any(np.all(d <= limit, axis=1)):
                     raise ScenarioError(

@@ -30,7 +30,6 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from clustergym.core.cluster import FIT_RTOL
 from clustergym.errors import ConfigError
 
 __all__ = [
@@ -43,7 +42,6 @@ __all__ = [
     "allocation_lp",
     "assignment_lp",
     "cached_plan",
-    "fits_limit",
     "knapsack_bin",
     "lotes_inputs",
     "machine_configurations",
@@ -57,11 +55,6 @@ __all__ = [
 
 #: absolute fit tolerance of the offline stages (lotes.md §5 A6)
 BIN_TOL = 1e-9
-
-
-def fits_limit(capacity: np.ndarray) -> np.ndarray:
-    """The kernel's fit limit (``capacity * (1 + FIT_RTOL) + 1e-12``): agents check fits exactly as the kernel."""
-    return np.asarray(capacity, dtype=float) * (1.0 + FIT_RTOL) + 1e-12
 
 
 # ====================================================================================== Stage 1

@@ -96,7 +96,7 @@ from sortedcontainers import SortedList
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
-from clustergym.core.simulator import EpochConfig
+from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice
 
@@ -111,8 +111,6 @@ _INF = float("inf")
 _QUEUED = JobStatus.QUEUED
 _WAIT = Command.wait()
 
-#: one decision epoch per slot, on the clock tick only (§1.10)
-SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 def first_by_id(pool: SortedList, fifo: dict[int, None], occ: dict[int, float], x: float) -> int:

@@ -43,6 +43,7 @@ Instrumentation (``agent.stats``): arrivals, machines examined per arrival
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,8 @@ from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice
-from clustergym.theory.lotes import LotesPlan, fits_limit, plan_for
+from clustergym.core.cluster import fit_limit
+from clustergym.theory.lotes import LotesPlan, plan_for
 
 __all__ = ["ArrivalExitDispatcher", "LoTES", "QueueMirror"]
 
@@ -215,7 +217,7 @@ class LoTES(ArrivalExitDispatcher):
         M, K = plan.Delta.shape
         L = v.num_servers
         self._cap = np.array(v.capacity, dtype=float)
-        self._lim = fits_limit(self._cap)
+        self._lim = fit_limit(self._cap)
         self._conf_of = inp.conf_of
         self._N = plan.machine_bin
         self._rho = plan.rho(self.rho_mode)
@@ -233,7 +235,7 @@ class LoTES(ArrivalExitDispatcher):
         self._bin_classes = [np.flatnonzero(self._N[m] > 0).tolist() for m in range(L)] if self.exit_scope == "bin" \
             else None
         # full-capacity fit of each class's jobs: a job is an orphan when it fits no machine of C_k
-        self._conf_lim = fits_limit(inp.cap)
+        self._conf_lim = fit_limit(inp.cap)
         self._orphans: dict[int, None] = {}
         # agent-side mirrors of the class queues (the kernel's central queue split by class)
         self._mirror = [QueueMirror(v.num_resources) for _ in range(K)]

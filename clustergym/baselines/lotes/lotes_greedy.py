@@ -48,7 +48,7 @@ from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice
 
-from clustergym.theory.lotes import fits_limit
+from clustergym.core.cluster import fit_limit
 
 __all__ = ["LotesGreedy"]
 
@@ -74,7 +74,7 @@ class LotesGreedy(Agent):
             raise ConfigError("agent", "lotes-greedy with per-server queues needs routing='agent' "
                                        f"(the scenario routes by {self.env.sim.routing!r})")
         L = v.num_servers
-        self._lim = fits_limit(v.capacity)
+        self._lim = fit_limit(v.capacity)
         self._mq: list[deque[int]] = [deque() for _ in range(L)]   # central mode: agent-side machine queues
         self._qlen = np.zeros(L, dtype=np.int64)
         self._epoch = -1

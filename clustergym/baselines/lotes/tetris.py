@@ -44,7 +44,7 @@ from clustergym.errors import ConfigError
 from clustergym.validation import number, positive
 
 from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
-from clustergym.theory.lotes import fits_limit
+from clustergym.core.cluster import fit_limit
 
 __all__ = ["TetrisTran"]
 
@@ -67,7 +67,7 @@ class TetrisTran(ArrivalExitDispatcher):
         super().reset(env, seed)
         v = self.view
         self._cap = np.array(v.capacity, dtype=float)
-        self._lim = fits_limit(self._cap)
+        self._lim = fit_limit(self._cap)
         hpu = self.hours_per_unit
         if hpu is None:
             sc = self.env.scenario

@@ -51,7 +51,7 @@ from typing import Any, ClassVar, Iterator
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
@@ -333,7 +333,7 @@ class EventTimeAgent(Agent):
         self.requirements_for(self.env.scenario)
         v = self.view
         self.capacity = np.array(v.capacity, dtype=np.float64)
-        self.limit = self.capacity * (1.0 + FIT_RTOL) + 1e-12  # the kernel's fit limit
+        self.limit = fit_limit(self.capacity)
         self.jobs = JobCache(v, self.capacity[0], durations=self.needs_durations)
         self._epoch = -1
         self._instant = -math.inf

@@ -65,7 +65,7 @@ import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.theory.capacity import enumerate_configurations
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError, ScenarioError
@@ -97,7 +97,7 @@ class Knapsack:
                  limit: int = ENUMERATION_LIMIT):
         self.demand = np.asarray(type_demand, dtype=np.float64)
         self.capacity = np.asarray(capacity, dtype=np.float64)
-        self.limit_vec = self.capacity * (1.0 + FIT_RTOL) + 1e-12
+        self.limit_vec = fit_limit(self.capacity)
         cap = np.where(self.capacity > 0, self.capacity, 1.0)
         self.size = (self.demand / cap).sum(axis=1)  # normalised size (greedy density)
         self.configs: np.ndarray | None = None

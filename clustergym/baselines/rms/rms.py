@@ -97,7 +97,7 @@ import numpy as np
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.baselines.greedy import select_server
 from clustergym.theory.capacity import max_jobs_per_server
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
@@ -243,7 +243,7 @@ class _RMSBase(Agent):
         self.L, self.J = L, J
         self.type_demand = np.array(v.types.demand, dtype=np.float64)
         self.capacity = np.array(v.capacity, dtype=np.float64)
-        self.limit = self.capacity * (1.0 + FIT_RTOL) + 1e-12
+        self.limit = fit_limit(self.capacity)
         self.M = self.M_param if self.M_param is not None else server_bound(self.type_demand, self.capacity)
         self.coef = self.eps / (8.0 * self.M)
         self._last_epoch = -1

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
+from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.capacity import boundary_point
@@ -26,7 +26,6 @@ from clustergym.workloads import (
 
 __all__ = ["two_sizes", "uniform_sizes"]
 
-_SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 100_000.0,
@@ -49,7 +48,7 @@ def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 1
     source = SlottedSource(rate, demand, service)
     return Scenario(
         name="two-sizes", capacity=np.array([[cap]]), source=source, resources=("units",),
-        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=_SLOT_EPOCHS,
+        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=SLOT_EPOCHS,
         description="BF-J/S paper E1/E2: one server, two job sizes, slotted time",
         params={"variant": variant, "rate": rate, "horizon": horizon},
     )
@@ -74,7 +73,7 @@ def uniform_sizes(low: float = 0.1, high: float = 0.9, alpha: float = 0.9, num_s
     source = SlottedSource(rate, UniformDemand([low], [high]), Geometric(mu))
     return Scenario(
         name="uniform-sizes", capacity=np.ones((L, 1)), source=source, resources=("units",),
-        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=_SLOT_EPOCHS,
+        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=SLOT_EPOCHS,
         description="BF-J/S paper E3: uniform sizes on L unit servers, slotted time, intensity alpha",
         params={"low": low, "high": high, "alpha": alpha, "num_servers": L, "mean_service": mean_service,
                 "rate_per_slot": rate, "horizon": horizon},

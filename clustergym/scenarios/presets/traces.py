@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clustergym.core.simulator import EpochConfig
+from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import TraceFormatError
 from clustergym.validation import number, positive
 from clustergym.traces import transforms as T
@@ -156,9 +156,6 @@ def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon
     )
 
 
-_SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
-
-
 def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None,
                 min_demand: float = 1e-3, slot: float = 0.1, horizon: float = math.inf, queue_cap: int | None = None,
                 trace_dir: str | None = None) -> Scenario:
@@ -196,7 +193,7 @@ def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: 
     return Scenario(
         name="bfjs-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
         horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
-        epochs=_SLOT_EPOCHS,
+        epochs=SLOT_EPOCHS,
         description="BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
         params=_params(scope, table, steps, clamped=clamped),
     )
