@@ -34,6 +34,7 @@ import cloudpickle
 import numpy as np
 import pandas as pd
 
+from clustergym._cache import Cache
 from clustergym.agent_api import AGENTS, list_agents, make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 from clustergym.runner.episode import Probe, run_episode
@@ -144,7 +145,8 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
     return cells
 
 
-_PRESETS_CACHE: dict[str, Scenario] = {}  # per process: a worker builds each preset instance once
+#: repr((preset, parameters)) -> scenario; 8: the presets of a sweep a worker runs cells of
+_SCENARIOS: Cache[Scenario] = Cache(8)
 
 
 def _scenario_of(cell: Cell) -> Scenario:
@@ -154,11 +156,7 @@ def _scenario_of(cell: Cell) -> Scenario:
     if cell.scenario not in PRESETS:
         return resolve_scenario(cell.scenario, **dict(cell.params))
     key = repr((cell.scenario, cell.params))
-    if key not in _PRESETS_CACHE:
-        if len(_PRESETS_CACHE) >= 8:
-            _PRESETS_CACHE.pop(next(iter(_PRESETS_CACHE)))
-        _PRESETS_CACHE[key] = resolve_scenario(cell.scenario, **dict(cell.params))
-    return _PRESETS_CACHE[key]
+    return _SCENARIOS.get(key, lambda: resolve_scenario(cell.scenario, **dict(cell.params)))
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
+from clustergym._cache import Cache
 from clustergym.errors import ConfigError
 
 __all__ = [
@@ -727,19 +728,15 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
     return LotesInputs(cap, n, conf_of, alpha, r, mu)
 
 
-_PLANS: dict[tuple, LotesPlan] = {}
+#: (the inputs rounded to 12 significant digits, bins, method, rounding) -> plan; 8: the instances of a sweep
+_PLANS: Cache[LotesPlan] = Cache(8)
 
 
 def cached_plan(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = "highs-ds",
                 rounding: str = "paper") -> LotesPlan:
     """:func:`solve_lotes`, cached per process on the inputs (rounded to 12 significant digits)."""
     key = (inputs.key(), bins, method, rounding)
-    plan = _PLANS.get(key)
-    if plan is None:
-        if len(_PLANS) >= 8:
-            _PLANS.pop(next(iter(_PLANS)))
-        plan = _PLANS[key] = solve_lotes(inputs, bins=bins, method=method, rounding=rounding)
-    return plan
+    return _PLANS.get(key, lambda: solve_lotes(inputs, bins=bins, method=method, rounding=rounding))
 
 
 def plan_for(scenario: Any, *, bins: str = "exhaustive", method: str = "highs-ds", rounding: str = "paper") -> LotesPlan:

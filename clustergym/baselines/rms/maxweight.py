@@ -68,6 +68,7 @@ from clustergym.theory.capacity import enumerate_configurations
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
+from clustergym._cache import Cache
 from clustergym.errors import ConfigError, ScenarioError
 from clustergym.validation import choice, number
 
@@ -171,17 +172,15 @@ class Knapsack:
         return k
 
 
-_KNAPSACKS: dict[tuple[bytes, bytes, str], Knapsack] = {}
+#: (type demands, one server's capacity, blackbox) -> Knapsack; 16: the server kinds of a few scenarios
+_KNAPSACKS: Cache[Knapsack] = Cache(16)
 
 
 def knapsack_for(type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact") -> Knapsack:
     """A cached :class:`Knapsack` for one server capacity (configurations are enumerated once)."""
     key = (np.ascontiguousarray(type_demand, dtype=np.float64).tobytes(),
            np.ascontiguousarray(capacity, dtype=np.float64).tobytes(), blackbox)
-    ks = _KNAPSACKS.get(key)
-    if ks is None:
-        ks = _KNAPSACKS[key] = Knapsack(type_demand, capacity, blackbox)
-    return ks
+    return _KNAPSACKS.get(key, lambda: Knapsack(type_demand, capacity, blackbox))
 
 
 class _MaxWeightBase(Agent):

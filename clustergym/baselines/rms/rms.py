@@ -100,6 +100,7 @@ from clustergym.theory.capacity import max_jobs_per_server
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
+from clustergym._cache import Cache
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice, matrix, number, positive, vector
 
@@ -149,17 +150,15 @@ def ad_probabilities(w: Any) -> np.ndarray:
     return e / e.sum()
 
 
-_M_CACHE: dict[bytes, int] = {}
+#: (type demands, capacities) as bytes -> M; 64: the instances of a sweep
+_SERVER_BOUNDS: Cache[int] = Cache(64)
 
 
 def server_bound(type_demand: np.ndarray, capacity: np.ndarray) -> int:
     """``M`` = the most jobs any server can hold (§1.4, §6 item 3), cached per instance."""
     key = np.ascontiguousarray(type_demand, dtype=np.float64).tobytes() + b"|" + \
         np.ascontiguousarray(capacity, dtype=np.float64).tobytes()
-    m = _M_CACHE.get(key)
-    if m is None:
-        m = _M_CACHE[key] = int(max_jobs_per_server(type_demand, capacity))
-    return m
+    return _SERVER_BOUNDS.get(key, lambda: int(max_jobs_per_server(type_demand, capacity)))
 
 
 def _per_type(value: Any, field: str) -> np.ndarray:

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
 from clustergym.validation import positive
 from clustergym.scenarios.spec import Scenario
@@ -108,7 +109,8 @@ def scenario_lambdas(capacity: np.ndarray, speed: np.ndarray, alpha: np.ndarray,
     return {"lambda_stage1": plan.lam1, "lambda_stage2": plan.lam2, "lambda_round": plan.lam_round}
 
 
-_LAMBDA_CACHE: dict[tuple, dict[str, float]] = {}
+#: the instance's arrays as bytes -> its lambda*; 64: the instances of a sweep over load or horizon
+_LAMBDAS: Cache[dict[str, float]] = Cache(64)
 
 
 def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarray, r: np.ndarray, mu: np.ndarray,
@@ -118,9 +120,7 @@ def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarra
     # speed[m, k] = mu_jk * mean_work_k: a job of work w (mean mean_work_k) runs w / speed
     speed = np.repeat(mu * mean_work[None, :], counts, axis=0)
     key = (capacity.tobytes(), speed.tobytes(), alpha.tobytes(), r.tobytes(), mean_work.tobytes())
-    lams = _LAMBDA_CACHE.get(key)
-    if lams is None:
-        lams = _LAMBDA_CACHE[key] = scenario_lambdas(capacity, speed, alpha, r, mean_work)
+    lams = _LAMBDAS.get(key, lambda: scenario_lambdas(capacity, speed, alpha, r, mean_work))
     rate = load * lams["lambda_stage2"]
     services = [Exponential(float(m)) for m in mean_work]
     source = PoissonClassSource(rate, alpha, r, services if len(set(mean_work.tolist())) > 1 else services[0],

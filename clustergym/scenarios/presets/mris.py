@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.core.simulator import EpochConfig
+from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
 from clustergym.validation import choice, number, positive
 from clustergym.scenarios.spec import Scenario
@@ -132,21 +133,20 @@ ALIBABA_WEIGHT_MAPS: dict[str, dict[str, float]] = {
 #: the machine of ``mris-alibaba``: the trace's most common node shape (549 of 1,523 nodes)
 ALIBABA_MACHINE = (96.0, 384.0, 8.0)
 
-_ALIBABA_CACHE: dict[Any, Any] = {}
+#: the trace directory -> (pods by arrival, table); 1: one trace directory per session
+_ALIBABA: Cache[Any] = Cache(1)
 
 
 def _alibaba_pods(trace_dir: str | None):
-    key = str(trace_dir)
-    if key not in _ALIBABA_CACHE:
+    def load() -> Any:
         from clustergym.traces.alibaba import load_alibaba_gpu_v2023
 
         # pods created before the main window (trace time 1e7 s) are dropped, as the paper ignores the Azure
         # VMs with negative start times (alive when collection began)
         table = load_alibaba_gpu_v2023(trace_dir, window=(10_000_000.0, None))
-        jobs = table.jobs.sort_values("arrival", kind="stable").reset_index(drop=True)
-        _ALIBABA_CACHE.clear()
-        _ALIBABA_CACHE[key] = (jobs, table)
-    return _ALIBABA_CACHE[key]
+        return table.jobs.sort_values("arrival", kind="stable").reset_index(drop=True), table
+
+    return _ALIBABA.get(str(trace_dir), load)
 
 
 def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 1, traffic_scaling: float = 1.0,
