@@ -119,8 +119,9 @@ def compare_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.runner import summarize
-    from clustergym.runner import compatible_agents, plan, run_cells, worker_count, write_results
+    from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
+                                   worker_count, write_results)
+    from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
     param, values, skipped = None, [None], {}
@@ -167,14 +168,13 @@ def compare_cmd(
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
             runs = run_cells(cells, workers=workers, ray=ray_address, progress=tick)
-        summary = summarize(runs, reference=reference, by=param)
+        metric = headline_metric(sc.objective)
+        summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
     except ClusterGymError as e:
         _fail(e)
         return
-    metric = {"reward": "reward_rate", "weighted-system": "mean_weighted_completion"}.get(sc.objective,
-                                                                                         "mean_queue_length")
-    if sc.objective == "reward" and param is None:
-        _add_lp_bound(summary, sc)
+    if param is None:
+        add_lp_bound(summary, sc)
     if out_dir is not None:
         write_results(out_dir, runs, summary, metric=metric, param=param,
                       title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
@@ -208,21 +208,6 @@ def compare_cmd(
         out.print(t)
     if out_dir is not None:
         err.print(f"wrote results.csv, results.parquet, summary.csv and a plot to {out_dir}")
-
-
-def _add_lp_bound(summary: Any, sc: Any) -> None:
-    """Loss systems with known rates: reward per server against the LP upper bound U* (autoscale.md §1.7)."""
-    from clustergym.theory.autoscale import lp_bound_per_server
-
-    try:
-        bound = lp_bound_per_server(sc)
-    except ClusterGymError:
-        return  # traces (no rates) or heterogeneous servers: no per-server LP bound
-    L = sc.num_servers
-    summary["reward_per_server"] = summary["reward_rate"] / L
-    summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
-    summary["lp_bound_per_server"] = bound
-    summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
 
 
 @app.command("train")

@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
 from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, vecnormalize_path
+from clustergym.envs.actions import default_action_mode
 from clustergym.errors import ConfigError
 from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
@@ -201,7 +201,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
     algo_kwargs = {**(algo_kwargs or {}), **more_algo}
     sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
-    env_kwargs.setdefault("action_mode", "admit" if sc.queueing == "loss" else "head")
+    env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
     n_envs = worker_count(n_envs, "envs")
     _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
