@@ -762,9 +762,6 @@ class Simulator:
         self.n_migrations += 1  # end time unchanged: the job keeps its remaining service
 
     # ====================================================================== queries
-    def dummy_on(self, server: int, job_type: int) -> bool:
-        return bool(self.cluster.count_dummy[server, job_type] > 0)
-
     def local_queue_of(self, server: int, job_type: int) -> OrderedDict[int, None]:
         return self.local_queue.get((server, job_type), OrderedDict())
 

@@ -20,7 +20,6 @@ cloudpickle, so worker processes and Ray workers know them too.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import socket
@@ -31,7 +30,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import cloudpickle
-import numpy as np
 import pandas as pd
 
 from clustergym._cache import Cache

@@ -5,21 +5,16 @@ servers (E3), in slotted time.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import Scenario
-from clustergym.theory.capacity import boundary_point
 from clustergym.validation import choice, positive
 from clustergym.workloads import (
     Deterministic,
     DiscreteDemand,
-    Exponential,
     Geometric,
-    PoissonTypedSource,
     SlottedSource,
     UniformDemand,
 )

@@ -10,18 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.capacity import boundary_point
 from clustergym.validation import choice, positive
 from clustergym.workloads import (
-    Deterministic,
-    DiscreteDemand,
     Exponential,
-    Geometric,
     PoissonTypedSource,
-    SlottedSource,
-    UniformDemand,
 )
 
 __all__ = ["EC2_TYPES", "EC2_NAMES", "EC2_SERVER", "ec2", "bf_trap"]
