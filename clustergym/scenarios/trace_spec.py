@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.validation import choice, mapping
 from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
@@ -45,16 +46,8 @@ def trace_workload_from_spec(spec: Mapping[str, Any], field: str, num_resources:
         ScenarioError: whose field is ``<field>.<key>...``; a malformed trace file is reported
             under ``<field>.path`` with the file, line and field in the message.
     """
-    if not isinstance(spec, Mapping):
-        raise ScenarioError(field, f"expected a mapping, got {type(spec).__name__}")
-    for k in spec:
-        if k not in _SPEC_KEYS:
-            raise ScenarioError(f"{field}.{k}", f"unknown field; expected one of {sorted(_SPEC_KEYS)}")
-    fmt = spec.get("format")
-    if fmt is None:
-        raise ScenarioError(f"{field}.format", "missing required field for kind 'trace'")
-    if fmt not in FORMATS:
-        raise ScenarioError(f"{field}.format", f"expected one of {sorted(FORMATS)}, got {fmt!r}")
+    mapping(spec, field, _SPEC_KEYS, required=("format",))
+    fmt = choice(spec["format"], f"{field}.format", sorted(FORMATS))
     base = Path(base_dir)
     path = spec.get("path")
     if path is not None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from clustergym.errors import ScenarioError
+from clustergym.validation import choice
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
     load_alibaba_gpu_v2025,
@@ -82,8 +83,7 @@ def load_trace(fmt: str, path: PathLike | None = None, *, trace_dir: PathLike | 
     Raises:
         ScenarioError: unknown format or filter (naming it); TraceFormatError for malformed files.
     """
-    if fmt not in FORMATS:
-        raise ScenarioError("format", f"unknown trace format {fmt!r}; expected one of {sorted(FORMATS)}")
+    choice(fmt, "format", sorted(FORMATS))
     allowed = filter_names(fmt)
     for key in filters:
         if key not in allowed:
