@@ -29,7 +29,7 @@ import numpy as np
 
 from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 
 __all__ = ["Agent", "AgentRequirements", "register_agent", "agent_factory", "make_agent", "list_agents", "AGENTS", "MODEL_LOADERS", "register_model_loader",
            "make_env_for", "requirements_of"]
@@ -82,8 +82,8 @@ class Agent(ABC):
 
     def __init__(self, **params: Any):
         if params:
-            raise ScenarioError(f"agent.{next(iter(params))}", f"agent {self.name!r} takes no parameter "
-                                                               f"{next(iter(params))!r}")
+            raise ConfigError(f"agent.{next(iter(params))}", f"agent {self.name!r} takes no parameter "
+                                                             f"{next(iter(params))!r}")
         self.view: Any = None
         self.rng = np.random.default_rng(0)
 
@@ -180,7 +180,7 @@ def make_agent(name: str, **params: Any) -> Any:
                 module, _, attr = loader.partition(":")
                 loader = MODEL_LOADERS[suffix] = getattr(importlib.import_module(module), attr)
             return loader(name, **params)
-    raise ScenarioError("agent", f"unknown agent {name!r}; registered agents: {', '.join(sorted(AGENTS))}")
+    raise ConfigError("agent", f"unknown agent {name!r}; registered agents: {', '.join(sorted(AGENTS))}")
 
 
 def requirements_of(agent: Any, scenario: Any) -> AgentRequirements | None:
@@ -193,18 +193,18 @@ def requirements_of(agent: Any, scenario: Any) -> AgentRequirements | None:
 def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, **env_kwargs: Any) -> Any:
     """The environment for ``agent`` on ``scenario``: the scenario plus the agent's decision epochs, its
     action mode and environment arguments (:class:`AgentRequirements`), built by
-    :func:`clustergym.envs.make_env`.  Raises :class:`ScenarioError` when the agent cannot run there
+    :func:`clustergym.envs.make_env`.  Raises :class:`ConfigError` when the agent cannot run there
     (queueing mode, discrete types)."""
     from clustergym.envs import make_env
 
     req = requirements_of(agent, scenario)
     if req is not None:
         if scenario.queueing not in req.queueing:
-            raise ScenarioError("agent", f"agent {getattr(agent, 'name', agent)!r} works with queueing "
-                                         f"{list(req.queueing)}, scenario {scenario.name!r} is {scenario.queueing!r}")
+            raise ConfigError("agent", f"agent {getattr(agent, 'name', agent)!r} works with queueing "
+                                       f"{list(req.queueing)}, scenario {scenario.name!r} is {scenario.queueing!r}")
         if req.needs_types and not scenario.source.types.exact:
-            raise ScenarioError("agent", f"agent {agent.name!r} needs discrete job types; scenario "
-                                         f"{scenario.name!r} has continuous demands")
+            raise ConfigError("agent", f"agent {agent.name!r} needs discrete job types; scenario "
+                                       f"{scenario.name!r} has continuous demands")
         env_kwargs.setdefault("epochs", req.epochs)
         env_kwargs.setdefault("skip_trivial", req.skip_trivial)
         env_kwargs.setdefault("observe", req.observes)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
 
@@ -47,8 +47,8 @@ def read_metadata(model_path: Path) -> dict[str, Any]:
     for cand in (model_path.with_suffix(".json"), model_path.parent / META_NAME, model_path.parent.parent / META_NAME):
         if cand.is_file():
             return json.loads(cand.read_text())
-    raise ScenarioError("agent", f"{model_path}: no {META_NAME} beside it or in its run folder; "
-                                 "models saved by `clustergym train` have one")
+    raise ConfigError("agent", f"{model_path}: no {META_NAME} beside it or in its run folder; "
+                               "models saved by `clustergym train` have one")
 
 
 def vecnormalize_path(model_path: Path) -> Path | None:
@@ -103,10 +103,10 @@ class ModelAgent:
             self._obs_space = obs_space
             flat = flatten_space(obs_space)
             if flat.shape != self.policy.observation_space.shape or act_space != self.policy.action_space:
-                raise ScenarioError("agent", f"{self.name}: the mlp policy was trained on observations of shape "
-                                             f"{self.policy.observation_space.shape} and actions "
-                                             f"{self.policy.action_space}; this env has {flat.shape} and "
-                                             f"{act_space} (train with --policy equivariant to change sizes)")
+                raise ConfigError("agent", f"{self.name}: the mlp policy was trained on observations of shape "
+                                           f"{self.policy.observation_space.shape} and actions "
+                                           f"{self.policy.action_space}; this env has {flat.shape} and "
+                                           f"{act_space} (train with --policy equivariant to change sizes)")
             return
         key = (obs_space["free"].shape, obs_space["queue_jobs"].shape, act_space.n)
         if key not in self._policies:
@@ -148,8 +148,8 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     Sets torch to one CPU thread (``torch.set_num_threads(1)``) for per-step inference.
     """
     if params:
-        raise ScenarioError(f"agent.{next(iter(params))}", f"a trained model takes no parameter "
-                                                           f"{next(iter(params))!r}")
+        raise ConfigError(f"agent.{next(iter(params))}", f"a trained model takes no parameter "
+                                                         f"{next(iter(params))!r}")
     import torch as th
 
     # one observation at a time: one thread is fastest, and on a busy machine several threads are
@@ -157,11 +157,11 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     th.set_num_threads(1)
     p = Path(path)
     if not p.is_file():
-        raise ScenarioError("agent", f"{path}: no such model file")
+        raise ConfigError("agent", f"{path}: no such model file")
     meta = read_metadata(p)
     algos = algo_classes()
     if meta.get("algo") not in algos:
-        raise ScenarioError("agent", f"{path}: unknown algorithm {meta.get('algo')!r} in its metadata")
+        raise ConfigError("agent", f"{path}: unknown algorithm {meta.get('algo')!r} in its metadata")
     model = algos[meta["algo"]].load(str(p), device="cpu")
     obs_rms = None
     vn = vecnormalize_path(p)

@@ -42,7 +42,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, number
 
 __all__ = ["PairScorer", "EquivariantPolicy", "EquivariantMaskablePolicy", "DictPassThrough", "transfer_policy",
            "EQUIVARIANT_MODES", "MASKED_LOGIT"]
@@ -93,8 +94,8 @@ class PairScorer(nn.Module):
         self.work_conserving = bool(work_conserving)
         self.use_time = bool(use_time)
         if action_mode not in EQUIVARIANT_MODES:
-            raise ScenarioError("action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, "
-                                               f"got {action_mode!r}")
+            raise ConfigError("action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, "
+                                             f"got {action_mode!r}")
         self.action_mode = action_mode
         R = observation_space["free"].shape[1]
         J = observation_space["running"].shape[1]
@@ -187,18 +188,18 @@ class _EquivariantMixin:
                  action_mode: str = "head", hidden: int = 64, work_conserving: bool = False,
                  wait_bias: float = -2.0, use_time: bool = True, **kwargs: Any):
         if not isinstance(observation_space, spaces.Dict) or "queue_jobs" not in observation_space.spaces:
-            raise ScenarioError("policy", "the equivariant policy needs clustergym's Dict observation "
-                                          "(do not flatten it)")
+            raise ConfigError("policy", "the equivariant policy needs clustergym's Dict observation "
+                                        "(do not flatten it)")
         if not isinstance(action_space, spaces.Discrete):
-            raise ScenarioError("policy", f"the equivariant policy needs a Discrete action space, got {action_space}")
-        if work_conserving and action_mode == "admit":
-            raise ScenarioError("policy.work_conserving", "admission ('admit' mode) has no WAIT to forbid: "
-                                                          "REJECT is the choice being learned")
+            raise ConfigError("policy", f"the equivariant policy needs a Discrete action space, got {action_space}")
+        self.work_conserving = boolean(work_conserving, "policy.work_conserving", error=ConfigError)
+        self.wait_bias = number(wait_bias, "policy.wait_bias", error=ConfigError)
+        self.use_time = boolean(use_time, "policy.use_time", error=ConfigError)
+        if self.work_conserving and action_mode == "admit":
+            raise ConfigError("policy.work_conserving", "admission ('admit' mode) has no WAIT to forbid: "
+                                                        "REJECT is the choice being learned")
         self.action_mode = action_mode
         self.hidden = hidden
-        self.work_conserving = bool(work_conserving)
-        self.wait_bias = float(wait_bias)
-        self.use_time = bool(use_time)
         kwargs.setdefault("features_extractor_class", DictPassThrough)
         kwargs.setdefault("ortho_init", False)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
@@ -234,14 +235,14 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
     """The same weights in a policy built for other spaces (another number of servers or queue window).
 
     Works for the equivariant policies, whose parameters do not depend on ``L``
-    or ``K``; raises :class:`ScenarioError` for a policy whose parameter shapes do.
+    or ``K``; raises :class:`ConfigError` for a policy whose parameter shapes do.
     """
     if observation_space == policy.observation_space and action_space == policy.action_space:
         return policy
     if not isinstance(policy, _EquivariantMixin):
-        raise ScenarioError("agent", f"this model's policy ({type(policy).__name__}) has inputs sized for "
-                                     f"{policy.observation_space} and cannot run on other spaces; "
-                                     "train with --policy equivariant to transfer across cluster sizes")
+        raise ConfigError("agent", f"this model's policy ({type(policy).__name__}) has inputs sized for "
+                                   f"{policy.observation_space} and cannot run on other spaces; "
+                                   "train with --policy equivariant to transfer across cluster sizes")
     data = policy._get_constructor_parameters()
     data.update(observation_space=observation_space, action_space=action_space)
     new = type(policy)(**data)

@@ -52,7 +52,8 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 from clustergym.envs.reward import ObjectiveReward
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import choice, number
 
 __all__ = ["select_server", "GreedyAgent", "FirstFit", "BestFit", "RandomFit", "BestFitAdmit", "FirstFitAdmit"]
 
@@ -92,18 +93,8 @@ class GreedyAgent(Agent):
 
     def __init__(self, select_job: str | None = None, scan: int | None = None, **params: Any):
         super().__init__(**params)
-        self.select_job = select_job or self.default_job_rule
-        if self.select_job not in JOB_RULES:
-            raise ScenarioError("agent.select_job", f"expected one of {list(JOB_RULES)}, got {self.select_job!r}")
-        if scan is not None:
-            try:
-                ok = int(scan) == float(scan) and int(scan) >= 1
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                raise ScenarioError("agent.scan", f"expected a whole number >= 1 (queued jobs scanned), got {scan!r}")
-            scan = int(scan)
-        self.scan = scan
+        self.select_job = choice(select_job or self.default_job_rule, "agent.select_job", JOB_RULES, error=ConfigError)
+        self.scan = number(scan, "agent.scan", lo=1, integer=True, allow_none=True, error=ConfigError)
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:

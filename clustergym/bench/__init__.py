@@ -118,6 +118,8 @@ def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
 
 def _replay_child(first_n: int | None, servers: int) -> None:
     """In a child process: the replay through clustergym; prints one JSON line."""
+    import resource
+
     from clustergym.agent_api import make_agent
     from clustergym.core import accel
     from clustergym.scenarios import resolve_scenario

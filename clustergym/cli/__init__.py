@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.errors import ClusterGymError
+from clustergym.cli.values import parse_pairs, parse_value, split_prefix
+from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.validation import number
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
@@ -27,21 +28,6 @@ out = Console()
 
 def _print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(_jsonable(doc), indent=2) + "\n")
-
-
-def _parse_sets(sets: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``key=value`` pairs: scenario parameters, and ``agent.key=value`` agent parameters."""
-    scenario, agent = {}, {}
-    for item in sets:
-        if "=" not in item:
-            raise ClusterGymError(f"--set {item!r}: expected key=value")
-        key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw else ""
-        if key.startswith("agent."):
-            agent[key[len("agent."):]] = value
-        else:
-            scenario[key] = value
-    return scenario, agent
 
 
 def _fail(e: Exception) -> None:
@@ -90,7 +76,7 @@ def run_cmd(
     from clustergym.scenarios import resolve_scenario
 
     try:
-        sparams, aparams = _parse_sets(set_)
+        sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
         sc = resolve_scenario(scenario, **sparams)
         ag = make_agent(agent, **aparams)
         if not json_out:
@@ -133,24 +119,23 @@ def compare_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.runner import summarize
-    from clustergym.runner import available_workers, compatible_agents, plan, run_cells, write_results
+    from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
+                                   worker_count, write_results)
+    from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
     param, values, skipped = None, [None], {}
     try:
-        sparams, aparams = _parse_sets(set_)
+        sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
         if aparams:
-            raise ClusterGymError("compare takes scenario parameters only (agent.* is for `run`)")
-        if seeds < 1:
-            raise ClusterGymError(f"--seeds {seeds}: expected at least 1")
-        if workers is not None and workers < 1:
-            raise ClusterGymError(f"--workers {workers}: expected at least 1")
+            raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
+        number(seeds, "--seeds", lo=1, error=ConfigError)
+        workers = worker_count(workers, "--workers")
         if sweep_ is not None:
             if "=" not in sweep_:
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
             param, raw = sweep_.split("=", 1)
-            values = [yaml.safe_load(v) for v in raw.split(",") if v.strip()]
+            values = [parse_value(v) for v in raw.split(",") if v.strip()]
             if not param or not values:
                 raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
         sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
@@ -182,15 +167,14 @@ def compare_cmd(
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            runs = run_cells(cells, workers=workers or available_workers(), ray=ray_address, progress=tick)
-        summary = summarize(runs, reference=reference, by=param)
+            runs = run_cells(cells, workers=workers, ray=ray_address, progress=tick)
+        metric = headline_metric(sc.objective)
+        summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
     except ClusterGymError as e:
         _fail(e)
         return
-    metric = {"reward": "reward_rate", "weighted-system": "mean_weighted_completion"}.get(sc.objective,
-                                                                                         "mean_queue_length")
-    if sc.objective == "reward" and param is None:
-        _add_lp_bound(summary, sc)
+    if param is None:
+        add_lp_bound(summary, sc)
     if out_dir is not None:
         write_results(out_dir, runs, summary, metric=metric, param=param,
                       title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
@@ -226,21 +210,6 @@ def compare_cmd(
         err.print(f"wrote results.csv, results.parquet, summary.csv and a plot to {out_dir}")
 
 
-def _add_lp_bound(summary: Any, sc: Any) -> None:
-    """Loss systems with known rates: reward per server against the LP upper bound U* (auto-scaling paper, LP (3.2))."""
-    from clustergym.theory.autoscale import lp_bound_per_server
-
-    try:
-        bound = lp_bound_per_server(sc)
-    except ClusterGymError:
-        return  # traces (no rates) or heterogeneous servers: no per-server LP bound
-    L = sc.num_servers
-    summary["reward_per_server"] = summary["reward_rate"] / L
-    summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
-    summary["lp_bound_per_server"] = bound
-    summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
-
-
 @app.command("train")
 def train_cmd(
     scenario: str = typer.Argument(..., help="preset name or scenario file"),
@@ -269,12 +238,7 @@ def train_cmd(
     try:
         from clustergym.training.train import train
 
-        params: dict[str, Any] = {}
-        for item in set_:
-            if "=" not in item:
-                raise ClusterGymError(f"--set {item!r}: expected key=value")
-            key, raw = item.split("=", 1)
-            params[key] = yaml.safe_load(raw) if raw else ""
+        params = parse_pairs(set_)
         agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
         train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
               eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds), eval_horizon=eval_horizon,

@@ -13,26 +13,16 @@ from typing import Any, Optional
 
 import numpy as np
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
+from clustergym.cli.values import parse_pairs
 from clustergym.errors import ClusterGymError
 
 __all__ = ["trace_cmd"]
 
 _err = Console(stderr=True)
-
-
-def _parse_pairs(items: list[str], opt: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ClusterGymError(f"{opt} {item!r}: expected key=value")
-        key, raw = item.split("=", 1)
-        out[key.strip()] = yaml.safe_load(raw) if raw else ""
-    return out
 
 
 def _window(text: str) -> tuple[float | None, float | None]:
@@ -85,7 +75,7 @@ def trace_cmd(
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
                 raise ClusterGymError(f"{trace} is a preset: use --set key=value for its parameters "
                                       "(--window/--priorities/--lifecycle/--filter/--path apply to formats)")
-            params = _parse_pairs(set_, "--set")
+            params = parse_pairs(set_, "--set")
             if first_n is not None:
                 params["first_n"] = first_n
             if trace_dir is not None:
@@ -104,7 +94,7 @@ def trace_cmd(
         elif trace in FORMATS:
             if set_:
                 raise ClusterGymError(f"{trace} is a format: use --filter key=value for loader options")
-            opts = _parse_pairs(filter_, "--filter")
+            opts = parse_pairs(filter_, "--filter")
             if first_n is not None:
                 opts["first_n"] = first_n
             if window is not None:

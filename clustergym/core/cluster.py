@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Cluster", "FIT_RTOL"]
+__all__ = ["Cluster", "FIT_RTOL", "fit_limit"]
 
 FIT_RTOL = 1e-9
+
+
+def fit_limit(capacity: np.ndarray) -> np.ndarray:
+    """What a fit is checked against: ``load + demand <= fit_limit(capacity)`` in every resource, with
+    ``fit_limit(c) = c * (1 + FIT_RTOL) + 1e-12`` (float64).  Agents that check fits themselves use
+    this function, so that they agree with the kernel to the last bit."""
+    return np.asarray(capacity, dtype=np.float64) * (1.0 + FIT_RTOL) + 1e-12
 
 
 class Cluster:
@@ -35,7 +42,8 @@ class Cluster:
         self.num_servers, self.num_resources = self.capacity.shape
         self.type_demand = np.asarray(type_demand, dtype=np.float64)
         self.num_types = self.type_demand.shape[0]
-        self._limit = self.capacity * (1.0 + FIT_RTOL) + 1e-12
+        self._limit = fit_limit(self.capacity)
+        self._type_limit = fit_limit(self.type_demand)  #: what a job must stay within to fill a type's slot
         L, R, J = self.num_servers, self.num_resources, self.num_types
         self.load = np.zeros((L, R))
         self.count_real = np.zeros((L, J), dtype=np.int64)
@@ -72,7 +80,7 @@ class Cluster:
 
     def slot_usable(self, job_type: int, demand: np.ndarray) -> np.ndarray:
         """``(L,)`` bool: servers with an empty type-``job_type`` slot that holds ``demand``."""
-        if not self.any_slots or not np.all(demand <= self.type_demand[job_type] * (1 + FIT_RTOL) + 1e-12):
+        if not self.any_slots or not np.all(demand <= self._type_limit[job_type]):
             return np.zeros(self.num_servers, dtype=bool)
         return self.slots[:, job_type] > self.slots_filled[:, job_type]
 
@@ -80,7 +88,7 @@ class Cluster:
         return bool(
             self.any_slots
             and self.slots[server, job_type] > self.slots_filled[server, job_type]
-            and np.all(demand <= self.type_demand[job_type] * (1 + FIT_RTOL) + 1e-12)
+            and np.all(demand <= self._type_limit[job_type])
         )
 
     def fits(self, job_type: int, demand: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ import numpy as np
 
 from clustergym.core.metrics import summarize_jobs
 from clustergym.errors import ReleasedJobError, ScenarioError
+from clustergym.validation import choice
 
 __all__ = ["JobStatus", "JobTable", "StreamingJobStats", "JOB_MEMORY_MODES"]
 
@@ -69,8 +70,7 @@ class JobTable:
 
     def __init__(self, num_resources: int, capacity: int = 1024, memory: str = "full",
                  virtual_rows: int = 1 << 31):
-        if memory not in JOB_MEMORY_MODES:
-            raise ScenarioError("job_memory", f"expected one of {list(JOB_MEMORY_MODES)}, got {memory!r}")
+        choice(memory, "job_memory", JOB_MEMORY_MODES)
         self.num_resources = num_resources
         self.memory = memory
         self.size = 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from clustergym.errors import ScenarioError
+from clustergym.validation import choice
 
 __all__ = ["Objective", "OBJECTIVES", "objective", "objective_metric", "headline_metric"]
 
@@ -56,9 +56,7 @@ OBJECTIVES: dict[str, Objective] = {
 
 def objective(name: str) -> Objective:
     """The objective called ``name``; a :class:`ScenarioError` (field ``objective``) names the options."""
-    if name not in OBJECTIVES:
-        raise ScenarioError("objective", f"unknown objective {name!r}; expected one of {sorted(OBJECTIVES)}")
-    return OBJECTIVES[name]
+    return OBJECTIVES[choice(name, "objective", OBJECTIVES)]
 
 
 def objective_metric(name: str) -> str:

@@ -20,7 +20,7 @@ import heapq
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Iterator, Literal, get_args
 
 import numpy as np
 
@@ -29,12 +29,15 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JOB_MEMORY_MODES, JobStatus, JobTable
 from clustergym.core.metrics import QueueTrace, TimeIntegrals, trend_unstable
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
+from clustergym.validation import choice, number
 from clustergym.core.source import ArrivalChunk, ArrivalSource
 
-__all__ = ["EpochConfig", "Event", "Simulator", "Queueing", "Routing", "ImpossibleJobError"]
+__all__ = ["EpochConfig", "SLOT_EPOCHS", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
 
 Queueing = Literal["central", "local", "loss"]
 Routing = Literal["jsq", "power-of-two", "random", "agent"]
+QUEUEING_MODES: tuple[str, ...] = get_args(Queueing)
+ROUTINGS: tuple[str, ...] = get_args(Routing)
 
 _INF = math.inf
 _QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
@@ -77,14 +80,11 @@ class EpochConfig:
     tick_offset: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.tick_rate < 0 or not math.isfinite(self.tick_rate):
-            raise ScenarioError("epochs.tick_rate", f"must be a finite number >= 0, got {self.tick_rate}")
-        if self.tick_period < 0 or not math.isfinite(self.tick_period):
-            raise ScenarioError("epochs.tick_period", f"must be a finite number >= 0, got {self.tick_period}")
+        number(self.tick_rate, "epochs.tick_rate", lo=0.0)
+        number(self.tick_period, "epochs.tick_period", lo=0.0)
         if self.tick_rate > 0 and self.tick_period > 0:
             raise ScenarioError("epochs", "give tick_rate (Poisson clock) or tick_period (periodic clock), not both")
-        if self.tick_offset < 0:
-            raise ScenarioError("epochs.tick_offset", f"must be >= 0, got {self.tick_offset}")
+        number(self.tick_offset, "epochs.tick_offset", lo=0.0, allow_inf=True)
 
     def merged(self, other: "EpochConfig") -> "EpochConfig":
         """The union of two epoch configurations (an agent's needs on top of a scenario's)."""
@@ -96,6 +96,11 @@ class EpochConfig:
             tick_period=other.tick_period or self.tick_period,
             tick_offset=other.tick_offset if other.tick_period else self.tick_offset,
         )
+
+
+#: slotted time (BF-J/S §1.10): no epoch at arrivals or completions, one tick per slot (a time unit),
+#: after the slot's departures and arrivals
+SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,19 +180,12 @@ class Simulator:
         if source.num_resources != capacity.shape[1]:
             raise ScenarioError(
                 "workload", f"demands have {source.num_resources} resources but servers have {capacity.shape[1]}")
-        if queueing not in ("central", "local", "loss"):
-            raise ScenarioError("queueing", f"expected 'central', 'local' or 'loss', got {queueing!r}")
-        if routing not in ("jsq", "power-of-two", "random", "agent"):
-            raise ScenarioError("routing", f"expected 'jsq', 'power-of-two', 'random' or 'agent', got {routing!r}")
-        if impossible not in ("reject", "error"):
-            raise ScenarioError("impossible", f"expected 'reject' or 'error', got {impossible!r}")
-        if not (horizon > 0):
-            raise ScenarioError("horizon", f"must be > 0, got {horizon}")
-        if job_memory not in JOB_MEMORY_MODES:
-            raise ScenarioError("job_memory", f"expected one of {list(JOB_MEMORY_MODES)}, got {job_memory!r}")
-        self.job_memory = job_memory
-        if queue_cap is not None and queue_cap < 1:
-            raise ScenarioError("queue_cap", f"must be >= 1, got {queue_cap}")
+        choice(queueing, "queueing", QUEUEING_MODES)
+        choice(routing, "routing", ROUTINGS)
+        choice(impossible, "impossible", ("reject", "error"))
+        number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
+        self.job_memory = choice(job_memory, "job_memory", JOB_MEMORY_MODES)
+        number(queue_cap, "queue_cap", lo=1, integer=True, allow_none=True)
         self.source = source
         self.types = source.types
         self.cluster = Cluster(capacity, self.types.demand)
@@ -692,7 +690,7 @@ class Simulator:
             else:
                 if self.cluster.count_dummy[cmd.server, jtype] == 0:
                     return f"server {cmd.server} holds no dummy of type {jtype}"
-                if not np.all(jobs.demand[cmd.job] <= self.types.demand[jtype] * (1 + 1e-9) + 1e-12):
+                if not np.all(jobs.demand[cmd.job] <= self.cluster._type_limit[jtype]):
                     return f"job {cmd.job} is larger than a type-{jtype} dummy"
             return None
         if k == Cmd.DUMMY or k == Cmd.RESERVE:
@@ -796,9 +794,6 @@ class Simulator:
         self.n_migrations += 1  # end time unchanged: the job keeps its remaining service
 
     # ====================================================================== queries
-    def dummy_on(self, server: int, job_type: int) -> bool:
-        return bool(self.cluster.count_dummy[server, job_type] > 0)
-
     def local_queue_of(self, server: int, job_type: int) -> OrderedDict[int, None]:
         return self.local_queue.get((server, job_type), OrderedDict())
 

@@ -34,7 +34,8 @@ from gymnasium import spaces
 
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import choice
 
 __all__ = ["ActionMode", "HeadServerMode", "SlotServerMode", "AdmitMode", "CommandMode", "make_action_mode",
            "ACTION_MODES"]
@@ -120,8 +121,8 @@ class _OneJobMode(ActionMode):
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
         if sim.queueing != self.queueing:
-            raise ScenarioError("action_mode", f"{self.name!r} needs queueing={self.queueing!r}, "
-                                               f"the scenario has {sim.queueing!r}")
+            raise ConfigError("action_mode", f"{self.name!r} needs queueing={self.queueing!r}, "
+                                             f"the scenario has {sim.queueing!r}")
         self._space = spaces.Discrete(sim.num_servers + 1)
 
     @abstractmethod
@@ -193,7 +194,7 @@ class SlotServerMode(ActionMode):
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
         if sim.queueing != "central":
-            raise ScenarioError("action_mode", "'slot' needs a central queue (queueing='central')")
+            raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
 
     @property
@@ -366,6 +367,4 @@ def make_action_mode(name: str | None, sim: Simulator, queue_window: int) -> Act
     """The action mode ``name`` (``None``: :func:`default_action_mode` of the simulator's queueing)."""
     if name is None:
         name = default_action_mode(sim.queueing)
-    if name not in ACTION_MODES:
-        raise ScenarioError("action_mode", f"unknown action mode {name!r}; expected one of {sorted(ACTION_MODES)}")
-    return ACTION_MODES[name](sim, queue_window)
+    return ACTION_MODES[choice(name, "action_mode", ACTION_MODES, error=ConfigError)](sim, queue_window)

@@ -16,7 +16,8 @@ from clustergym.envs.observation import ObservationBuilder
 from clustergym.core.objectives import objective_metric
 from clustergym.envs.reward import RewardFn, make_reward_fn
 from clustergym.envs.viewer import render_text
-from clustergym.errors import InvalidCommandError, ScenarioError
+from clustergym.errors import ConfigError, InvalidCommandError, ScenarioError
+from clustergym.validation import choice, number
 from clustergym.scenarios.spec import Scenario
 
 __all__ = ["ClusterEnv", "AdmissionEnv"]
@@ -147,12 +148,10 @@ class ClusterEnv(gym.Env):
                 epochs = EpochConfig(**epochs)
             except TypeError as e:
                 raise ScenarioError("epochs", str(e)) from None
-        if queue_window < 1:
-            raise ScenarioError("queue_window", f"must be >= 1, got {queue_window}")
-        if invalid_action not in ("penalize", "wait", "raise"):
-            raise ScenarioError("invalid_action", f"expected 'penalize', 'wait' or 'raise', got {invalid_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ScenarioError("render_mode", f"expected one of {self.metadata['render_modes']}, got {render_mode!r}")
+        queue_window = number(queue_window, "queue_window", lo=1, integer=True, error=ConfigError)
+        choice(invalid_action, "invalid_action", ("penalize", "wait", "raise"), error=ConfigError)
+        if render_mode is not None:
+            choice(render_mode, "render_mode", self.metadata["render_modes"], error=ConfigError)
         self.sim: Simulator = self.scenario.make_simulator(epochs, validate=validate)
         self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
         self.action_mode = self.mode.name
@@ -169,7 +168,7 @@ class ClusterEnv(gym.Env):
         if reward_fn is None:
             reward_fn = make_reward_fn(self.objective, timing=reward_timing, scale=self.reward_scale)
         elif not callable(reward_fn):
-            raise ScenarioError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
+            raise ConfigError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
         self.reward_fn = reward_fn
         self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
                                               self.scenario.clairvoyant)

@@ -20,7 +20,8 @@ from typing import Any
 
 from clustergym.core.objectives import objective
 from clustergym.core.simulator import Simulator
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import choice
 
 __all__ = ["RewardFn", "ObjectiveReward", "StartReward", "make_reward_fn"]
 
@@ -69,11 +70,9 @@ class StartReward(RewardFn):
 def make_reward_fn(objective_name: str, *, timing: Any = "integral", scale: float = 1.0) -> RewardFn:
     """The reward of an objective under a ``reward_timing`` (``"integral"`` or ``"start"``)."""
     objective(objective_name)
-    if timing == "integral":
+    if choice(timing, "reward_timing", ("integral", "start"), error=ConfigError) == "integral":
         return ObjectiveReward(objective_name, scale)
-    if timing != "start":
-        raise ScenarioError("reward_timing", f"expected 'integral' or 'start', got {timing!r}")
     if objective_name != "reward":
-        raise ScenarioError("reward_timing", f"'start' pays the rewards of the 'reward' objective; the scenario "
-                                             f"has objective {objective_name!r}")
+        raise ConfigError("reward_timing", f"'start' pays the rewards of the 'reward' objective; the scenario "
+                                           f"has objective {objective_name!r}")
     return StartReward(scale)

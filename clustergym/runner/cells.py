@@ -20,7 +20,6 @@ cloudpickle, so worker processes and Ray workers know them too.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import socket
@@ -31,15 +30,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import cloudpickle
-import numpy as np
 import pandas as pd
 
+from clustergym._cache import Cache
 from clustergym.agent_api import AGENTS, list_agents, make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
+from clustergym.validation import number
 
-__all__ = ["Cell", "plan", "run_cell", "run_cells", "compare", "sweep", "available_workers", "compatible_agents",
+__all__ = ["Cell", "plan", "run_cell", "run_cells", "compare", "sweep", "available_workers", "worker_count", "compatible_agents",
            "EvaluationError", "RayError"]
 
 
@@ -124,7 +124,7 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
     if not seeds:
         raise ConfigError("seeds", "no seed to run (expected at least one)")
     if sweep is not None and not list(sweep[1]):
-        raise ScenarioError("sweep", f"no value to sweep {sweep[0]!r} over")
+        raise ConfigError("sweep", f"no value to sweep {sweep[0]!r} over")
     if isinstance(scenario, Scenario) and (params or sweep):
         raise ScenarioError("params", "parameters apply to preset names only, not to a Scenario object")
     if isinstance(scenario, str) and scenario not in PRESETS and Path(scenario).exists():
@@ -143,7 +143,8 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
     return cells
 
 
-_PRESETS_CACHE: dict[str, Scenario] = {}  # per process: a worker builds each preset instance once
+#: repr((preset, parameters)) -> scenario; 8: the presets of a sweep a worker runs cells of
+_SCENARIOS: Cache[Scenario] = Cache(8)
 
 
 def _scenario_of(cell: Cell) -> Scenario:
@@ -153,11 +154,7 @@ def _scenario_of(cell: Cell) -> Scenario:
     if cell.scenario not in PRESETS:
         return resolve_scenario(cell.scenario, **dict(cell.params))
     key = repr((cell.scenario, cell.params))
-    if key not in _PRESETS_CACHE:
-        if len(_PRESETS_CACHE) >= 8:
-            _PRESETS_CACHE.pop(next(iter(_PRESETS_CACHE)))
-        _PRESETS_CACHE[key] = resolve_scenario(cell.scenario, **dict(cell.params))
-    return _PRESETS_CACHE[key]
+    return _SCENARIOS.get(key, lambda: resolve_scenario(cell.scenario, **dict(cell.params)))
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
@@ -191,13 +188,21 @@ def available_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_cells(cells: Sequence[Cell], *, workers: int = 1, ray: str | None = None,
+def worker_count(workers: int | None, field: str = "workers") -> int:
+    """A number of worker processes: ``workers`` (an integer >= 1), or the available cores for ``None``."""
+    if workers is None:
+        return available_workers()
+    return number(workers, field, lo=1, integer=True, error=ConfigError)
+
+
+def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
               progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
     """Run every cell and return one row per cell, in cell order.
 
     Args:
         cells: the job list (see :func:`plan`).
-        workers: local worker processes; 1 runs in this process.  Ignored with ``ray``.
+        workers: local worker processes (``None``: the available cores); 1 runs in this process.
+            Ignored with ``ray``.
         ray: a Ray address (``"auto"``, ``"host:port"`` or ``"ray://host:port"``): one remote
             task per cell on that cluster.  When this process is already connected to Ray
             (``ray.is_initialized()``), that connection is used.
@@ -208,8 +213,7 @@ def run_cells(cells: Sequence[Cell], *, workers: int = 1, ray: str | None = None
         The same cells give the same frame with every executor, except ``wall_seconds``.
     """
     cells = list(cells)
-    if workers < 1:
-        raise ConfigError("workers", f"expected at least 1 worker, got {workers}")
+    workers = worker_count(workers)
     if ray is not None:
         rows = _run_ray(cells, ray, progress)
     elif workers == 1 or len(cells) <= 1:

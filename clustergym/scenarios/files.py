@@ -45,14 +45,16 @@ sets machine-dependent service rates.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
+from clustergym.core.jobs import JOB_MEMORY_MODES
+from clustergym.core.objectives import OBJECTIVES
+from clustergym.core.simulator import QUEUEING_MODES, ROUTINGS, EpochConfig
 from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.validation import boolean, choice, is_number, mapping, number, vector
 from clustergym.scenarios.registry import make_preset
 from clustergym.scenarios.spec import Scenario
 from clustergym.workloads import (
@@ -100,51 +102,9 @@ def load_scenario_file(path: str | Path) -> Scenario:
         raise ScenarioError(e.field, f"{e.problem} (in {path})") from None
 
 
-def _num(value: Any, field: str, *, lo: float | None = None, lo_open: bool = False, integer: bool = False,
-         allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if allow_inf and isinstance(value, str) and value.lower() in ("inf", "infinity"):
-            return math.inf
-        raise ScenarioError(field, f"expected a number, got {value!r}")
-    v = float(value)
-    if math.isnan(v) or (math.isinf(v) and not allow_inf):
-        raise ScenarioError(field, f"expected a finite number, got {value!r}")
-    if integer and v != int(v):
-        raise ScenarioError(field, f"expected a whole number, got {value!r}")
-    if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise ScenarioError(field, f"must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
-    return v
-
-
-def _vector(value: Any, field: str, length: int | None = None) -> np.ndarray:
-    if not isinstance(value, (list, tuple)):
-        raise ScenarioError(field, f"expected a list of numbers, got {value!r}")
-    if length is not None and len(value) != length:
-        raise ScenarioError(field, f"expected {length} numbers (one per resource), got {len(value)}")
-    return np.array([_num(v, f"{field}[{i}]", lo=0.0) for i, v in enumerate(value)])
-
-
-def _choice(value: Any, field: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise ScenarioError(field, f"expected one of {list(options)}, got {value!r}")
-    return value
-
-
-def _keys(d: Any, field: str, allowed: set[str], required: tuple[str, ...] = ()) -> Mapping[str, Any]:
-    if not isinstance(d, Mapping):
-        raise ScenarioError(field, f"expected a mapping, got {type(d).__name__}")
-    for k in d:
-        if k not in allowed:
-            raise ScenarioError(f"{field}.{k}" if field else str(k), f"unknown field; expected one of {sorted(allowed)}")
-    for k in required:
-        if k not in d:
-            raise ScenarioError(f"{field}.{k}" if field else k, "missing required field")
-    return d
-
-
 def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: str = "scenario") -> Scenario:
     """Build a scenario from the file format (see the module docstring)."""
-    d = _keys(data, "", _TOP)
+    d = mapping(data, "", _TOP)
     if "preset" in d:
         extra = set(d) - {"preset", "params", *_OVERRIDABLE}
         if extra:
@@ -159,7 +119,7 @@ def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: s
         return _apply_overrides(base, d)
     if "params" in d:
         raise ScenarioError("params", "only allowed together with 'preset'")
-    _keys(d, "", _TOP, required=("resources", "servers", "workload", "horizon"))
+    mapping(d, "", _TOP, required=("resources", "servers", "workload", "horizon"))
     resources = d["resources"]
     if not isinstance(resources, list) or not resources or not all(isinstance(r, str) for r in resources):
         raise ScenarioError("resources", f"expected a non-empty list of names, got {resources!r}")
@@ -169,7 +129,7 @@ def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: s
     capacity, speed = _servers(d["servers"], R, J)
     base = Scenario(
         name=str(d.get("name", default_name)), capacity=capacity, source=source, resources=tuple(resources),
-        horizon=_num(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True),
+        horizon=number(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True),
         speed=speed, description=str(d.get("description", "")),
     )
     return _apply_overrides(base, d)
@@ -180,36 +140,32 @@ def _apply_overrides(base: Scenario, d: Mapping[str, Any]) -> Scenario:
 
     kw: dict[str, Any] = {}
     if "horizon" in d:
-        kw["horizon"] = _num(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True)
+        kw["horizon"] = number(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True)
     if "objective" in d:
-        kw["objective"] = _choice(d["objective"], "objective", ("queue", "system", "weighted-system", "reward"))
+        kw["objective"] = choice(d["objective"], "objective", OBJECTIVES)
     if "queueing" in d:
-        kw["queueing"] = _choice(d["queueing"], "queueing", ("central", "local", "loss"))
+        kw["queueing"] = choice(d["queueing"], "queueing", QUEUEING_MODES)
     if "routing" in d:
-        kw["routing"] = _choice(d["routing"], "routing", ("jsq", "power-of-two", "random", "agent"))
+        kw["routing"] = choice(d["routing"], "routing", ROUTINGS)
     if "epochs" in d:
-        e = _keys(d["epochs"], "epochs", {"arrivals", "completions", "dummy_completions", "tick_rate",
+        e = mapping(d["epochs"], "epochs", {"arrivals", "completions", "dummy_completions", "tick_rate",
                                            "tick_period", "tick_offset"})
         args: dict[str, Any] = {}
         for k in ("arrivals", "completions", "dummy_completions"):
             if k in e:
-                if not isinstance(e[k], bool):
-                    raise ScenarioError(f"epochs.{k}", f"expected true or false, got {e[k]!r}")
-                args[k] = e[k]
+                args[k] = boolean(e[k], f"epochs.{k}")
         for k in ("tick_rate", "tick_period", "tick_offset"):
             if k in e:
-                args[k] = _num(e[k], f"epochs.{k}", lo=0.0)
+                args[k] = number(e[k], f"epochs.{k}", lo=0.0)
         kw["epochs"] = EpochConfig(**args)
     if "queue_cap" in d:
-        kw["queue_cap"] = None if d["queue_cap"] is None else int(_num(d["queue_cap"], "queue_cap", lo=1, integer=True))
+        kw["queue_cap"] = number(d["queue_cap"], "queue_cap", lo=1, integer=True, allow_none=True)
     if "impossible" in d:
-        kw["impossible"] = _choice(d["impossible"], "impossible", ("reject", "error"))
+        kw["impossible"] = choice(d["impossible"], "impossible", ("reject", "error"))
     if "clairvoyant" in d:
-        if not isinstance(d["clairvoyant"], bool):
-            raise ScenarioError("clairvoyant", f"expected true or false, got {d['clairvoyant']!r}")
-        kw["clairvoyant"] = d["clairvoyant"]
+        kw["clairvoyant"] = boolean(d["clairvoyant"], "clairvoyant")
     if "job_memory" in d:
-        kw["job_memory"] = _choice(d["job_memory"], "job_memory", ("full", "bounded"))
+        kw["job_memory"] = choice(d["job_memory"], "job_memory", JOB_MEMORY_MODES)
     return replace(base, **kw) if kw else base
 
 
@@ -219,19 +175,15 @@ def _servers(value: Any, R: int, J: int) -> tuple[np.ndarray, np.ndarray | None]
     caps, speeds, any_speed = [], [], False
     for i, g in enumerate(value):
         f = f"servers[{i}]"
-        _keys(g, f, {"count", "capacity", "speed"}, required=("capacity",))
-        count = int(_num(g.get("count", 1), f"{f}.count", lo=1, integer=True))
-        cap = _vector(g["capacity"], f"{f}.capacity", R)
+        mapping(g, f, {"count", "capacity", "speed"}, required=("capacity",))
+        count = number(g.get("count", 1), f"{f}.count", lo=1, integer=True)
+        cap = vector(g["capacity"], f"{f}.capacity", R, lo=0.0)
         if "speed" in g:
             any_speed = True
             sp = g["speed"]
-            if isinstance(sp, (int, float)) and not isinstance(sp, bool):
+            if is_number(sp):
                 sp = [sp] * J
-            s = _vector(sp, f"{f}.speed", None)
-            if len(s) != J:
-                raise ScenarioError(f"{f}.speed", f"expected {J} numbers (one per job type), got {len(s)}")
-            if np.any(s <= 0):
-                raise ScenarioError(f"{f}.speed", "speeds must be > 0")
+            s = vector(sp, f"{f}.speed", J, lo=0.0, lo_open=True, what="(one per job type)")
         else:
             s = np.ones(J)
         caps.append(np.tile(cap, (count, 1)))
@@ -240,16 +192,16 @@ def _servers(value: Any, R: int, J: int) -> tuple[np.ndarray, np.ndarray | None]
 
 
 def _workload(value: Any, R: int, base_dir: Path):
-    w = _keys(value, "workload", {"kind", "types", "rate", "demand", "service", "rate_per_slot", "slot",
+    w = mapping(value, "workload", {"kind", "types", "rate", "demand", "service", "rate_per_slot", "slot",
                                   "file", "columns", "time_scale", "weight", "reward_rate",
                                   "format", "path", "trace_dir", "filters", "transforms", "type"}, required=("kind",))
-    kind = _choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay", "trace"))
+    kind = choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay", "trace"))
     if kind == "trace":
         from clustergym.scenarios.trace_spec import trace_workload_from_spec
 
         source: Any = trace_workload_from_spec(w, "workload", R, base_dir)
         if "time_scale" in w:
-            source = TimeScaled(source, _num(w["time_scale"], "workload.time_scale", lo=0.0, lo_open=True))
+            source = TimeScaled(source, number(w["time_scale"], "workload.time_scale", lo=0.0, lo_open=True))
         return source
     if kind == "poisson-typed":
         types = w.get("types")
@@ -258,13 +210,13 @@ def _workload(value: Any, R: int, base_dir: Path):
         rates, demands, services, weights, rewards, names = [], [], [], [], [], []
         for j, t in enumerate(types):
             f = f"workload.types[{j}]"
-            _keys(t, f, {"name", "rate", "demand", "service", "weight", "reward_rate"},
+            mapping(t, f, {"name", "rate", "demand", "service", "weight", "reward_rate"},
                   required=("rate", "demand", "service"))
-            rates.append(_num(t["rate"], f"{f}.rate", lo=0.0))
-            demands.append(_vector(t["demand"], f"{f}.demand", R))
+            rates.append(number(t["rate"], f"{f}.rate", lo=0.0))
+            demands.append(vector(t["demand"], f"{f}.demand", R, lo=0.0))
             services.append(service_from_spec(t["service"], f"{f}.service"))
-            weights.append(_num(t.get("weight", 1.0), f"{f}.weight", lo=0.0))
-            rewards.append(_num(t.get("reward_rate", 1.0), f"{f}.reward_rate", lo=0.0))
+            weights.append(number(t.get("weight", 1.0), f"{f}.weight", lo=0.0))
+            rewards.append(number(t.get("reward_rate", 1.0), f"{f}.reward_rate", lo=0.0))
             names.append(str(t.get("name", f"type{j}")))
         source = PoissonTypedSource(rates, np.array(demands), services, weights=weights,
                                          reward_rates=rewards, names=names)
@@ -273,15 +225,15 @@ def _workload(value: Any, R: int, base_dir: Path):
         for k in (rate_key, "demand", "service"):
             if k not in w:
                 raise ScenarioError(f"workload.{k}", f"missing required field for kind {kind!r}")
-        rate = _num(w[rate_key], f"workload.{rate_key}", lo=0.0)
+        rate = number(w[rate_key], f"workload.{rate_key}", lo=0.0)
         demand = demand_from_spec(w["demand"], "workload.demand", R)
         service = service_from_spec(w["service"], "workload.service")
-        weight = _num(w.get("weight", 1.0), "workload.weight", lo=0.0)
-        reward = _num(w.get("reward_rate", 1.0), "workload.reward_rate", lo=0.0)
+        weight = number(w.get("weight", 1.0), "workload.weight", lo=0.0)
+        reward = number(w.get("reward_rate", 1.0), "workload.reward_rate", lo=0.0)
         if kind == "poisson":
             source = PoissonSource(rate, demand, service, weight=weight, reward_rate=reward)
         else:
-            slot = _num(w.get("slot", 1.0), "workload.slot", lo=0.0, lo_open=True)
+            slot = number(w.get("slot", 1.0), "workload.slot", lo=0.0, lo_open=True)
             try:
                 source = SlottedSource(rate, demand, service, slot=slot, weight=weight, reward_rate=reward)
             except ScenarioError as e:
@@ -289,7 +241,7 @@ def _workload(value: Any, R: int, base_dir: Path):
     else:
         source = _replay(w, R, base_dir)
     if "time_scale" in w:
-        source = TimeScaled(source, _num(w["time_scale"], "workload.time_scale", lo=0.0, lo_open=True))
+        source = TimeScaled(source, number(w["time_scale"], "workload.time_scale", lo=0.0, lo_open=True))
     return source
 
 
@@ -298,7 +250,7 @@ def _replay(w: Mapping[str, Any], R: int, base_dir: Path):
 
     if "file" not in w:
         raise ScenarioError("workload.file", "missing required field for kind 'replay'")
-    cols = _keys(w.get("columns", {}), "workload.columns", {"arrival", "duration", "demand", "type", "weight",
+    cols = mapping(w.get("columns", {}), "workload.columns", {"arrival", "duration", "demand", "type", "weight",
                                                              "reward_rate"})
     path = Path(w["file"])
     if not path.is_absolute():

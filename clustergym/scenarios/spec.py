@@ -8,15 +8,17 @@ files build them from YAML or JSON (:mod:`clustergym.scenarios.files`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from clustergym.core.cluster import fit_limit
+from clustergym.core.jobs import JOB_MEMORY_MODES
 from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.objectives import objective
 from clustergym.errors import ScenarioError
+from clustergym.validation import choice, number
 from clustergym.core.source import ArrivalSource
 
 __all__ = ["Scenario"]
@@ -74,14 +76,12 @@ class Scenario:
             raise ScenarioError("cluster.resources",
                                 f"{len(self.resources)} names for {cap.shape[1]} resources")
         objective(self.objective)  # a ScenarioError naming the options
-        if self.job_memory not in ("full", "bounded"):
-            raise ScenarioError("job_memory", f"expected 'full' or 'bounded', got {self.job_memory!r}")
-        if not (self.horizon > 0):
-            raise ScenarioError("horizon", f"must be > 0, got {self.horizon}")
+        choice(self.job_memory, "job_memory", JOB_MEMORY_MODES)
+        number(self.horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
         # every job type must fit at least one empty server (the RMS paper's assumption, §II)
         types = self.source.types
         if types.exact:
-            limit = cap * (1 + 1e-9) + 1e-12
+            limit = fit_limit(cap)
             for j, d in enumerate(types.demand):
                 if not np.any(np.all(d <= limit, axis=1)):
                     raise ScenarioError(
@@ -104,9 +104,7 @@ class Scenario:
         """The same scenario with another horizon (``None`` keeps it)."""
         if horizon is None:
             return self
-        if not (horizon > 0) or math.isnan(horizon):
-            raise ScenarioError("horizon", f"must be > 0, got {horizon}")
-        return replace(self, horizon=float(horizon))
+        return replace(self, horizon=number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True))
 
     def make_simulator(self, epochs: EpochConfig | None = None, *, validate: bool = False,
                        rate_window: float | None = None) -> Simulator:

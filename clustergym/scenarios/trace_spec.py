@@ -5,37 +5,15 @@ See :func:`trace_workload_from_spec` and the "Scenario files" section of ``docs/
 
 from __future__ import annotations
 
-import inspect
-import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.traces import transforms as T
-from clustergym.traces.alibaba import (
-    load_alibaba_gpu_v2023,
-    load_alibaba_gpu_v2023_nodes,
-    load_alibaba_gpu_v2025,
-    load_alibaba_v2017,
-    load_cloudsimpy_jobs,
-)
-from clustergym.traces.azure import load_azure_v1
-from clustergym.traces.google import (
-    GoogleTaskEvents,
-    google_tasks,
-    load_google_machines,
-    machine_configurations,
-    read_task_events,
-    task_event_files,
-)
-from clustergym.traces.paths import trace_path
-from clustergym.traces.table import TraceTable
+from clustergym.validation import choice, mapping
 from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
@@ -68,16 +46,8 @@ def trace_workload_from_spec(spec: Mapping[str, Any], field: str, num_resources:
         ScenarioError: whose field is ``<field>.<key>...``; a malformed trace file is reported
             under ``<field>.path`` with the file, line and field in the message.
     """
-    if not isinstance(spec, Mapping):
-        raise ScenarioError(field, f"expected a mapping, got {type(spec).__name__}")
-    for k in spec:
-        if k not in _SPEC_KEYS:
-            raise ScenarioError(f"{field}.{k}", f"unknown field; expected one of {sorted(_SPEC_KEYS)}")
-    fmt = spec.get("format")
-    if fmt is None:
-        raise ScenarioError(f"{field}.format", "missing required field for kind 'trace'")
-    if fmt not in FORMATS:
-        raise ScenarioError(f"{field}.format", f"expected one of {sorted(FORMATS)}, got {fmt!r}")
+    mapping(spec, field, _SPEC_KEYS, required=("format",))
+    fmt = choice(spec["format"], f"{field}.format", sorted(FORMATS))
     base = Path(base_dir)
     path = spec.get("path")
     if path is not None:

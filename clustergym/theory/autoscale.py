@@ -46,6 +46,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from clustergym.theory.capacity import enumerate_configurations
+from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
 
 __all__ = [
@@ -576,7 +577,8 @@ def _identical_capacity(capacity: np.ndarray) -> np.ndarray:
     return cap[0]
 
 
-_SPACE_CACHE: dict[Any, ConfigSpace] = {}
+#: (type demands, server capacity, rewards) -> configuration space; 32: the instances of a sweep
+_SPACES: Cache[ConfigSpace] = Cache(32)
 
 
 def space_of(scenario: Any, rewards: Sequence[Any] | None = None) -> ConfigSpace:
@@ -588,12 +590,7 @@ def space_of(scenario: Any, rewards: Sequence[Any] | None = None) -> ConfigSpace
     demand = np.asarray(src.types.demand, dtype=np.float64)
     u = type_rewards(src) if rewards is None else np.asarray(rewards, dtype=np.float64)
     key = (demand.tobytes(), demand.shape, cap.tobytes(), tuple(as_fraction(v) for v in u))
-    sp = _SPACE_CACHE.get(key)
-    if sp is None:
-        if len(_SPACE_CACHE) > 32:
-            _SPACE_CACHE.clear()
-        sp = _SPACE_CACHE[key] = ConfigSpace.additive(demand, cap, list(u))
-    return sp
+    return _SPACES.get(key, lambda: ConfigSpace.additive(demand, cap, list(u)))
 
 
 def instance_of(scenario: Any) -> Instance:
@@ -613,17 +610,14 @@ def instance_of(scenario: Any) -> Instance:
     return Instance(sp, rho, sp.rewards, L)
 
 
-_BOUNDS: dict[Any, tuple[ConfigSpace, float, Fraction]] = {}
+#: (configuration space, rho) -> (space, U*, U^(g)); the space in the value keeps its id from being reused;
+#: 256: the loads of several sweeps
+_BOUNDS: Cache[tuple[ConfigSpace, float, Fraction]] = Cache(256)
 
 
 def _bounds(inst: Instance) -> tuple[float, Fraction]:
-    key = (id(inst.space), inst.rho)
-    hit = _BOUNDS.get(key)
-    if hit is None or hit[0] is not inst.space:
-        if len(_BOUNDS) > 256:
-            _BOUNDS.clear()
-        hit = _BOUNDS[key] = (inst.space, lp_upper_bound(inst.rho, inst.space).value,
-                              global_greedy(inst.rho, inst.space).value)
+    hit = _BOUNDS.get((id(inst.space), inst.rho), lambda: (inst.space, lp_upper_bound(inst.rho, inst.space).value,
+                                                           global_greedy(inst.rho, inst.space).value))
     return hit[1], hit[2]
 
 

@@ -30,8 +30,8 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from clustergym.core.cluster import FIT_RTOL
-from clustergym.errors import ScenarioError
+from clustergym._cache import Cache
+from clustergym.errors import ConfigError
 
 __all__ = [
     "LotesInputs",
@@ -43,7 +43,6 @@ __all__ = [
     "allocation_lp",
     "assignment_lp",
     "cached_plan",
-    "fits_limit",
     "knapsack_bin",
     "lotes_inputs",
     "machine_configurations",
@@ -57,11 +56,6 @@ __all__ = [
 
 #: absolute fit tolerance of the offline stages (capacities such as 0.06 hold a 0.06 job exactly)
 BIN_TOL = 1e-9
-
-
-def fits_limit(capacity: np.ndarray) -> np.ndarray:
-    """The kernel's fit limit (``capacity * (1 + FIT_RTOL) + 1e-12``): agents check fits exactly as the kernel."""
-    return np.asarray(capacity, dtype=float) * (1.0 + FIT_RTOL) + 1e-12
 
 
 # ====================================================================================== Stage 1
@@ -725,8 +719,8 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
     if alpha is None:
         rates = scenario.source.arrival_rates()
         if rates is None:
-            raise ScenarioError("agent", "LoTES needs class probabilities: the scenario's source has no arrival "
-                                         "rates and its params have no 'classes' table")
+            raise ConfigError("agent", "LoTES needs class probabilities: the scenario's source has no arrival "
+                                       "rates and its params have no 'classes' table")
         rates = np.asarray(rates, dtype=float)
         alpha = rates / rates.sum()
     mean_work = np.asarray(types.mean_work, dtype=float)
@@ -734,19 +728,15 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
     return LotesInputs(cap, n, conf_of, alpha, r, mu)
 
 
-_PLANS: dict[tuple, LotesPlan] = {}
+#: (the inputs rounded to 12 significant digits, bins, method, rounding) -> plan; 8: the instances of a sweep
+_PLANS: Cache[LotesPlan] = Cache(8)
 
 
 def cached_plan(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = "highs-ds",
                 rounding: str = "paper") -> LotesPlan:
     """:func:`solve_lotes`, cached per process on the inputs (rounded to 12 significant digits)."""
     key = (inputs.key(), bins, method, rounding)
-    plan = _PLANS.get(key)
-    if plan is None:
-        if len(_PLANS) >= 8:
-            _PLANS.pop(next(iter(_PLANS)))
-        plan = _PLANS[key] = solve_lotes(inputs, bins=bins, method=method, rounding=rounding)
-    return plan
+    return _PLANS.get(key, lambda: solve_lotes(inputs, bins=bins, method=method, rounding=rounding))
 
 
 def plan_for(scenario: Any, *, bins: str = "exhaustive", method: str = "highs-ds", rounding: str = "paper") -> LotesPlan:

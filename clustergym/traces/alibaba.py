@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.validation import choice
 from clustergym.traces._csv import Col, check_exists, open_text, read_table
 from clustergym.traces.paths import trace_path
 from clustergym.traces.table import Filtering, FilterReport, TraceTable
@@ -64,11 +65,10 @@ Invalid = Literal["error", "drop"]
 # ---------------------------------------------------------------------------------------------- shared steps
 
 def _check_invalid(invalid: str) -> None:
-    if invalid not in ("error", "drop"):
-        raise ScenarioError("invalid", f"expected 'error' or 'drop', got {invalid!r}")
+    choice(invalid, "invalid", ("error", "drop"))
 
 
-def _durations(filt: Filtering, rep: FilterReport, path: Path, line: np.ndarray, field: str, invalid: str,
+def _durations(filt: Filtering, path: Path, line: np.ndarray, field: str, invalid: str,
                min_duration: float | None) -> None:
     """Negative durations: error (naming the line) or drop; zero: drop, or raise to ``min_duration``."""
     d = filt.df["duration"].to_numpy(dtype=np.float64)
@@ -81,15 +81,7 @@ def _durations(filt: Filtering, rep: FilterReport, path: Path, line: np.ndarray,
                                    f"{d[k]:g} s (the end precedes the start)" + (f" (and {more} more lines)" if more else "")
                                    + "; pass invalid='drop' to drop and count such rows")
         filt.keep(~neg, "negative duration (end before start)")
-        d = filt.df["duration"].to_numpy(dtype=np.float64)
-    if min_duration is None:
-        filt.keep(d > 0, "zero duration")
-    else:
-        md = float(min_duration)
-        if not md > 0:
-            raise ScenarioError("min_duration", f"must be > 0, got {min_duration!r}")
-        rep.modify(f"duration raised to min_duration={md:g} s", int((d < md).sum()))
-        filt.df = filt.df.assign(duration=np.maximum(d, md))
+    filt.min_duration(min_duration)
 
 
 def _window_first(filt: Filtering, window: tuple[float | None, float | None] | None, first_n: int | None,
@@ -189,7 +181,7 @@ def load_alibaba_v2017(trace_dir: PathLike | None = None, *, path: PathLike | No
     filt.keep((d["cpu"].notna() & d["memory"].notna()).to_numpy(), "no CPU/memory plan")
     if not include_pre_window:
         filt.keep((filt.df["create_time"] > 0).to_numpy(), "created at or before 0 (before the window)")
-    _durations(filt, rep, p, line, "task_end_time", invalid, min_duration)
+    _durations(filt, p, line, "task_end_time", invalid, min_duration)
     _window_first(filt, window, first_n, "create_time")
     return _finish(filt, rep, "create_time", "alibaba-v2017", ("cpu", "memory"),
                    {"cpu": "cores", "memory": "normalized (machine = 1)", "create_time": "s (trace)"},
@@ -256,7 +248,7 @@ def load_cloudsimpy_jobs(trace_dir: PathLike | None = None, *, path: PathLike | 
     rep.counts["instances"] = int(raw["instances"].sum())
     df = raw.assign(disk=raw["disk"].fillna(0.0))
     filt = Filtering(df, rep)
-    _durations(filt, rep, p, line, "duration", invalid, min_duration)
+    _durations(filt, p, line, "duration", invalid, min_duration)
     _window_first(filt, window, first_n, "submit_time")
     t = _finish(filt, rep, "submit_time", "cloudsimpy", ("cpu", "memory", "disk"),
                 {"cpu": "cores", "memory": "normalized (machine = 1)", "disk": "normalized", "submit_time": "s (trace)"},
@@ -295,8 +287,7 @@ def load_alibaba_gpu_v2023(trace_dir: PathLike | None = None, *, path: PathLike 
         columns ``arrival, duration, cpu, memory, gpu, num_gpu, gpu_milli, qos, phase, creation_time``.
     """
     _check_invalid(invalid)
-    if duration_from not in ("scheduled", "creation"):
-        raise ScenarioError("duration_from", f"expected 'scheduled' or 'creation', got {duration_from!r}")
+    choice(duration_from, "duration_from", ("scheduled", "creation"))
     bad = [s for s in phases if s not in _V2023_PHASES]
     if bad or isinstance(phases, str):
         raise ScenarioError("phases", f"expected a list of {list(_V2023_PHASES)}, got {phases!r}")
@@ -353,7 +344,7 @@ def load_alibaba_gpu_v2023(trace_dir: PathLike | None = None, *, path: PathLike 
                    int(early.sum()))
         newdur = np.where(early, d["deletion_time"].to_numpy() - cb, d["duration"].to_numpy())
         filt.df = d.assign(creation_time=np.where(early, cb, d["creation_time"].to_numpy()), duration=newdur)
-    _durations(filt, rep, p, line, "deletion_time", invalid, min_duration)
+    _durations(filt, p, line, "deletion_time", invalid, min_duration)
     _window_first(filt, window, first_n, "creation_time")
     filt.df = filt.df.drop(columns=["deletion_time"])
     return _finish(filt, rep, "creation_time", "alibaba-gpu-v2023", ("cpu", "memory", "gpu"),
@@ -415,12 +406,9 @@ def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike 
         censored, creation_time``.
     """
     _check_invalid(invalid)
-    if left_censored not in ("drop", "at_start"):
-        raise ScenarioError("left_censored", f"expected 'drop' or 'at_start', got {left_censored!r}")
-    if right_censored not in ("truncate", "drop"):
-        raise ScenarioError("right_censored", f"expected 'truncate' or 'drop', got {right_censored!r}")
-    if duration_from not in ("scheduled", "creation"):
-        raise ScenarioError("duration_from", f"expected 'scheduled' or 'creation', got {duration_from!r}")
+    choice(left_censored, "left_censored", ("drop", "at_start"))
+    choice(right_censored, "right_censored", ("truncate", "drop"))
+    choice(duration_from, "duration_from", ("scheduled", "creation"))
     p = Path(path) if path is not None else trace_path("alibaba-gpu-v2025", "disaggregated_DLRM_trace.csv.gz",
                                                        trace_dir=trace_dir, alternatives=("disaggregated_DLRM_trace.csv",))
     cols = [Col("role", "role", "str"), Col("app", "app_name", "str", required=False),
@@ -471,7 +459,7 @@ def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike 
         filt.keep(~filt.df["_rc"].to_numpy(), "no deletion time (alive at the end: right-censored)")
     else:
         rep.modify(f"no deletion time: duration truncated at {t_end:g} s (right-censored)", int(filt.df["_rc"].sum()))
-    _durations(filt, rep, p, line, "deletion_time", invalid, min_duration)
+    _durations(filt, p, line, "deletion_time", invalid, min_duration)
     _window_first(filt, window, first_n, "creation_time")
     filt.df = filt.df.drop(columns=["_lc", "_rc"])
     return _finish(filt, rep, "creation_time", "alibaba-gpu-v2025", ("cpu", "gpu", "rdma", "memory", "disk"),

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.validation import choice
 from clustergym.traces._csv import check_exists, open_text
 from clustergym.traces.paths import TraceNotFoundError, trace_path
 from clustergym.traces.table import Filtering, FilterReport, TraceTable
@@ -116,8 +117,7 @@ def read_interval_map(path: PathLike) -> np.ndarray:
 def bin_durations(bins: np.ndarray, point: Literal["mid", "lower", "upper"] = "mid",
                   intervals: np.ndarray = BIN_INTERVALS) -> np.ndarray:
     """A representative duration (s) for each duration bin; bin 0 ("< 300 s") -> 150 s."""
-    if point not in ("mid", "lower", "upper"):
-        raise ScenarioError("duration_point", f"expected 'mid', 'lower' or 'upper', got {point!r}")
+    choice(point, "duration_point", ("mid", "lower", "upper"))
     lo, hi = intervals[:, 0], intervals[:, 1]
     rep = {"mid": (lo + hi) / 2, "lower": lo, "upper": hi}[point].copy()
     rep[(lo == 0) & (hi == 0)] = RESOLUTION / 2
@@ -180,12 +180,9 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
         columns ``arrival, duration, vcpu, memory, flavor, batch, batch_size, censored, duration_bin,
         time`` (trace seconds of the line).
     """
-    if split not in SPLITS:
-        raise ScenarioError("split", f"expected one of {list(SPLITS)}, got {split!r}")
-    if censored not in ("truncate", "drop"):
-        raise ScenarioError("censored", f"expected 'truncate' or 'drop', got {censored!r}")
-    if arrival not in ("bin_end", "spread"):
-        raise ScenarioError("arrival", f"expected 'bin_end' or 'spread', got {arrival!r}")
+    choice(split, "split", SPLITS)
+    choice(censored, "censored", ("truncate", "drop"))
+    choice(arrival, "arrival", ("bin_end", "spread"))
     d: Path | None = None
     if flavors_path is None or (durations and durations_path is None):
         d = trace_path("azure", ".", trace_dir=trace_dir)

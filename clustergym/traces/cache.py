@@ -2,44 +2,26 @@
 
 Building a trace preset twice, or a sweep over its parameters, reads the trace files once: a parsed
 table is kept under a key made of the files' paths, sizes and modification times (:func:`file_stamp`)
-and the loader's options (:func:`freeze`).  At most ``CACHE_MAX`` tables are kept (oldest out
+and the loader's options (:func:`freeze`).  At most 16 tables are kept (least recently used out
 first), and one set of Google task events (about 110 MB for the 2.6 M-row slice);
 :func:`clear_cache` empties both.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.traces import transforms as T
-from clustergym.traces.alibaba import (
-    load_alibaba_gpu_v2023,
-    load_alibaba_gpu_v2023_nodes,
-    load_alibaba_gpu_v2025,
-    load_alibaba_v2017,
-    load_cloudsimpy_jobs,
-)
-from clustergym.traces.azure import load_azure_v1
+from clustergym._cache import Cache
 from clustergym.traces.google import (
     GoogleTaskEvents,
     google_tasks,
-    load_google_machines,
-    machine_configurations,
     read_task_events,
     task_event_files,
 )
-from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
-from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
 
@@ -47,14 +29,15 @@ __all__ = ["cached", "clear_cache", "file_stamp", "freeze", "google_events", "go
 
 # ---------------------------------------------------------------------------------------------- caching
 
-_CACHE: dict[Any, Any] = {}
-_EVENTS: dict[Any, GoogleTaskEvents] = {}
-_CACHE_MAX = 16
+#: (loader name, file stamps, frozen options) -> parsed table; 16: a sweep over a preset's parameters
+_TABLES: Cache[Any] = Cache(16)
+#: file stamps -> Google task events; 1: about 110 MB each
+_EVENTS: Cache[GoogleTaskEvents] = Cache(1)
 
 
 def clear_cache() -> None:
     """Forget every cached trace table and the cached Google task events."""
-    _CACHE.clear()
+    _TABLES.clear()
     _EVENTS.clear()
 
 
@@ -80,13 +63,8 @@ def freeze(x: Any) -> Any:
 
 
 def cached(key: Any, build: Callable[[], Any]) -> Any:
-    if key in _CACHE:
-        return _CACHE[key]
-    val = build()
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = val
-    return val
+    """The parsed table under ``key`` (file stamps and options), built by ``build()`` on a miss."""
+    return _TABLES.get(key, build)
 
 
 def google_events(trace_dir: PathLike | None, task_events: Any = None) -> GoogleTaskEvents:
@@ -94,11 +72,7 @@ def google_events(trace_dir: PathLike | None, task_events: Any = None) -> Google
     if files is None:
         ev = read_task_events(task_events)
         return ev
-    key = file_stamp(files)
-    if key not in _EVENTS:
-        _EVENTS.clear()  # keep one event set (about 110 MB for the 2.6 M-row slice)
-        _EVENTS[key] = read_task_events(files)
-    return _EVENTS[key]
+    return _EVENTS.get(file_stamp(files), lambda: read_task_events(files))
 
 
 def google_table(trace_dir: PathLike | None, **opts: Any) -> TraceTable:

@@ -7,37 +7,23 @@ the format's filters; :func:`load_trace` loads any of them by name, checking the
 from __future__ import annotations
 
 import inspect
-import math
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.traces import transforms as T
+from clustergym.errors import ScenarioError
+from clustergym.validation import choice
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
-    load_alibaba_gpu_v2023_nodes,
     load_alibaba_gpu_v2025,
     load_alibaba_v2017,
     load_cloudsimpy_jobs,
 )
 from clustergym.traces.azure import load_azure_v1
 from clustergym.traces.google import (
-    GoogleTaskEvents,
     google_tasks,
-    load_google_machines,
-    machine_configurations,
-    read_task_events,
-    task_event_files,
 )
-from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
-from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
 from clustergym.traces.cache import google_events
@@ -97,8 +83,7 @@ def load_trace(fmt: str, path: PathLike | None = None, *, trace_dir: PathLike | 
     Raises:
         ScenarioError: unknown format or filter (naming it); TraceFormatError for malformed files.
     """
-    if fmt not in FORMATS:
-        raise ScenarioError("format", f"unknown trace format {fmt!r}; expected one of {sorted(FORMATS)}")
+    choice(fmt, "format", sorted(FORMATS))
     allowed = filter_names(fmt)
     for key in filters:
         if key not in allowed:

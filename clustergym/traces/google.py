@@ -51,7 +51,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.errors import TraceFormatError
+from clustergym.validation import choice
 from clustergym.traces import transforms as T
 from clustergym.traces._csv import Col, read_table
 from clustergym.traces.paths import TraceNotFoundError, trace_path
@@ -225,10 +226,8 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
         a :class:`TraceTable` with columns ``arrival, duration, cpu, memory, disk, priority,
         scheduling_class, job_id, task_index, submit_time`` (+ ``censored`` for attempts).
     """
-    if lifecycle not in LIFECYCLES:
-        raise ScenarioError("lifecycle", f"expected one of {list(LIFECYCLES)}, got {lifecycle!r}")
-    if missing_requests not in ("drop", "zero"):
-        raise ScenarioError("missing_requests", f"expected 'drop' or 'zero', got {missing_requests!r}")
+    choice(lifecycle, "lifecycle", LIFECYCLES)
+    choice(missing_requests, "missing_requests", ("drop", "zero"))
     band = T.priority_band(priorities)
     pre = (lifecycle == "attempts") if include_pre_window is None else bool(include_pre_window)
     _validate_events(events)
@@ -392,7 +391,7 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
     else:
         rep.modify("missing CPU/memory/disk request read as 0", int(miss.sum()))
         filt.df = filt.df.fillna({"cpu": 0.0, "memory": 0.0, "disk": 0.0})
-    _finish_durations(filt, rep, min_duration)
+    filt.min_duration(min_duration)
     filt.window_first("arrival", window, first_n)
     jobs = filt.df.sort_values("arrival", kind="stable")
     filt.df = jobs
@@ -405,19 +404,6 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
                       units={"arrival": "s", "duration": "s", "cpu": "normalized (largest machine = 1)",
                              "memory": "normalized (largest machine = 1)", "disk": "normalized (largest machine = 1)"},
                       report=rep, format="google", origin=origin)
-
-
-def _finish_durations(filt: Filtering, rep: FilterReport, min_duration: float | None) -> None:
-    d = filt.df["duration"].to_numpy()
-    if min_duration is None:
-        filt.keep(d > 0, "zero duration")
-    else:
-        md = float(min_duration)
-        if not md > 0:
-            raise ScenarioError("min_duration", f"must be > 0, got {min_duration!r}")
-        low = d < md
-        rep.modify(f"duration raised to min_duration={md:g} s", int(low.sum()))
-        filt.df = filt.df.assign(duration=np.maximum(d, md))
 
 
 def load_google(trace_dir: str | os.PathLike[str] | None = None, *,
@@ -524,8 +510,7 @@ def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
     cnt = np.bincount(m["event"].to_numpy(), minlength=3)
     rep.counts["events"] = {"ADD": int(cnt[0]), "REMOVE": int(cnt[1]), "UPDATE": int(cnt[2])}
     rep.counts["machines_ever"] = int(m["machine"].nunique())
-    if capacity not in ("last", "first"):
-        raise ScenarioError("capacity", f"expected 'last' or 'first', got {capacity!r}")
+    choice(capacity, "capacity", ("last", "first"))
     m = m.assign(row=np.arange(len(m)))
     if at is None:
         known = m[m["event"] != 1].dropna(subset=["cpu", "memory"])

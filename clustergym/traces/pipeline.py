@@ -7,38 +7,17 @@ pipeline also returns the hints (type column, type demands, names) that the repl
 
 from __future__ import annotations
 
-import inspect
-import math
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.errors import ScenarioError
+from clustergym.validation import number
 from clustergym.traces import transforms as T
-from clustergym.traces.alibaba import (
-    load_alibaba_gpu_v2023,
-    load_alibaba_gpu_v2023_nodes,
-    load_alibaba_gpu_v2025,
-    load_alibaba_v2017,
-    load_cloudsimpy_jobs,
-)
-from clustergym.traces.azure import load_azure_v1
-from clustergym.traces.google import (
-    GoogleTaskEvents,
-    google_tasks,
-    load_google_machines,
-    machine_configurations,
-    read_task_events,
-    task_event_files,
-)
-from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
-from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
 
@@ -114,11 +93,7 @@ def _num_arg(args: Mapping[str, Any], key: str, f: str, default: Any = None, *, 
     v = args.get(key, default)
     if v is None:
         raise ScenarioError(f"{f}.{key}", "missing required argument")
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ScenarioError(f"{f}.{key}", f"expected a number, got {v!r}")
-    if positive and not v > 0:
-        raise ScenarioError(f"{f}.{key}", f"must be > 0, got {v!r}")
-    return v
+    return number(v, f"{f}.{key}", lo=0.0 if positive else None, lo_open=True)
 
 
 def _cols_arg(args: Mapping[str, Any], f: str, default: list[str]) -> list[str]:
@@ -212,16 +187,13 @@ def _t_scale_arrivals(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable
 def _t_window(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     lo, hi = a.get("start"), a.get("end")
     for key, v in (("start", lo), ("end", hi)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise ScenarioError(f"{f}.{key}", f"expected a number, got {v!r}")
+        number(v, f"{f}.{key}", allow_none=True)
     df, n = T.window(t.jobs, lo, hi)
     return t.replace(df, step=f"window [{lo}, {hi}) s on arrival", dropped={f"outside the window [{lo}, {hi}) s": n})
 
 
 def _t_first_n(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
-    n = a.get("n")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ScenarioError(f"{f}", f"expected a whole number >= 1, got {n!r}")
+    n = number(a.get("n"), f, lo=1, integer=True)
     df, d = T.first_n(t.jobs, n)
     return t.replace(df, step=f"the first {n} arrivals", dropped={f"after the first {n} arrivals": d})
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.errors import ScenarioError
+from clustergym.validation import positive
 from clustergym.traces.table import TraceTable
 
 __all__ = ["TraceData", "trace_data", "summarize", "plot_summary", "QUANTILES"]
@@ -111,9 +112,7 @@ def summarize(data: TraceData, *, bin_width: float | None = None, max_bins: int 
         return out
     first, last = float(a.min()), float(a.max())
     length = last - first
-    w = float(bin_width) if bin_width is not None else _nice_width(max(length, 1.0), max_bins)
-    if not w > 0:
-        raise ScenarioError("bin_width", f"must be > 0, got {bin_width!r}")
+    w = positive(bin_width, "bin_width") if bin_width is not None else _nice_width(max(length, 1.0), max_bins)
     nb = max(1, int(math.floor(length / w)) + 1)
     counts = np.bincount(np.minimum(((a - first) // w).astype(np.int64), nb - 1), minlength=nb)
     out["span"] = {"first_s": first, "last_s": last, "length_s": length, "length_h": length / 3600.0}

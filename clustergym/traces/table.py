@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import TraceFormatError
+from clustergym.validation import number, positive
 from clustergym.workloads.replay import ReplaySource
 
 __all__ = ["FilterReport", "TraceTable"]
@@ -107,8 +108,6 @@ class Filtering:
     def window_first(self, column: str, window: tuple[float | None, float | None] | None,
                      first_n: int | None, unit: str = "s") -> None:
         """Keep arrivals in ``[lo, hi)`` of ``column``, then the first ``first_n`` by ``column``."""
-        from clustergym.errors import ScenarioError
-
         if window is not None:
             lo, hi = window
             a = self.df[column].to_numpy(dtype=np.float64)
@@ -119,13 +118,21 @@ class Filtering:
                 m &= a < float(hi)
             self.keep(m, f"outside the window [{lo}, {hi}) {unit}")
         if first_n is not None:
-            n = int(first_n)
-            if n < 1:
-                raise ScenarioError("first_n", f"must be >= 1, got {first_n}")
+            n = number(first_n, "first_n", lo=1, integer=True)
             a = self.df[column].to_numpy(dtype=np.float64)
             m = np.zeros(a.size, bool)
             m[np.argsort(a, kind="stable")[:n]] = True
             self.keep(m, f"after the first {n} arrivals")
+
+    def min_duration(self, min_duration: float | None) -> None:
+        """Zero durations: dropped; with ``min_duration``, every shorter duration raised to it (counted)."""
+        d = self.df["duration"].to_numpy(dtype=np.float64)
+        if min_duration is None:
+            self.keep(d > 0, "zero duration")
+        else:
+            md = positive(min_duration, "min_duration")
+            self.report.modify(f"duration raised to min_duration={md:g} s", int((d < md).sum()))
+            self.df = self.df.assign(duration=np.maximum(d, md))
 
     def done(self) -> pd.DataFrame:
         self.df = self.df.reset_index(drop=True)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError
+from clustergym.validation import number, positive
 
 __all__ = [
     "pow_half_exponent", "pow_half_names", "round_up_pow_half", "rms_type", "pow_half_type_demand", "max_demand", "clamp_min",
@@ -46,8 +47,7 @@ def pow_half_exponent(x: Any, p_max: int = 9) -> np.ndarray:
     Raises:
         ScenarioError: a value > 1 (it cannot be rounded to a size <= 1) or < 0.
     """
-    if int(p_max) != p_max or p_max < 0:
-        raise ScenarioError("p_max", f"expected a whole number >= 0, got {p_max!r}")
+    p_max = number(p_max, "p_max", lo=0, integer=True)
     a = np.asarray(x, dtype=np.float64)
     if np.any(a > 1.0) or np.any(a < 0):
         bad = a[(a > 1.0) | (a < 0)].ravel()[0]
@@ -289,9 +289,7 @@ def scale_arrivals(arrival: Any, traffic_scaling: float = 1.0) -> np.ndarray:
 
     Traffic scaling 1.25 means 25% more arrivals per unit time.
     """
-    s = float(traffic_scaling)
-    if not np.isfinite(s) or s <= 0:
-        raise ScenarioError("traffic_scaling", f"must be a finite number > 0, got {traffic_scaling!r}")
+    s = positive(traffic_scaling, "traffic_scaling")
     return np.asarray(arrival, dtype=np.float64) / s
 
 
@@ -311,9 +309,7 @@ def first_n(df: pd.DataFrame, n: int | None, *, column: str = "arrival") -> tupl
     """The first ``n`` rows by ``column`` (stable: ties keep table order) and the number dropped."""
     if n is None:
         return df, 0
-    n = int(n)
-    if n < 1:
-        raise ScenarioError("first_n", f"must be >= 1, got {n}")
+    n = number(n, "first_n", lo=1, integer=True)
     if len(df) <= n:
         return df, 0
     order = np.argsort(df[column].to_numpy(), kind="stable")[:n]

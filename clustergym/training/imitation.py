@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 
 __all__ = ["Demonstrations", "collect_demonstrations", "return_scale", "clone"]
 
@@ -59,7 +59,7 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Dem
     ``seed + 1``, ...
 
     Raises:
-        ScenarioError: the teacher cannot run on the scenario, or issues a command the action
+        ConfigError: the teacher cannot run on the scenario, or issues a command the action
             mode cannot express (e.g. a dummy job, or a job outside the queue window).
     """
     from clustergym.agent_api import make_agent
@@ -68,8 +68,8 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Dem
     agent = make_agent(teacher)
     req = agent.requirements_for(base.scenario)
     if base.scenario.queueing not in req.queueing:
-        raise ScenarioError("warm_start", f"teacher {teacher!r} works with queueing {list(req.queueing)}, "
-                                          f"the scenario is {base.scenario.queueing!r}")
+        raise ConfigError("warm_start", f"teacher {teacher!r} works with queueing {list(req.queueing)}, "
+                                        f"the scenario is {base.scenario.queueing!r}")
     keys = list(base.observation_space.spaces)
     obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     actions, rewards, ends = [], [], []
@@ -80,8 +80,8 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Dem
         command = agent.act(obs)
         action = base.mode.encode(command)
         if action is None:
-            raise ScenarioError("warm_start", f"teacher {teacher!r} issued {command}, which the "
-                                              f"{base.action_mode!r} action mode cannot express")
+            raise ConfigError("warm_start", f"teacher {teacher!r} issued {command}, which the "
+                                            f"{base.action_mode!r} action mode cannot express")
         for k in keys:
             obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
         obs, reward, terminated, truncated, _ = env.step(action)

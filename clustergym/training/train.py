@@ -24,17 +24,18 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
 from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, vecnormalize_path
-from clustergym.errors import ScenarioError
+from clustergym.envs.actions import default_action_mode
+from clustergym.errors import ConfigError
+from clustergym.runner import worker_count
+from clustergym.validation import choice, mapping, number
 
 __all__ = ["train", "make_train_env", "split_params", "POLICIES"]
 
@@ -80,20 +81,15 @@ def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: d
     return env
 
 
-def _check_args(algo: str, policy: str, action_mode: str, n_envs: int, timesteps: int) -> None:
-    if algo not in ALGOS:
-        raise ScenarioError("algo", f"unknown algorithm {algo!r}; expected one of {list(ALGOS)}")
-    if policy not in POLICIES:
-        raise ScenarioError("policy", f"unknown policy {policy!r}; expected one of {list(POLICIES)}")
+def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> None:
+    choice(algo, "algo", ALGOS, error=ConfigError)
+    choice(policy, "policy", POLICIES, error=ConfigError)
     if action_mode == "command":
-        raise ScenarioError("action_mode", "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
-                                           f"agents; train {algo} with action_mode head, slot or admit")
+        raise ConfigError("action_mode", "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
+                                         f"agents; train {algo} with action_mode head, slot or admit")
     if algo == "dqn" and policy != "mlp":
-        raise ScenarioError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
-    if n_envs < 1:
-        raise ScenarioError("envs", f"must be >= 1, got {n_envs}")
-    if timesteps < 1:
-        raise ScenarioError("timesteps", f"must be >= 1, got {timesteps}")
+        raise ConfigError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
+    number(timesteps, "timesteps", lo=1, integer=True, error=ConfigError)
 
 
 def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
@@ -205,23 +201,20 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
     algo_kwargs = {**(algo_kwargs or {}), **more_algo}
     sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
-    env_kwargs.setdefault("action_mode", "admit" if sc.queueing == "loss" else "head")
+    env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
-    n_envs = n_envs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    _check_args(algo, policy, env_kwargs["action_mode"], n_envs, timesteps)
-    unknown = sorted(set(policy_params) - {"work_conserving", "wait_bias", "use_time"})
-    if unknown:
-        raise ScenarioError(f"policy.{unknown[0]}", "the equivariant policy takes policy.work_conserving, "
-                                                    "policy.wait_bias and policy.use_time")
+    n_envs = worker_count(n_envs, "envs")
+    _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
+    mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time"), error=ConfigError)
     if policy_params and policy != "equivariant":
-        raise ScenarioError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
+        raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
     if warm_start and (policy != "equivariant" or algo == "dqn"):
-        raise ScenarioError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
-                                          "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
+        raise ConfigError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
+                                        "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
     if warm_start and resume:
-        raise ScenarioError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
-    if warm_start and warm_start_steps < 1:
-        raise ScenarioError("warm_start_steps", f"must be >= 1, got {warm_start_steps}")
+        raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
+    if warm_start:
+        number(warm_start_steps, "warm_start_steps", lo=1, integer=True, error=ConfigError)
     if Path(scenario).suffix in (".yaml", ".yml", ".json"):
         scenario = str(Path(scenario).resolve())
     if eval_horizon is None:
@@ -257,7 +250,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     Algo = algo_classes()[algo]
     if resume:
         if not Path(resume).is_file():
-            raise ScenarioError("resume", f"{resume}: no such checkpoint")
+            raise ConfigError("resume", f"{resume}: no such checkpoint")
         model = Algo.load(str(resume), env=venv, device="cpu", tensorboard_log=str(out / "tb"))
     else:
         policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)

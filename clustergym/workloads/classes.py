@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from clustergym.errors import ScenarioError
+from clustergym.validation import matrix, number, vector
 from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.workloads.distributions import (
     PROB_SUM_TOL,
@@ -36,11 +37,7 @@ from clustergym.workloads.distributions import (
     ServiceDist,
     TruncatedNormalDemand,
     cdf_for,
-    check_int,
-    check_matrix,
-    check_scalar,
     check_services,
-    check_vector,
     sample_index,
 )
 
@@ -84,21 +81,21 @@ class PoissonClassSource:
         names: Sequence[str] | None = None,
         chunk_size: int = 4096,
     ):
-        self.rate = check_scalar(rate, "rate", lo=0.0)
-        self.alpha = check_vector(alpha, "alpha", lo=0.0, what="(one per class)")
+        self.rate = number(rate, "rate", lo=0.0)
+        self.alpha = vector(alpha, "alpha", lo=0.0, what="(one per class)")
         K = int(self.alpha.shape[0])
         s = float(self.alpha.sum())
         if abs(s - 1.0) > PROB_SUM_TOL:
             raise ScenarioError("alpha", f"class probabilities must sum to 1, got {s:.12g}")
         self.alpha = self.alpha / s
-        self.profile = check_matrix(profile, "profile", lo=0.0)
+        self.profile = matrix(profile, "profile", lo=0.0)
         if self.profile.shape[0] != K:
             raise ScenarioError("profile", f"expected {K} rows (one per class, as alpha), got {self.profile.shape[0]}")
         R = self.num_resources = int(self.profile.shape[1])
         self.services, self._shared = check_services(service, K, "class")
         if demand_laws is None:
-            cv = check_scalar(cv, "cv", lo=0.0)
-            high = check_scalar(high, "high", lo=0.0, lo_open=True)
+            cv = number(cv, "cv", lo=0.0)
+            high = number(high, "high", lo=0.0, lo_open=True)
             bad = np.argwhere(self.profile > high)
             if bad.size:
                 k, r = (int(v) for v in bad[0])
@@ -115,7 +112,7 @@ class PoissonClassSource:
                     raise ScenarioError(f"demand_laws[{k}]", f"has {law.num_resources} resources, profile has {R}")
             self.demand_laws = tuple(demand_laws)
         self.cv = float(cv)
-        self.chunk_size = check_int(chunk_size, "chunk_size", lo=1)
+        self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         if names is None:
             names = tuple(f"class{k + 1}" for k in range(K))
         elif len(names) != K:

@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import truncnorm
 
+from clustergym import validation
 from clustergym.errors import ScenarioError
+from clustergym.validation import describe, is_number, matrix, number, vector
 
 __all__ = [
     "check_services",
@@ -58,135 +60,8 @@ __all__ = [
 PROB_SUM_TOL = 1e-6
 
 
-# --------------------------------------------------------------------------
-# Validation helpers (shared with the sources of this package)
-# --------------------------------------------------------------------------
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
-def _describe(x: Any) -> str:
-    if isinstance(x, str):
-        hint = ""
-        try:
-            float(x)
-            hint = " (numbers must not be quoted; note that YAML reads 1e-3 as a string: write 1.0e-3)"
-        except ValueError:
-            pass
-        return f"the string {x!r}{hint}"
-    return f"{x!r} ({type(x).__name__})"
-
-
-def _bound_problem(v: float, lo: float | None, lo_open: bool, hi: float | None, hi_open: bool) -> str | None:
-    if not math.isfinite(v):
-        return f"must be finite, got {v}"
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        return f"must be {'>' if lo_open else '>='} {lo:g}, got {v:g}"
-    if hi is not None and (v >= hi if hi_open else v > hi):
-        return f"must be {'<' if hi_open else '<='} {hi:g}, got {v:g}"
-    return None
-
-
-def check_scalar(
-    x: Any,
-    field: str,
-    *,
-    lo: float | None = None,
-    lo_open: bool = False,
-    hi: float | None = None,
-    hi_open: bool = False,
-) -> float:
-    """Return ``x`` as a float, or raise ScenarioError(field, ...) if it is not a finite number in range."""
-    if isinstance(x, np.ndarray) and x.shape == ():
-        x = x.item()
-    if not _is_number(x):
-        raise ScenarioError(field, f"expected a number, got {_describe(x)}")
-    v = float(x)
-    problem = _bound_problem(v, lo, lo_open, hi, hi_open)
-    if problem:
-        raise ScenarioError(field, problem)
-    return v
-
-
-def check_int(x: Any, field: str, *, lo: int | None = None) -> int:
-    """Return ``x`` as an int, or raise ScenarioError if it is not an integer >= ``lo``."""
-    if isinstance(x, np.ndarray) and x.shape == ():
-        x = x.item()
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        if _is_number(x) and float(x).is_integer():
-            x = int(x)
-        else:
-            raise ScenarioError(field, f"expected an integer, got {_describe(x)}")
-    v = int(x)
-    if lo is not None and v < lo:
-        raise ScenarioError(field, f"must be >= {lo}, got {v}")
-    return v
-
-
-def check_vector(
-    x: Any,
-    field: str,
-    length: int | None = None,
-    *,
-    lo: float | None = None,
-    lo_open: bool = False,
-    hi: float | None = None,
-    what: str = "(one per resource)",
-) -> np.ndarray:
-    """Return ``x`` as a ``(length,)`` float64 array; errors name ``field[i]``.
-
-    A bare number is accepted only when ``length == 1``.
-    """
-    if _is_number(x) or (isinstance(x, np.ndarray) and x.ndim == 0):
-        if length == 1:
-            return np.array([check_scalar(x, f"{field}[0]", lo=lo, lo_open=lo_open, hi=hi)], dtype=np.float64)
-        count = f"{length} " if length is not None else ""
-        raise ScenarioError(field, f"expected a list of {count}numbers {what}, got a single number")
-    if isinstance(x, np.ndarray):
-        if x.ndim != 1:
-            raise ScenarioError(field, f"expected a 1-D list of numbers, got an array of shape {x.shape}")
-        if x.dtype.kind not in "iuf":
-            raise ScenarioError(field, f"expected numbers, got an array of dtype {x.dtype}")
-        items: Sequence[Any] = x.tolist()
-    elif isinstance(x, (list, tuple)):
-        items = x
-    else:
-        raise ScenarioError(field, f"expected a list of numbers {what}, got {_describe(x)}")
-    if length is not None and len(items) != length:
-        raise ScenarioError(field, f"expected {length} numbers {what}, got {len(items)}")
-    if length is None and len(items) == 0:
-        raise ScenarioError(field, "expected a non-empty list of numbers")
-    out = np.empty(len(items), dtype=np.float64)
-    for i, item in enumerate(items):
-        out[i] = check_scalar(item, f"{field}[{i}]", lo=lo, lo_open=lo_open, hi=hi)
-    return out
-
-
-def check_matrix(x: Any, field: str, cols: int | None = None, *, lo: float | None = None) -> np.ndarray:
-    """Return ``x`` as an ``(m, cols)`` float64 array, ``m >= 1``; errors name ``field[i][r]``."""
-    if isinstance(x, np.ndarray):
-        if x.ndim != 2:
-            raise ScenarioError(field, f"expected a 2-D table (one row per value), got an array of shape {x.shape}")
-        rows: Sequence[Any] = list(x)
-    elif isinstance(x, (list, tuple)):
-        rows = x
-    else:
-        raise ScenarioError(field, f"expected a list of rows, got {_describe(x)}")
-    if len(rows) == 0:
-        raise ScenarioError(field, "expected at least one row")
-    width = cols
-    out = []
-    for i, row in enumerate(rows):
-        if width is None:
-            width = len(row) if isinstance(row, (list, tuple, np.ndarray)) else 1
-        out.append(check_vector(row, f"{field}[{i}]", width, lo=lo))
-    return np.stack(out)
-
-
 def _check_probs(probs: Any, field: str, m: int) -> np.ndarray:
-    p = check_vector(probs, field, m, lo=0.0, what="(one per value)")
+    p = vector(probs, field, m, lo=0.0, what="(one per value)")
     s = float(p.sum())
     if abs(s - 1.0) > PROB_SUM_TOL:
         raise ScenarioError(field, f"probabilities must sum to 1, got {s:.12g}")
@@ -261,7 +136,7 @@ class Exponential(ServiceDist):
     name = "exponential"
 
     def __init__(self, mean: float):
-        self._mean = check_scalar(mean, "mean", lo=0.0, lo_open=True)
+        self._mean = number(mean, "mean", lo=0.0, lo_open=True)
 
     @property
     def mean(self) -> float:
@@ -284,7 +159,7 @@ class Deterministic(ServiceDist):
     name = "deterministic"
 
     def __init__(self, value: float):
-        self.value = check_scalar(value, "value", lo=0.0, lo_open=True)
+        self.value = number(value, "value", lo=0.0, lo_open=True)
         self.integer_valued = self.value.is_integer()
 
     @property
@@ -312,8 +187,8 @@ class LogNormal(ServiceDist):
     name = "lognormal"
 
     def __init__(self, mean: float, sigma: float):
-        self._mean = check_scalar(mean, "mean", lo=0.0, lo_open=True)
-        self.sigma = check_scalar(sigma, "sigma", lo=0.0)
+        self._mean = number(mean, "mean", lo=0.0, lo_open=True)
+        self.sigma = number(sigma, "sigma", lo=0.0)
         self.mu = math.log(self._mean) - 0.5 * self.sigma**2
 
     @property
@@ -337,7 +212,7 @@ class Empirical(ServiceDist):
     name = "empirical"
 
     def __init__(self, values: Sequence[float] | np.ndarray):
-        self.values = check_vector(values, "values", lo=0.0, lo_open=True, what="")
+        self.values = vector(values, "values", lo=0.0, lo_open=True, what="")
         self.values.setflags(write=False)
         self.integer_valued = bool(np.all(np.floor(self.values) == self.values))
 
@@ -366,7 +241,7 @@ class Geometric(ServiceDist):
     integer_valued = True
 
     def __init__(self, p: float):
-        self.p = check_scalar(p, "p", lo=0.0, lo_open=True, hi=1.0)
+        self.p = number(p, "p", lo=0.0, lo_open=True, hi=1.0)
 
     @property
     def mean(self) -> float:
@@ -479,7 +354,7 @@ class FixedDemand(DemandDist):
     discrete = True
 
     def __init__(self, vector: Sequence[float] | np.ndarray):
-        self.vector = check_vector(vector, "vector", lo=0.0, what="(one per resource)")
+        self.vector = validation.vector(vector, "vector", lo=0.0, what="(one per resource)")
         self.vector.setflags(write=False)
         self.num_resources = int(self.vector.shape[0])
 
@@ -500,9 +375,9 @@ class UniformDemand(DemandDist):
     name = "uniform"
 
     def __init__(self, low: Sequence[float] | np.ndarray, high: Sequence[float] | np.ndarray):
-        self.low = check_vector(low, "low", lo=0.0)
+        self.low = vector(low, "low", lo=0.0)
         self.num_resources = int(self.low.shape[0])
-        self.high = check_vector(high, "high", self.num_resources, lo=0.0)
+        self.high = vector(high, "high", self.num_resources, lo=0.0)
         bad = np.flatnonzero(self.high < self.low)
         if bad.size:
             r = int(bad[0])
@@ -531,7 +406,7 @@ class DiscreteDemand(DemandDist):
     discrete = True
 
     def __init__(self, values: Sequence[Sequence[float]] | np.ndarray, probs: Sequence[float] | np.ndarray | None = None):
-        self.values = check_matrix(values, "values", lo=0.0)
+        self.values = matrix(values, "values", lo=0.0)
         self.values.setflags(write=False)
         m, self.num_resources = (int(s) for s in self.values.shape)
         self.probs = np.full(m, 1.0 / m) if probs is None else _check_probs(probs, "probs", m)
@@ -590,9 +465,9 @@ class TruncatedNormalDemand(DemandDist):
         low: float | Sequence[float] | np.ndarray = 0.0,
         high: float | Sequence[float] | np.ndarray = 1.0,
     ):
-        self.loc = check_vector(mean, "mean", lo=0.0)
+        self.loc = vector(mean, "mean", lo=0.0)
         R = self.num_resources = int(self.loc.shape[0])
-        self.cv = check_scalar(cv, "cv", lo=0.0)
+        self.cv = number(cv, "cv", lo=0.0)
         self.low = self._bound(low, "low", R)
         self.high = self._bound(high, "high", R)
         for r in range(R):
@@ -611,10 +486,10 @@ class TruncatedNormalDemand(DemandDist):
 
     @staticmethod
     def _bound(x: Any, field: str, R: int) -> np.ndarray:
-        if _is_number(x):
-            v = check_scalar(x, field, lo=0.0)
+        if is_number(x):
+            v = number(x, field, lo=0.0)
             return np.full(R, v)
-        return check_vector(x, field, R, lo=0.0)
+        return vector(x, field, R, lo=0.0)
 
     @property
     def mean(self) -> np.ndarray:
@@ -655,7 +530,7 @@ class IndependentDemand(DemandDist):
                 if c.num_resources != 1:
                     raise ScenarioError(f"components[{r}]", f"expected a 1-D distribution, got one over {c.num_resources} resources")
             elif not isinstance(c, ServiceDist):
-                raise ScenarioError(f"components[{r}]", f"expected a distribution, got {_describe(c)}")
+                raise ScenarioError(f"components[{r}]", f"expected a distribution, got {describe(c)}")
         self.components: tuple[ServiceDist | DemandDist, ...] = tuple(components)
         self.num_resources = len(self.components)
 
@@ -701,7 +576,7 @@ DEMAND_DISTS: dict[str, tuple[type[DemandDist], tuple[str, ...], tuple[str, ...]
 
 def _dist_name(spec: Any, field: str, table: Mapping[str, Any], extra: Sequence[str] = ()) -> str:
     if not isinstance(spec, Mapping):
-        raise ScenarioError(field, f"expected a mapping with a 'dist' key, got {_describe(spec)}")
+        raise ScenarioError(field, f"expected a mapping with a 'dist' key, got {describe(spec)}")
     if "dist" not in spec:
         raise ScenarioError(f"{field}.dist", f"missing; expected one of {', '.join(list(table) + list(extra))}")
     name = spec["dist"]
@@ -746,7 +621,7 @@ def service_from_spec(spec: Mapping[str, Any], field: str) -> ServiceDist:
         if ("p" in spec) == ("mean" in spec):
             raise ScenarioError(f"{field}.p", "give exactly one of p or mean for 'geometric'")
         if "mean" in spec:
-            mean = check_scalar(spec["mean"], f"{field}.mean", lo=1.0)
+            mean = number(spec["mean"], f"{field}.mean", lo=1.0)
             return Geometric(1.0 / mean)
     kwargs = {k: spec[k] for k in (*required, *optional) if k in spec}
     try:
@@ -776,27 +651,27 @@ def demand_from_spec(spec: Mapping[str, Any], field: str, num_resources: int) ->
     _check_keys(spec, field, name, required, optional)
     kwargs: dict[str, Any] = {}
     if cls is FixedDemand:
-        kwargs["vector"] = check_vector(spec["vector"], f"{field}.vector", R, lo=0.0)
+        kwargs["vector"] = vector(spec["vector"], f"{field}.vector", R, lo=0.0)
     elif cls is UniformDemand:
-        kwargs["low"] = check_vector(spec["low"], f"{field}.low", R, lo=0.0)
-        kwargs["high"] = check_vector(spec["high"], f"{field}.high", R, lo=0.0)
+        kwargs["low"] = vector(spec["low"], f"{field}.low", R, lo=0.0)
+        kwargs["high"] = vector(spec["high"], f"{field}.high", R, lo=0.0)
     elif cls is DiscreteDemand:
         values = spec["values"]
-        if R == 1 and isinstance(values, (list, tuple)) and values and all(_is_number(v) for v in values):
+        if R == 1 and isinstance(values, (list, tuple)) and values and all(is_number(v) for v in values):
             values = [[v] for v in values]
-        kwargs["values"] = check_matrix(values, f"{field}.values", R, lo=0.0)
+        kwargs["values"] = matrix(values, f"{field}.values", R, lo=0.0)
         if "probs" in spec:
             kwargs["probs"] = spec["probs"]
     elif cls is TruncatedNormalDemand:
-        kwargs["mean"] = check_vector(spec["mean"], f"{field}.mean", R, lo=0.0)
+        kwargs["mean"] = vector(spec["mean"], f"{field}.mean", R, lo=0.0)
         for key in ("cv", "low", "high"):
             if key in spec:
                 v = spec[key]
-                kwargs[key] = v if _is_number(v) or key == "cv" else check_vector(v, f"{field}.{key}", R, lo=0.0)
+                kwargs[key] = v if is_number(v) or key == "cv" else vector(v, f"{field}.{key}", R, lo=0.0)
     elif cls is IndependentDemand:
         comps = spec["components"]
         if not isinstance(comps, (list, tuple)):
-            raise ScenarioError(f"{field}.components", f"expected a list (one 1-D distribution per resource), got {_describe(comps)}")
+            raise ScenarioError(f"{field}.components", f"expected a list (one 1-D distribution per resource), got {describe(comps)}")
         if len(comps) != R:
             raise ScenarioError(f"{field}.components", f"expected {R} distributions (one per resource), got {len(comps)}")
         parsed: list[ServiceDist | DemandDist] = []

@@ -24,16 +24,13 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from clustergym.errors import ScenarioError
+from clustergym.validation import matrix, number, vector
 from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.workloads.distributions import (
     DemandDist,
     ServiceDist,
     cdf_for,
-    check_int,
-    check_matrix,
-    check_scalar,
     check_services,
-    check_vector,
     sample_index,
 )
 
@@ -102,18 +99,18 @@ class PoissonTypedSource:
         names: Sequence[str] | None = None,
         chunk_size: int = 4096,
     ):
-        self.rates = check_vector(rates, "rates", lo=0.0, what="(one per type)")
+        self.rates = vector(rates, "rates", lo=0.0, what="(one per type)")
         J = int(self.rates.shape[0])
-        self.type_demand = check_matrix(type_demand, "type_demand", lo=0.0)
+        self.type_demand = matrix(type_demand, "type_demand", lo=0.0)
         if self.type_demand.shape[0] != J:
             raise ScenarioError("type_demand", f"expected {J} rows (one per type, as rates), got {self.type_demand.shape[0]}")
         self.num_resources = int(self.type_demand.shape[1])
         self.services, self._shared = check_services(service, J, "type")
-        self.weights = np.ones(J) if weights is None else check_vector(weights, "weights", J, lo=0.0, what="(one per type)")
+        self.weights = np.ones(J) if weights is None else vector(weights, "weights", J, lo=0.0, what="(one per type)")
         self.reward_rates = (
-            np.ones(J) if reward_rates is None else check_vector(reward_rates, "reward_rates", J, lo=0.0, what="(one per type)")
+            np.ones(J) if reward_rates is None else vector(reward_rates, "reward_rates", J, lo=0.0, what="(one per type)")
         )
-        self.chunk_size = check_int(chunk_size, "chunk_size", lo=1)
+        self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         self.total_rate = float(self.rates.sum())
         self.types = TypeInfo(
             demand=self.type_demand.copy(),
@@ -194,7 +191,7 @@ class PoissonSource:
         reward_rate: float = 1.0,
         chunk_size: int = 4096,
     ):
-        self.rate = check_scalar(rate, "rate", lo=0.0)
+        self.rate = number(rate, "rate", lo=0.0)
         if not isinstance(demand, DemandDist):
             raise ScenarioError("demand", f"expected a DemandDist, got {demand!r}")
         if not isinstance(service, ServiceDist):
@@ -202,9 +199,9 @@ class PoissonSource:
         self.demand = demand
         self.service = service
         self.num_resources = demand.num_resources
-        self.weight = check_scalar(weight, "weight", lo=0.0)
-        self.reward_rate = check_scalar(reward_rate, "reward_rate", lo=0.0)
-        self.chunk_size = check_int(chunk_size, "chunk_size", lo=1)
+        self.weight = number(weight, "weight", lo=0.0)
+        self.reward_rate = number(reward_rate, "reward_rate", lo=0.0)
+        self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         self.types = demand_type_info(demand, service.mean)
 
     def chunks(self, rng: np.random.Generator) -> Iterator[ArrivalChunk]:

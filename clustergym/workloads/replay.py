@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.validation import matrix, number
 from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
-from clustergym.workloads.distributions import check_int, check_matrix, check_scalar
 from clustergym.workloads.poisson import check_job_type
 
 __all__ = ["ReplaySource", "TimeScaled"]
@@ -85,7 +85,7 @@ class ReplaySource:
         chunk_size: int = 4096,
     ):
         self.source = str(source)
-        self.chunk_size = check_int(chunk_size, "chunk_size", lo=1)
+        self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         cols = dict(columns or {})
 
         def col(key: str) -> str:
@@ -120,7 +120,7 @@ class ReplaySource:
         td: np.ndarray | None = None
         if type_demand is not None:
             try:
-                td = check_matrix(type_demand, "type_demand", lo=0.0)
+                td = matrix(type_demand, "type_demand", lo=0.0)
             except ScenarioError as err:
                 raise TraceFormatError(f"{self.source}: {err}") from None
             if td.shape[1] != R:
@@ -353,7 +353,7 @@ class TimeScaled:
 
     def __init__(self, source: ArrivalSource, factor: float):
         self.source = source
-        self.factor = check_scalar(factor, "factor", lo=0.0, lo_open=True)
+        self.factor = number(factor, "factor", lo=0.0, lo_open=True)
 
     @property
     def num_resources(self) -> int:  # type: ignore[override]

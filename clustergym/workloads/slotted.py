@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.errors import ScenarioError
+from clustergym.validation import number
 from clustergym.core.source import TypeInfo
-from clustergym.workloads.distributions import DemandDist, ServiceDist, check_scalar
+from clustergym.workloads.distributions import DemandDist, ServiceDist
 from clustergym.workloads.poisson import PoissonSource, demand_type_info
 
 __all__ = ["SlottedSource"]
@@ -73,7 +74,7 @@ class SlottedSource(PoissonSource):
                 f"a slotted workload needs a whole number of slots per job (geometric, or deterministic/"
                 f"empirical with whole numbers), got {service!r}",
             )
-        self.slot = check_scalar(slot, "slot", lo=0.0, lo_open=True)
+        self.slot = number(slot, "slot", lo=0.0, lo_open=True)
         self._work_unit = self.slot
         self.types: TypeInfo = demand_type_info(demand, service.mean * self.slot)
 

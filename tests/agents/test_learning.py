@@ -25,7 +25,7 @@ from clustergym.agents.policies import MASKED_LOGIT, EquivariantMaskablePolicy, 
 from clustergym.training.train import train
 from clustergym.cli import app
 from clustergym.envs import make_env
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.runner import compare, run_episode
 from clustergym.scenarios import resolve_scenario
 
@@ -126,7 +126,7 @@ def test_work_conserving_policy_masks_wait_only_while_a_job_can_start():
         if term or trunc:
             break
     assert seen[True] and seen[False]
-    with pytest.raises(ScenarioError, match="policy.work_conserving"):
+    with pytest.raises(ConfigError, match="policy.work_conserving"):
         _policy(_env("admit"), "admit").__class__(_env("admit").observation_space, _env("admit").action_space,
                                                   lambda _: 3e-4, action_mode="admit", work_conserving=True)
 
@@ -237,7 +237,7 @@ def test_mlp_policy_refuses_other_cluster_sizes_with_a_clear_error(tmp_path):
     agent = load_model_agent(str(path))
     r = run_episode(resolve_scenario("bf-trap", num_servers=4), agent, seed=0, horizon=3.0)  # the trained size
     assert r["arrivals"] > 0
-    with pytest.raises(ScenarioError, match="mlp policy was trained on observations of shape"):
+    with pytest.raises(ConfigError, match="mlp policy was trained on observations of shape"):
         run_episode(resolve_scenario("bf-trap", num_servers=5), agent, seed=0, horizon=3.0)
 
 
@@ -270,10 +270,10 @@ def test_train_cli_smoke_with_two_envs_and_resume(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--algo", "sac"], "unknown algorithm 'sac'"),
+    (["--algo", "sac"], "got 'sac'"),
     (["--algo", "dqn", "--policy", "equivariant"], "dqn trains the mlp policy only"),
     (["--algo", "dqn", "--policy", "mlp", "--set", "action_mode=command"], "'command' mode"),
-    (["--algo", "ppo", "--policy", "gnn"], "unknown policy 'gnn'"),
+    (["--algo", "ppo", "--policy", "gnn"], "got 'gnn'"),
     (["--algo", "ppo", "--set", "nope=1"], "nope"),
     (["--algo", "ppo", "--set", "policy.depth=3"], "policy.depth"),
     (["--algo", "ppo", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint"),
@@ -286,7 +286,7 @@ def test_train_cli_bad_input_exits_2_naming_the_problem(tmp_path, args, message)
 
 
 def test_missing_model_file_is_a_clear_error():
-    with pytest.raises(ScenarioError, match="no such model file"):
+    with pytest.raises(ConfigError, match="no such model file"):
         make_agent("/nonexistent/model.zip")
     res = runner.invoke(app, ["run", "ec2", "--agent", "/nonexistent/model.zip"])
     assert res.exit_code == 2 and "no such model file" in res.stderr

@@ -2,7 +2,7 @@
 
 From the top: ``cli`` -> ``reproduce`` / ``training`` / ``bench`` -> ``runner`` -> ``baselines`` /
 ``agents`` -> ``agent_api`` -> ``envs`` -> ``scenarios`` -> ``traces`` -> ``workloads`` / ``theory``
--> ``core`` -> ``validation`` -> the base (``errors``, ``_json``).  Units of one rank do not import each
+-> ``core`` -> ``validation`` -> the base (``errors``, ``_json``, ``_cache``).  Units of one rank do not import each
 other.  The package's ``__init__`` (the facade, which registers the agents and the model loader) may
 import anything.  A private name (``_x``) is imported only inside its own top-level unit.
 See ``docs/architecture.md``.
@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[2] / "clustergym"
 
 #: top-level unit -> rank (higher may import lower, never the reverse)
 RANKS = {
-    "errors": 0, "_json": 0,
+    "errors": 0, "_json": 0, "_cache": 0,
     "validation": 1,
     "core": 2,
     "workloads": 3, "theory": 3,

@@ -9,7 +9,7 @@ from clustergym.agent_api import list_agents, make_agent
 from clustergym.baselines.greedy import select_server
 from clustergym.core.commands import Cmd, EventKind
 from clustergym.core.jobs import JobStatus
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.scenarios import Scenario, make_preset
@@ -19,11 +19,11 @@ from clustergym.workloads import ReplaySource
 def test_registry_lists_every_simple_agent():
     names = set(list_agents())
     assert {"random", "first-fit", "best-fit", "random-fit", "best-fit-admit", "first-fit-admit"} <= names
-    with pytest.raises(ScenarioError, match="unknown agent 'nope'"):
+    with pytest.raises(ConfigError, match="unknown agent 'nope'"):
         make_agent("nope")
-    with pytest.raises(ScenarioError, match="agent.select_job"):
+    with pytest.raises(ConfigError, match="agent.select_job"):
         make_agent("best-fit", select_job="smallest")
-    with pytest.raises(ScenarioError, match="agent.colour"):
+    with pytest.raises(ConfigError, match="agent.colour"):
         make_agent("first-fit", colour="red")
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from clustergym.agent_api import make_agent
 from clustergym.core import accel
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.runner import run_episode
 from clustergym.scenarios import resolve_scenario
 from clustergym.scenarios.spec import Scenario
@@ -104,7 +104,7 @@ def test_numba_off_falls_back_and_other_agents_never_take_the_path() -> None:
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "x"])
 def test_bad_scan_is_a_clear_error(bad) -> None:
-    with pytest.raises(ScenarioError, match="agent.scan"):
+    with pytest.raises(ConfigError, match="agent.scan"):
         make_agent("best-fit", scan=bad)
 
 

@@ -664,3 +664,14 @@ def test_littles_law_on_a_long_stable_run():
     assert s["mean_queue_length"] > 0.5  # a non-trivial queue (about 1 job on average)
     assert s["mean_queue_length"] == pytest.approx(lam * censored.mean(), rel=1e-9)
     assert s["mean_queue_length"] == pytest.approx(lam * s["mean_wait"], rel=0.03)
+
+
+def test_fit_limit_is_the_kernels_and_absorbs_rounding():
+    from clustergym.core.cluster import FIT_RTOL, Cluster, fit_limit
+
+    cap = np.array([[1.0, 10.0], [0.3, 7.0]])
+    c = Cluster(cap, np.array([[0.2, 2.0]]))
+    assert np.array_equal(c._limit, fit_limit(cap)) and np.array_equal(fit_limit(cap), cap * (1.0 + FIT_RTOL) + 1e-12)
+    assert np.array_equal(c._type_limit, fit_limit(c.type_demand))
+    assert 0.1 + 0.2 > 0.3 and 0.1 + 0.2 <= fit_limit(0.3)  # jobs of 0.1 and 0.2 fill a server of 0.3
+    assert not 1.0 + 1e-6 <= fit_limit(1.0)

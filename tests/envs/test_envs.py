@@ -24,6 +24,7 @@ from clustergym import (
     AdmissionEnv,
     ClusterEnv,
     Command,
+    ConfigError,
     EpochConfig,
     InvalidCommandError,
     ScenarioError,
@@ -123,7 +124,7 @@ def test_gymnasium_checker_with_ansi_rendering():
 @pytest.mark.parametrize("scenario,mode", [("ec2", "admit"), ("autoscale-4vm", "head"), ("autoscale-4vm", "slot"),
                                            ("ec2", "nope")])
 def test_inapplicable_action_modes_are_rejected(scenario, mode):
-    with pytest.raises(ScenarioError, match="action_mode"):
+    with pytest.raises(ConfigError, match="action_mode"):
         ClusterEnv(scenario, action_mode=mode, horizon=2.0)
 
 
@@ -422,9 +423,9 @@ def test_reward_timing_start_pays_each_admitted_jobs_whole_reward_at_its_admissi
     after = sum(jobs.reward_rate[j] * (jobs.end[j] - T) for j in running)
     assert after > 0
     assert total == pytest.approx(integral + after, rel=1e-9)
-    with pytest.raises(ScenarioError, match="reward_timing"):
+    with pytest.raises(ConfigError, match="reward_timing"):
         ClusterEnv("bf-trap", reward_timing="start")
-    with pytest.raises(ScenarioError, match="reward_timing"):
+    with pytest.raises(ConfigError, match="reward_timing"):
         ClusterEnv("autoscale-4vm", reward_timing="later")
 
 
@@ -511,7 +512,7 @@ def test_invalid_action_penalize_admit_mode():
 
 
 def test_invalid_action_option_is_validated():
-    with pytest.raises(ScenarioError, match="invalid_action"):
+    with pytest.raises(ConfigError, match="invalid_action"):
         ClusterEnv("ec2", invalid_action="ignore")
 
 
@@ -645,7 +646,7 @@ def test_render_ansi_mentions_time_and_queue():
 
 
 def test_render_mode_is_validated():
-    with pytest.raises(ScenarioError, match="render_mode"):
+    with pytest.raises(ConfigError, match="render_mode"):
         ClusterEnv("ec2", render_mode="rgb_array")
 
 

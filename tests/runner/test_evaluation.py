@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from clustergym.agent_api import AGENTS, register_agent
 from clustergym.baselines.greedy import FirstFit
 from clustergym.cli import app
-from clustergym.errors import ConfigError, ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.runner import (
     EvaluationError,
     RayError,
@@ -81,7 +81,7 @@ def test_plan_orders_cells_by_value_agent_seed():
         plan("ec2", AGENTS_2, seeds=[])
     with pytest.raises(ConfigError, match="agents"):
         plan("ec2", [], seeds=[0])
-    with pytest.raises(ScenarioError, match="sweep"):
+    with pytest.raises(ConfigError, match="sweep"):
         plan("ec2", AGENTS_2, seeds=[0], sweep=("zeta", []))
 
 
@@ -110,6 +110,16 @@ def test_a_failing_cell_names_itself():
         run_cells(cells)
     with pytest.raises(ConfigError, match="workers"):
         run_cells(cells, workers=0)
+
+
+def test_worker_count_is_one_rule():
+    from clustergym.runner import available_workers, worker_count
+
+    assert worker_count(None) == available_workers() >= 1
+    assert worker_count(3) == 3 and worker_count(2.0) == 2
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ConfigError, match=r"^--envs: "):
+            worker_count(bad, "--envs")
 
 
 # =============================================================================================== files
@@ -235,7 +245,7 @@ def test_cli_compare_out_writes_results_parquet_summary_and_plots(tmp_path):
     (["--agents", " , "], "expected agent names"),
     (["--agents", "first-fit,best-fit", "--reference", "random"], "--reference 'random'"),
     (["--agents", "first-fit,dra"], "dra"),
-    (["--agents", "first-fit", "--workers", "0"], "--workers 0"),
+    (["--agents", "first-fit", "--workers", "0"], "--workers: must be >= 1, got 0"),
     (["--agents", "first-fit", "--ray", "not an address"], "expected 'auto', 'HOST:PORT'"),
     (["--agents", "first-fit", "--sweep", "num_servers="], "--sweep 'num_servers='"),
 ])

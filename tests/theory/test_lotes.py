@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from clustergym.agent_api import make_agent
 from clustergym.core.commands import Cmd
 from clustergym.core.jobs import JobStatus
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError, ScenarioError
 from clustergym.agent_api import make_env_for
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.scenarios.presets.lotes import TABLE1, TABLE2
@@ -358,9 +358,9 @@ def test_roulette_follows_rho():
 
 
 def test_lotes_agent_rejects_bad_parameters():
-    with pytest.raises(ScenarioError, match="agent.rho_mode"):
+    with pytest.raises(ConfigError, match="agent.rho_mode"):
         make_agent("lotes", rho_mode="x")
-    with pytest.raises(ScenarioError, match="agent.colour"):
+    with pytest.raises(ConfigError, match="agent.colour"):
         make_agent("lotes", colour="red")
 
 

@@ -18,7 +18,7 @@ from clustergym.training.train import make_train_env
 from clustergym.cli import app
 from clustergym.core.commands import Command
 from clustergym.envs import make_env
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
 
@@ -144,5 +144,5 @@ def test_bad_warm_start_exits_2_naming_the_problem(tmp_path, args, message):
 
 
 def test_collect_demonstrations_refuses_a_teacher_for_another_queueing_mode():
-    with pytest.raises(ScenarioError, match="works with queueing"):
+    with pytest.raises(ConfigError, match="works with queueing"):
         collect_demonstrations(_admit_env(), "best-fit", steps=10, seed=0)

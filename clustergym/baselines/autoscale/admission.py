@@ -29,23 +29,14 @@ from clustergym.theory.autoscale import default_g, type_rewards
 from clustergym.baselines.greedy import select_server
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, number
 
 __all__ = ["PowerOfD", "TrunkReservation"]
 
 _ADMIT_REQ = AgentRequirements(
     epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
     commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}), queueing=("loss",))
-
-
-def _int_param(name: str, value: Any, lo: int) -> int:
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"agent.{name}", f"expected an integer, got {value!r}") from None
-    if float(value) != v or v < lo:
-        raise ScenarioError(f"agent.{name}", f"expected an integer >= {lo}, got {value!r}")
-    return v
 
 
 class PowerOfD(Agent):
@@ -56,10 +47,8 @@ class PowerOfD(Agent):
 
     def __init__(self, d: int = 5, fallback: bool = False, **params: Any):
         super().__init__(**params)
-        self.d = _int_param("d", d, 1)
-        if isinstance(fallback, str):
-            fallback = fallback.lower() in ("1", "true", "yes", "on")
-        self.fallback = bool(fallback)
+        self.d = number(d, "agent.d", lo=1, integer=True, error=ConfigError)
+        self.fallback = boolean(fallback, "agent.fallback", error=ConfigError)
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -95,8 +84,8 @@ class TrunkReservation(Agent):
 
     def __init__(self, g: int | None = None, b: float = 0.5, **params: Any):
         super().__init__(**params)
-        self.g_param = None if g is None or g == "" else _int_param("g", g, 0)
-        self.b = float(b)
+        self.g_param = number(g, "agent.g", lo=0, integer=True, allow_none=True, error=ConfigError)
+        self.b = number(b, "agent.b", lo=-1.0, lo_open=True, error=ConfigError)
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:

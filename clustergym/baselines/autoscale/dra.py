@@ -57,21 +57,12 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.theory.autoscale import Config, ConfigSpace, default_g, gpa, space_of
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, choice, number
 
 __all__ = ["DRA", "DRAPreemption", "DRANoMigration"]
 
 _INF = math.inf
-
-
-def _as_bool(name: str, v: Any) -> bool:
-    if isinstance(v, str):
-        if v.lower() in ("1", "true", "yes", "on"):
-            return True
-        if v.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ScenarioError(f"agent.{name}", f"expected true/false, got {v!r}")
-    return bool(v)
 
 
 class DRA(Agent):
@@ -91,25 +82,11 @@ class DRA(Agent):
     def __init__(self, g: int | str | None = None, b: float = 0.5, check: bool = False, track_from: float | None = None,
                  **params: Any):
         super().__init__(**params)
-        if g is not None and g != "":
-            try:
-                gi = int(g)
-            except (TypeError, ValueError):
-                raise ScenarioError("agent.g", f"expected a positive integer, got {g!r}") from None
-            if gi < 0 or float(g) != gi:
-                raise ScenarioError("agent.g", f"expected an integer >= 0, got {g!r}")
-            self.g_param: int | None = gi
-        else:
-            self.g_param = None
-        try:
-            self.b = float(b)
-        except (TypeError, ValueError):
-            raise ScenarioError("agent.b", f"expected a number, got {b!r}") from None
-        if not self.b > -1:
-            raise ScenarioError("agent.b", f"expected b > -1, got {b!r}")
-        self.check = _as_bool("check", check)
+        self.g_param: int | None = number(g, "agent.g", lo=0, integer=True, allow_none=True, error=ConfigError)
+        self.b = number(b, "agent.b", lo=-1.0, lo_open=True, error=ConfigError)
+        self.check = boolean(check, "agent.check", error=ConfigError)
         #: with a time, ``config_mix()`` and the admitted/rejected counts cover [track_from, now] only
-        self.track_from = None if track_from is None else float(track_from)
+        self.track_from = number(track_from, "agent.track_from", lo=0.0, allow_none=True, error=ConfigError)
 
     # ================================================================== episode state
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -503,11 +480,9 @@ class DRAPreemption(DRA):
 
     def __init__(self, preempt_scope: str = "rank_gt_istar", retry_after_preempt: bool = False, **params: Any):
         super().__init__(**params)
-        if preempt_scope not in self._SCOPES:
-            raise ScenarioError("agent.preempt_scope", f"expected one of {list(self._SCOPES)}, got {preempt_scope!r}")
-        self.preempt_scope = preempt_scope
+        self.preempt_scope = choice(preempt_scope, "agent.preempt_scope", self._SCOPES, error=ConfigError)
         #: after the preemptions and CRA, admit the triggering job if an Accept-Group slot now holds it
-        self.retry_after_preempt = _as_bool("retry_after_preempt", retry_after_preempt)
+        self.retry_after_preempt = boolean(retry_after_preempt, "agent.retry_after_preempt", error=ConfigError)
 
     def _preempt(self, j: int) -> bool:
         budget = self.g * float(self.size[j])

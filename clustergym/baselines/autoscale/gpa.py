@@ -29,7 +29,8 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.theory.autoscale import Config, ConfigSpace, as_fraction, gpa, lp_upper_bound, space_of
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import choice
 
 __all__ = ["StaticReservation", "GPAStatic", "LPStatic", "static_partition_gpa", "static_partition_lp"]
 
@@ -74,7 +75,7 @@ class StaticReservation(Agent):
         sc = self.env.scenario
         rates = v.rates
         if rates is None:
-            raise ScenarioError("agent", f"{self.name} knows rho from the arrival rates; scenario {sc.name!r} has none")
+            raise ConfigError("agent", f"{self.name} knows rho from the arrival rates; scenario {sc.name!r} has none")
         L = v.num_servers
         self.space = space_of(sc)
         mean_work = np.asarray(v.types.mean_work, dtype=float)
@@ -131,9 +132,7 @@ class LPStatic(StaticReservation):
 
     def __init__(self, leftover: str = "empty", **params: Any):
         super().__init__(**params)
-        if leftover not in ("empty", "best"):
-            raise ScenarioError("agent.leftover", f"expected 'empty' or 'best', got {leftover!r}")
-        self.leftover = leftover
+        self.leftover = choice(leftover, "agent.leftover", ("empty", "best"), error=ConfigError)
 
     def partition(self, rho: list[Fraction], space: ConfigSpace) -> list[tuple[Config, int]]:
         return static_partition_lp(rho, self.view.num_servers, space, self.leftover)

@@ -97,8 +97,9 @@ from sortedcontainers import SortedList
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
-from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.core.simulator import SLOT_EPOCHS
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, choice
 
 __all__ = ["BFJ", "BFJS", "BFS", "EPS", "FIFOFF", "MODES", "SLOT_EPOCHS", "SlottedAgent", "first_by_id"]
 
@@ -111,8 +112,6 @@ _INF = float("inf")
 _QUEUED = JobStatus.QUEUED
 _WAIT = Command.wait()
 
-#: one decision epoch per slot, on the clock tick only (docs/papers/bfjs.md#timeline)
-SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 def first_by_id(pool: SortedList, fifo: dict[int, None], occ: dict[int, float], x: float) -> int:
@@ -153,9 +152,7 @@ class SlottedAgent(Agent):
 
     def __init__(self, mode: str = "faithful", **params: Any):
         super().__init__(**params)
-        if mode not in MODES:
-            raise ScenarioError("agent.mode", f"expected one of {list(MODES)}, got {mode!r}")
-        self.mode = mode
+        self.mode = choice(mode, "agent.mode", MODES, error=ConfigError)
         self.vector = mode == "vector"
 
     # ================================================================== episode state
@@ -163,7 +160,7 @@ class SlottedAgent(Agent):
         super().reset(env, seed)
         v = self.view
         if v.queueing != "central":
-            raise ScenarioError("agent", f"agent {self.name!r} needs one central queue, got {v.queueing!r}")
+            raise ConfigError("agent", f"agent {self.name!r} needs one central queue, got {v.queueing!r}")
         cap = np.asarray(v.capacity, dtype=np.float64)
         L, R = cap.shape
         self.L, self.R = L, R
@@ -486,9 +483,7 @@ class FIFOFF(SlottedAgent):
 
     def __init__(self, blocking: bool = True, mode: str = "faithful", **params: Any):
         super().__init__(mode=mode, **params)
-        if not isinstance(blocking, (bool, np.bool_)):
-            raise ScenarioError("agent.blocking", f"expected true or false, got {blocking!r}")
-        self.blocking = bool(blocking)
+        self.blocking = boolean(blocking, "agent.blocking", error=ConfigError)
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
         if not self.blocking:

@@ -85,7 +85,8 @@ from clustergym.baselines.bfjs.bfjs import SlottedAgent, first_by_id
 from scipy.optimize import linprog
 from sortedcontainers import SortedList
 
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, number
 
 __all__ = [
     "VQS",
@@ -226,25 +227,21 @@ class VQSAgent(SlottedAgent):
     def __init__(self, J: int | None = None, round_tiny: bool | None = None, argmax_snapshot: bool = False,
                  hol_blocking: bool = False, mode: str = "faithful", **params: Any):
         super().__init__(mode=mode, **params)
-        if J is not None:
-            if isinstance(J, bool) or not isinstance(J, (int, np.integer)) or not 2 <= J <= 30:
-                raise ScenarioError("agent.J", f"expected an integer in [2, 30] (J > 1), got {J!r}")
-            J = int(J)
-        for name, val in (("round_tiny", round_tiny), ("argmax_snapshot", argmax_snapshot),
-                          ("hol_blocking", hol_blocking)):
-            if val is not None and not isinstance(val, (bool, np.bool_)):
-                raise ScenarioError(f"agent.{name}", f"expected true or false, got {val!r}")
+        J = number(J, "agent.J", lo=2, hi=30, integer=True, allow_none=True, error=ConfigError)
+        round_tiny = boolean(round_tiny, "agent.round_tiny", allow_none=True, error=ConfigError)
+        argmax_snapshot = boolean(argmax_snapshot, "agent.argmax_snapshot", error=ConfigError)
+        hol_blocking = boolean(hol_blocking, "agent.hol_blocking", error=ConfigError)
         if hol_blocking and self.best_fit:
-            raise ScenarioError("agent.hol_blocking", "applies to VQS only (VQS-BF picks the largest job)")
+            raise ConfigError("agent.hol_blocking", "applies to VQS only (VQS-BF picks the largest job)")
         self.J_param = J
-        self.round_tiny = (not self.best_fit) if round_tiny is None else bool(round_tiny)
-        self.argmax_snapshot = bool(argmax_snapshot)
-        self.hol_blocking = bool(hol_blocking)
+        self.round_tiny = (not self.best_fit) if round_tiny is None else round_tiny
+        self.argmax_snapshot = argmax_snapshot
+        self.hol_blocking = hol_blocking
 
     # ------------------------------------------------------------------ episode state
     def setup(self) -> None:
         if not self.homogeneous:
-            raise ScenarioError("agent", f"{self.name} needs identical servers (one VQ set; bfjs-vqs.md §5 A26)")
+            raise ConfigError("agent", f"{self.name} needs identical servers (one VQ set; bfjs-vqs.md §5 A26)")
         self.J = self.J_param if self.J_param is not None else auto_J(self._min_size())
         self.tiny = 2.0 ** -self.J
         self.configs = k_red(self.J)

@@ -43,6 +43,7 @@ Instrumentation (``agent.stats``): arrivals, machines examined per arrival
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -51,8 +52,10 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
-from clustergym.theory.lotes import LotesPlan, fits_limit, plan_for
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, choice
+from clustergym.core.cluster import fit_limit
+from clustergym.theory.lotes import LotesPlan, plan_for
 
 __all__ = ["ArrivalExitDispatcher", "LoTES", "QueueMirror"]
 
@@ -193,18 +196,13 @@ class LoTES(ArrivalExitDispatcher):
                  bins: str = "exhaustive", strict_paper: bool = False, method: str = "highs-ds",
                  rounding: str = "paper", **params: Any):
         super().__init__(**params)
-        if rho_mode not in ("resource", "throughput"):
-            raise ScenarioError("agent.rho_mode", f"expected 'resource' or 'throughput', got {rho_mode!r}")
-        if candidates not in ("bin", "config"):
-            raise ScenarioError("agent.candidates", f"expected 'bin' or 'config', got {candidates!r}")
-        if exit_scope not in ("config", "bin"):
-            raise ScenarioError("agent.exit_scope", f"expected 'config' or 'bin', got {exit_scope!r}")
-        if bins not in ("exhaustive", "algorithm1"):
-            raise ScenarioError("agent.bins", f"expected 'exhaustive' or 'algorithm1', got {bins!r}")
-        self.rho_mode, self.candidates, self.exit_scope = rho_mode, candidates, exit_scope
-        if rounding not in ("paper", "swap"):
-            raise ScenarioError("agent.rounding", f"expected 'paper' or 'swap', got {rounding!r}")
-        self.bins, self.strict_paper, self.method, self.rounding = bins, bool(strict_paper), method, rounding
+        self.rho_mode = choice(rho_mode, "agent.rho_mode", ("resource", "throughput"), error=ConfigError)
+        self.candidates = choice(candidates, "agent.candidates", ("bin", "config"), error=ConfigError)
+        self.exit_scope = choice(exit_scope, "agent.exit_scope", ("config", "bin"), error=ConfigError)
+        self.bins = choice(bins, "agent.bins", ("exhaustive", "algorithm1"), error=ConfigError)
+        self.rounding = choice(rounding, "agent.rounding", ("paper", "swap"), error=ConfigError)
+        self.strict_paper = boolean(strict_paper, "agent.strict_paper", error=ConfigError)
+        self.method = method
         self.plan: LotesPlan | None = None
 
     # ------------------------------------------------------------------ reset: Stages 1-2
@@ -219,7 +217,7 @@ class LoTES(ArrivalExitDispatcher):
         M, K = plan.Delta.shape
         L = v.num_servers
         self._cap = np.array(v.capacity, dtype=float)
-        self._lim = fits_limit(self._cap)
+        self._lim = fit_limit(self._cap)
         self._conf_of = inp.conf_of
         self._N = plan.machine_bin
         self._rho = plan.rho(self.rho_mode)
@@ -237,7 +235,7 @@ class LoTES(ArrivalExitDispatcher):
         self._bin_classes = [np.flatnonzero(self._N[m] > 0).tolist() for m in range(L)] if self.exit_scope == "bin" \
             else None
         # full-capacity fit of each class's jobs: a job is an orphan when it fits no machine of C_k
-        self._conf_lim = fits_limit(inp.cap)
+        self._conf_lim = fit_limit(inp.cap)
         self._orphans: dict[int, None] = {}
         # agent-side mirrors of the class queues (the kernel's central queue split by class)
         self._mirror = [QueueMirror(v.num_resources) for _ in range(K)]

@@ -45,9 +45,10 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, choice
 
-from clustergym.theory.lotes import fits_limit
+from clustergym.core.cluster import fit_limit
 
 __all__ = ["LotesGreedy"]
 
@@ -62,20 +63,18 @@ class LotesGreedy(Agent):
 
     def __init__(self, respect_queues: bool = False, queue_scan: str = "fcfs", **params: Any):
         super().__init__(**params)
-        if queue_scan not in ("fcfs", "first-fit"):
-            raise ScenarioError("agent.queue_scan", f"expected 'fcfs' or 'first-fit', got {queue_scan!r}")
-        self.respect_queues = bool(respect_queues)
-        self.queue_scan = queue_scan
+        self.queue_scan = choice(queue_scan, "agent.queue_scan", ("fcfs", "first-fit"), error=ConfigError)
+        self.respect_queues = boolean(respect_queues, "agent.respect_queues", error=ConfigError)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
         v = self.view
         self.local = v.queueing == "local"
         if self.local and self.env.sim.routing != "agent":
-            raise ScenarioError("agent", "lotes-greedy with per-server queues needs routing='agent' "
-                                         f"(the scenario routes by {self.env.sim.routing!r})")
+            raise ConfigError("agent", "lotes-greedy with per-server queues needs routing='agent' "
+                                       f"(the scenario routes by {self.env.sim.routing!r})")
         L = v.num_servers
-        self._lim = fits_limit(v.capacity)
+        self._lim = fit_limit(v.capacity)
         self._mq: list[deque[int]] = [deque() for _ in range(L)]   # central mode: agent-side machine queues
         self._qlen = np.zeros(L, dtype=np.int64)
         self._epoch = -1

@@ -40,9 +40,11 @@ import numpy as np
 from clustergym.agent_api import AgentRequirements
 from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
+from clustergym.errors import ConfigError
+from clustergym.validation import number, positive
 
 from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
-from clustergym.theory.lotes import fits_limit
+from clustergym.core.cluster import fit_limit
 
 __all__ = ["TetrisTran"]
 
@@ -57,15 +59,15 @@ class TetrisTran(ArrivalExitDispatcher):
 
     def __init__(self, w_align: float = 1.0, w_work: float = 1.0, hours_per_unit: float | None = None, **params: Any):
         super().__init__(**params)
-        self.w_align = float(w_align)
-        self.w_work = float(w_work)
-        self.hours_per_unit = None if hours_per_unit is None else float(hours_per_unit)
+        self.w_align = number(w_align, "agent.w_align", error=ConfigError)
+        self.w_work = number(w_work, "agent.w_work", error=ConfigError)
+        self.hours_per_unit = positive(hours_per_unit, "agent.hours_per_unit", allow_none=True, error=ConfigError)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
         v = self.view
         self._cap = np.array(v.capacity, dtype=float)
-        self._lim = fits_limit(self._cap)
+        self._lim = fit_limit(self._cap)
         hpu = self.hours_per_unit
         if hpu is None:
             sc = self.env.scenario

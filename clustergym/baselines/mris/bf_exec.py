@@ -25,7 +25,8 @@ import numpy as np
 
 from clustergym.baselines.mris.mris import EventTimeAgent
 from clustergym.core.commands import Command
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import choice
 
 __all__ = ["BFExec"]
 
@@ -37,9 +38,7 @@ class BFExec(EventTimeAgent):
 
     def __init__(self, departures: str = "all", **params: Any):
         super().__init__(**params)
-        if departures not in ("all", "random"):
-            raise ScenarioError("agent.departures", f"expected 'all' or 'random', got {departures!r}")
-        self.departures = departures
+        self.departures = choice(departures, "agent.departures", ("all", "random"), error=ConfigError)
 
     def decide(self) -> Iterator[Command]:
         v = self.view

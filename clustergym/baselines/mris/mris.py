@@ -52,11 +52,12 @@ from typing import Any, ClassVar, Iterator
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import choice, number, positive
 from clustergym.theory.mris import KNAPSACKS, select_batch
 from clustergym.theory.mris import MRISInstance
 
@@ -84,10 +85,8 @@ _WORK_EPOCHS = EpochConfig(arrivals=True, completions=True, dummy_completions=Fa
 
 
 def check_key(key: Any, field: str = "agent.key") -> str:
-    k = str(key).lower()
-    if k not in SORT_KEYS:
-        raise ScenarioError(field, f"unknown sort key {key!r}; expected one of {list(SORT_KEYS)}")
-    return k
+    """A sort key of :data:`SORT_KEYS`, in any case."""
+    return choice(key.lower() if isinstance(key, str) else key, field, SORT_KEYS, error=ConfigError)
 
 
 def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -335,7 +334,7 @@ class EventTimeAgent(Agent):
         self.requirements_for(self.env.scenario)
         v = self.view
         self.capacity = np.array(v.capacity, dtype=np.float64)
-        self.limit = self.capacity * (1.0 + FIT_RTOL) + 1e-12  # the kernel's fit limit
+        self.limit = fit_limit(self.capacity)
         self.jobs = JobCache(v, self.capacity[0], durations=self.needs_durations)
         self._epoch = -1
         self._instant = -math.inf
@@ -484,21 +483,11 @@ class MRIS(EventTimeAgent):
                  gamma0: float | None = None, alpha: float = 2.0, exact_method: str = "auto", **params: Any):
         super().__init__(**params)
         self.key = check_key(key or self.default_key)
-        self.knapsack = str(knapsack or self.default_knapsack)
-        if self.knapsack not in KNAPSACKS:
-            raise ScenarioError("agent.knapsack", f"expected one of {list(KNAPSACKS)}, got {knapsack!r}")
-        self.eps = float(eps)
-        if not 0 < self.eps < 1:
-            raise ScenarioError("agent.eps", f"must lie in (0, 1), got {eps!r}")
-        self.gamma0_param = None if gamma0 is None else float(gamma0)
-        if self.gamma0_param is not None and not self.gamma0_param > 0:
-            raise ScenarioError("agent.gamma0", f"must be > 0, got {gamma0!r}")
-        self.alpha = float(alpha)
-        if not self.alpha > 1:
-            raise ScenarioError("agent.alpha", f"must be > 1, got {alpha!r}")
-        if exact_method not in ("auto", "prefix", "dp", "milp"):
-            raise ScenarioError("agent.exact_method", f"expected auto, prefix, dp or milp, got {exact_method!r}")
-        self.exact_method = exact_method
+        self.knapsack = choice(knapsack or self.default_knapsack, "agent.knapsack", KNAPSACKS, error=ConfigError)
+        self.eps = number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True, error=ConfigError)
+        self.gamma0_param = positive(gamma0, "agent.gamma0", allow_none=True, error=ConfigError)
+        self.alpha = number(alpha, "agent.alpha", lo=1.0, lo_open=True, error=ConfigError)
+        self.exact_method = choice(exact_method, "agent.exact_method", ("auto", "prefix", "dp", "milp"), error=ConfigError)
 
     def _gamma0(self, scenario: Any) -> tuple[float, bool]:
         """``(gamma0, privileged)``."""
@@ -518,7 +507,7 @@ class MRIS(EventTimeAgent):
         super().reset(env, seed)
         cap = self.capacity
         if not np.all(cap == cap[0]):
-            raise ScenarioError("agent", "MRIS schedules identical machines; the scenario's servers differ")
+            raise ConfigError("agent", "MRIS schedules identical machines; the scenario's servers differ")
         self.gamma0 = self._gamma0(self.env.scenario)[0]
         self.M, self.R = cap.shape
         self.k = 0

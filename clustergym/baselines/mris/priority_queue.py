@@ -30,7 +30,8 @@ from clustergym.agent_api import AgentRequirements
 from clustergym.baselines.mris.mris import (_NEEDS_DURATION, _WORK_EPOCHS, SORT_KEYS, TOL, EventTimeAgent, check_key,
                                        priority_order, sort_scores)
 from clustergym.core.commands import Cmd, Command
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
+from clustergym.validation import number
 from clustergym.theory.mris import MRISInstance
 
 __all__ = ["PriorityQueue", "PQ_SVF", "PQ_WSVF", "PQ_SJF", "PQ_WSJF", "PQ_SDF", "PQ_WSDF", "PQ_ERF", "CollectAllPQ", "pq_schedule", "pq_schedule_machine_major"]
@@ -97,14 +98,14 @@ class CollectAllPQ(PriorityQueue):
 
     def __init__(self, key: str | None = None, r_max: float | None = None, **params: Any):
         super().__init__(key=key, **params)
-        self.r_max_param = None if r_max is None else float(r_max)
+        self.r_max_param = number(r_max, "agent.r_max", allow_none=True, error=ConfigError)
 
     def _r_max(self, scenario: Any) -> float:
         if self.r_max_param is not None:
             return self.r_max_param
         t = getattr(scenario.source, "time", None)
         if t is None or not len(t):
-            raise ScenarioError("agent.r_max", "CA-PQ needs the last release time: replay a fixed table or pass r_max")
+            raise ConfigError("agent.r_max", "CA-PQ needs the last release time: replay a fixed table or pass r_max")
         return float(np.max(t))
 
     def _uses_oracle(self, scenario: Any) -> bool:

@@ -66,10 +66,12 @@ import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.theory.capacity import enumerate_configurations
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym._cache import Cache
+from clustergym.errors import ConfigError, ScenarioError
+from clustergym.validation import choice, number
 
 __all__ = ["Knapsack", "knapsack_for", "MaxWeightRefresh", "MaxWeightStop"]
 
@@ -97,7 +99,7 @@ class Knapsack:
                  limit: int = ENUMERATION_LIMIT):
         self.demand = np.asarray(type_demand, dtype=np.float64)
         self.capacity = np.asarray(capacity, dtype=np.float64)
-        self.limit_vec = self.capacity * (1.0 + FIT_RTOL) + 1e-12
+        self.limit_vec = fit_limit(self.capacity)
         cap = np.where(self.capacity > 0, self.capacity, 1.0)
         self.size = (self.demand / cap).sum(axis=1)  # normalised size (greedy density)
         self.configs: np.ndarray | None = None
@@ -171,17 +173,15 @@ class Knapsack:
         return k
 
 
-_KNAPSACKS: dict[tuple[bytes, bytes, str], Knapsack] = {}
+#: (type demands, one server's capacity, blackbox) -> Knapsack; 16: the server kinds of a few scenarios
+_KNAPSACKS: Cache[Knapsack] = Cache(16)
 
 
 def knapsack_for(type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact") -> Knapsack:
     """A cached :class:`Knapsack` for one server capacity (configurations are enumerated once)."""
     key = (np.ascontiguousarray(type_demand, dtype=np.float64).tobytes(),
            np.ascontiguousarray(capacity, dtype=np.float64).tobytes(), blackbox)
-    ks = _KNAPSACKS.get(key)
-    if ks is None:
-        ks = _KNAPSACKS[key] = Knapsack(type_demand, capacity, blackbox)
-    return ks
+    return _KNAPSACKS.get(key, lambda: Knapsack(type_demand, capacity, blackbox))
 
 
 class _MaxWeightBase(Agent):
@@ -194,16 +194,14 @@ class _MaxWeightBase(Agent):
 
     def __init__(self, blackbox: str = "exact", **params: Any):
         super().__init__(**params)
-        if blackbox not in BLACKBOXES:
-            raise ScenarioError("agent.blackbox", f"expected one of {list(BLACKBOXES)}, got {blackbox!r}")
-        self.blackbox = blackbox
+        self.blackbox = choice(blackbox, "agent.blackbox", BLACKBOXES, error=ConfigError)
         self.stats: dict[str, int] = {}
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
         v = self.view
         if not v.types.exact:
-            raise ScenarioError("agent", f"agent {self.name!r} needs discrete job types")
+            raise ConfigError("agent", f"agent {self.name!r} needs discrete job types")
         self.L, self.J = v.num_servers, v.num_types
         self.type_demand = np.array(v.types.demand, dtype=np.float64)
         self.capacity = np.array(v.capacity, dtype=np.float64)
@@ -286,9 +284,7 @@ class MaxWeightRefresh(_MaxWeightBase):
 
     def __init__(self, refresh: str = "local", **params: Any):
         super().__init__(**params)
-        if refresh not in ("local", "global"):
-            raise ScenarioError("agent.refresh", f"expected 'local' or 'global', got {refresh!r}")
-        self.refresh = refresh
+        self.refresh = choice(refresh, "agent.refresh", ("local", "global"), error=ConfigError)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
@@ -357,12 +353,7 @@ class MaxWeightStop(_MaxWeightBase):
 
     def __init__(self, beta: float = 0.5, **params: Any):
         super().__init__(**params)
-        try:
-            self.beta = float(beta)
-        except (TypeError, ValueError):
-            raise ScenarioError("agent.beta", f"expected a number, got {beta!r}") from None
-        if not 0.0 < self.beta <= 1.0:
-            raise ScenarioError("agent.beta", f"must be in (0, 1], got {beta!r}")
+        self.beta = number(beta, "agent.beta", lo=0.0, lo_open=True, hi=1.0, error=ConfigError)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)

@@ -90,7 +90,6 @@ dummies, replacements) — proxies of the per-unit-time work the paper counts (�
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -98,10 +97,12 @@ import numpy as np
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.baselines.greedy import select_server
 from clustergym.theory.capacity import max_jobs_per_server
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
+from clustergym._cache import Cache
+from clustergym.errors import ConfigError
+from clustergym.validation import boolean, choice, matrix, number, positive, vector
 
 __all__ = [
     "weight_function",
@@ -149,46 +150,29 @@ def ad_probabilities(w: Any) -> np.ndarray:
     return e / e.sum()
 
 
-_M_CACHE: dict[bytes, int] = {}
+#: (type demands, capacities) as bytes -> M; 64: the instances of a sweep
+_SERVER_BOUNDS: Cache[int] = Cache(64)
 
 
 def server_bound(type_demand: np.ndarray, capacity: np.ndarray) -> int:
     """``M`` = the most jobs any server can hold (§II), cached per instance."""
     key = np.ascontiguousarray(type_demand, dtype=np.float64).tobytes() + b"|" + \
         np.ascontiguousarray(capacity, dtype=np.float64).tobytes()
-    m = _M_CACHE.get(key)
-    if m is None:
-        m = _M_CACHE[key] = int(max_jobs_per_server(type_demand, capacity))
-    return m
+    return _SERVER_BOUNDS.get(key, lambda: int(max_jobs_per_server(type_demand, capacity)))
 
 
-def _check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise ScenarioError(f"agent.{name}", f"expected one of {list(allowed)}, got {value!r}")
-    return str(value)
+def _per_type(value: Any, field: str) -> np.ndarray:
+    """Clock rates or weights: numbers >= 0, a list (one per job type) or rows (one per queue)."""
+    if (isinstance(value, np.ndarray) and value.ndim == 2) or (
+            isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], (list, tuple, np.ndarray))):
+        return matrix(value, field, lo=0.0, error=ConfigError)
+    return vector(value, field, lo=0.0, what="(one per job type)", error=ConfigError)
 
 
-def _check_number(name: str, value: Any, lo: float, hi: float = math.inf, *, lo_open: bool = False,
-                  hi_open: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"agent.{name}", f"expected a number, got {value!r}") from None
-    ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-    if not ok:
-        lo_s = f"{'>' if lo_open else '>='} {lo:g}"
-        hi_s = "" if hi == math.inf else f" and {'<' if hi_open else '<='} {hi:g}"
-        raise ScenarioError(f"agent.{name}", f"must be {lo_s}{hi_s}, got {value!r}")
-    return v
-
-
-def _check_rates(name: str, value: Any) -> np.ndarray:
-    try:
-        r = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"agent.{name}", f"expected a list of numbers, got {value!r}") from None
-    if r.ndim not in (1, 2) or r.size == 0 or not np.all(np.isfinite(r)) or np.any(r < 0) or r.sum() <= 0:
-        raise ScenarioError(f"agent.{name}", f"expected clock rates >= 0 with a positive sum, got {value!r}")
+def _check_rates(value: Any) -> np.ndarray:
+    r = _per_type(value, "agent.rates")
+    if not r.sum() > 0:
+        raise ConfigError("agent.rates", f"expected clock rates >= 0 with a positive sum, got {value!r}")
     return r
 
 
@@ -206,22 +190,15 @@ class _RMSBase(Agent):
                  total_rate: float = DEFAULT_TOTAL_RATE, speedup: float | None = None, b: float = 0.0,
                  eps: float = 0.01, M: int | None = None, frozen_weights: Any = None, **params: Any):
         super().__init__(**params)
-        self.less_wasteful = bool(self.default_less_wasteful if less_wasteful is None else less_wasteful)
-        self.rates = None if rates is None else _check_rates("rates", rates)
-        self.total_rate = _check_number("total_rate", total_rate, 0.0, lo_open=True)
-        self.speedup = _check_number("speedup", self.default_speedup if speedup is None else speedup, 0.0,
-                                     lo_open=True)
-        self.b = _check_number("b", b, 0.0, 1.0, hi_open=True)
-        self.eps = _check_number("eps", eps, 0.0, 1.0, lo_open=True, hi_open=True)
-        if M is not None:
-            M = int(_check_number("M", M, 1.0))
-        self.M_param = M
-        self.frozen_weights = None
-        if frozen_weights is not None:
-            fw = np.asarray(frozen_weights, dtype=np.float64)
-            if fw.ndim not in (1, 2) or fw.size == 0 or not np.all(np.isfinite(fw)) or np.any(fw < 0):
-                raise ScenarioError("agent.frozen_weights", f"expected finite weights >= 0, got {frozen_weights!r}")
-            self.frozen_weights = fw
+        self.less_wasteful = boolean(self.default_less_wasteful if less_wasteful is None else less_wasteful,
+                                     "agent.less_wasteful", error=ConfigError)
+        self.rates = None if rates is None else _check_rates(rates)
+        self.total_rate = positive(total_rate, "agent.total_rate", error=ConfigError)
+        self.speedup = positive(self.default_speedup if speedup is None else speedup, "agent.speedup", error=ConfigError)
+        self.b = number(b, "agent.b", lo=0.0, hi=1.0, hi_open=True, error=ConfigError)
+        self.eps = number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True, error=ConfigError)
+        self.M_param = number(M, "agent.M", lo=1, integer=True, allow_none=True, error=ConfigError)
+        self.frozen_weights = None if frozen_weights is None else _per_type(frozen_weights, "agent.frozen_weights")
         self._last_epoch = -1
         self.stats: dict[str, int] = {}
 
@@ -239,33 +216,33 @@ class _RMSBase(Agent):
         if scenario.queueing not in self._queueing:
             hint = (" (on the RMS presets: --set queueing=local)" if "local" in self._queueing
                     else " (use rms-jsq for per-server queues)")
-            raise ScenarioError("agent", f"agent {self.name!r} works with queueing {list(self._queueing)}, "
-                                         f"scenario {scenario.name!r} is {scenario.queueing!r}{hint}")
+            raise ConfigError("agent", f"agent {self.name!r} works with queueing {list(self._queueing)}, "
+                                       f"scenario {scenario.name!r} is {scenario.queueing!r}{hint}")
         types = scenario.source.types
         if not types.exact:
-            raise ScenarioError("agent", f"agent {self.name!r} needs discrete job types (every job of a type has "
-                                         f"the type's demand); scenario {scenario.name!r} has not")
+            raise ConfigError("agent", f"agent {self.name!r} needs discrete job types (every job of a type has "
+                                       f"the type's demand); scenario {scenario.name!r} has not")
         self._check_shapes(types.num_types, scenario.num_servers)
         self.requirements = self._requirements(self._tick_rate(scenario.num_servers))
         return self.requirements
 
     def _check_shapes(self, J: int, L: int) -> None:
         if self.frozen_weights is not None and self.frozen_weights.shape not in ((J,), (L, J)):
-            raise ScenarioError("agent.frozen_weights", f"expected {J} weights (or an {L} x {J} matrix), "
-                                                        f"got shape {self.frozen_weights.shape}")
+            raise ConfigError("agent.frozen_weights", f"expected {J} weights (or an {L} x {J} matrix), "
+                                                      f"got shape {self.frozen_weights.shape}")
 
     # ------------------------------------------------------------------ episode
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
         v = self.view
         if not v.types.exact:
-            raise ScenarioError("agent", f"agent {self.name!r} needs discrete job types")
+            raise ConfigError("agent", f"agent {self.name!r} needs discrete job types")
         L, J = v.num_servers, v.num_types
         self._check_shapes(J, L)
         self.L, self.J = L, J
         self.type_demand = np.array(v.types.demand, dtype=np.float64)
         self.capacity = np.array(v.capacity, dtype=np.float64)
-        self.limit = self.capacity * (1.0 + FIT_RTOL) + 1e-12
+        self.limit = fit_limit(self.capacity)
         self.M = self.M_param if self.M_param is not None else server_bound(self.type_demand, self.capacity)
         self.coef = self.eps / (8.0 * self.M)
         self._last_epoch = -1
@@ -344,11 +321,11 @@ class RMS(_RMSBase):
 
     def __init__(self, selection: str | None = None, clock: str | None = None, **params: Any):
         super().__init__(**params)
-        self.selection = _check_choice("selection", self.default_selection if selection is None else selection,
-                                       SELECTIONS)
-        self.clock = _check_choice("clock", self.default_clock if clock is None else clock, CLOCKS)
+        self.selection = choice(self.default_selection if selection is None else selection, "agent.selection",
+                                SELECTIONS, error=ConfigError)
+        self.clock = choice(self.default_clock if clock is None else clock, "agent.clock", CLOCKS, error=ConfigError)
         if self.rates is not None and self.rates.ndim != 1:
-            raise ScenarioError("agent.rates", f"expected one rate per job type, got shape {self.rates.shape}")
+            raise ConfigError("agent.rates", f"expected one rate per job type, got shape {self.rates.shape}")
         self.requirements = self._requirements(self._tick_rate(0))
 
     def _tick_rate(self, num_servers: int) -> float:
@@ -358,9 +335,9 @@ class RMS(_RMSBase):
     def _check_shapes(self, J: int, L: int) -> None:
         super()._check_shapes(J, L)
         if self.rates is not None and self.rates.shape != (J,):
-            raise ScenarioError("agent.rates", f"expected {J} clock rates (one per job type), got {self.rates.tolist()}")
+            raise ConfigError("agent.rates", f"expected {J} clock rates (one per job type), got {self.rates.tolist()}")
         if self.frozen_weights is not None and self.frozen_weights.ndim != 1:
-            raise ScenarioError("agent.frozen_weights", f"expected {J} weights (one per job type)")
+            raise ConfigError("agent.frozen_weights", f"expected {J} weights (one per job type)")
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
@@ -520,14 +497,14 @@ class RMSJSQ(_RMSBase):
     def _check_shapes(self, J: int, L: int) -> None:
         super()._check_shapes(J, L)
         if self.rates is not None and self.rates.shape not in ((J,), (L, J)):
-            raise ScenarioError("agent.rates", f"expected {J} per-queue rates or an {L} x {J} matrix, "
-                                               f"got shape {self.rates.shape}")
+            raise ConfigError("agent.rates", f"expected {J} per-queue rates or an {L} x {J} matrix, "
+                                             f"got shape {self.rates.shape}")
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
         L, J = self.L, self.J
         if self.view.queueing != "local":
-            raise ScenarioError("agent", "rms-jsq needs per-server queues (queueing='local')")
+            raise ConfigError("agent", "rms-jsq needs per-server queues (queueing='local')")
         if self.rates is None:
             rates = np.full((L, J), self.total_rate / (J * L))
         elif self.rates.ndim == 1:

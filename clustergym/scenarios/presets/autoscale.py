@@ -27,7 +27,7 @@ import numpy as np
 
 from clustergym.theory.autoscale import worst_case_family
 from clustergym.errors import ScenarioError
-from clustergym.validation import positive
+from clustergym.validation import choice, positive
 from clustergym.scenarios.spec import Scenario
 from clustergym.workloads import Exponential, PoissonTypedSource
 
@@ -61,14 +61,14 @@ def autoscale_4vm(num_servers: int = 30, load: float = 1.0, horizon: float = 25.
     exponential service of mean 1.  At load 1: greedy value U^(g) = 3196/3 and LP
     optimum U* = 1236 per server.
     """
-    L = positive("num_servers", num_servers, integer=True)
-    load = positive("load", load)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    load = positive(load, "params.load")
     rates = load * SYN4_RHO * L
     source = PoissonTypedSource(rates, SYN4_TYPES, Exponential(1.0), reward_rates=SYN4_REWARDS,
                                 names=("vm-2-2", "vm-8-32", "vm-4-64", "vm-64-512"))
     return Scenario(
         name="autoscale-4vm", capacity=np.tile(SYN4_SERVER, (L, 1)), source=source,
-        resources=("vcpu", "memory"), horizon=positive("horizon", horizon), objective="reward",
+        resources=("vcpu", "memory"), horizon=positive(horizon, "params.horizon"), objective="reward",
         queueing="loss",
         description="Auto-scaling SYN4: 4 VM types, admit or reject, reward per unit time in service",
         params={"num_servers": L, "load": load, "horizon": horizon, "rho": SYN4_RHO.tolist(),
@@ -86,18 +86,11 @@ def _loss_scenario(name: str, types: np.ndarray, rewards: Any, server: np.ndarra
     R = types.shape[1]
     return Scenario(
         name=name, capacity=np.tile(server, (L, 1)), source=source,
-        resources=resources or tuple(f"r{d}" for d in range(R)), horizon=positive("horizon", horizon),
+        resources=resources or tuple(f"r{d}" for d in range(R)), horizon=positive(horizon, "params.horizon"),
         objective="reward", queueing="loss", description=description,
         params={**params, "num_servers": L, "load": load, "horizon": horizon, "rho": rho_f.tolist(),
                 "rewards": [float(u) for u in rewards]},
     )
-
-
-def _variant(value: Any, table: dict[str, Any]) -> str:
-    v = str(value)
-    if v not in table:
-        raise ScenarioError("params.variant", f"expected one of {sorted(table)}, got {value!r}")
-    return v
 
 
 def autoscale_intro(variant: str = "a", num_servers: int = 30, load: float = 1.0, horizon: float = 25.0) -> Scenario:
@@ -107,9 +100,9 @@ def autoscale_intro(variant: str = "a", num_servers: int = 30, load: float = 1.0
     (0.6,0.6), (0.7,0.1), (0.1,0.7) on (1,1)).  ``variant`` a: rho = (1, 1/2, 1/2)
     (U^(g) = U* = 5 per server); b: rho = (2, 1/4, 1/4) (U^(g) = U* = 9/2).
     """
-    v = _variant(variant, INTRO_RHO)
-    L = positive("num_servers", num_servers, integer=True)
-    load = positive("load", load)
+    v = choice(variant, "params.variant", INTRO_RHO)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    load = positive(load, "params.load")
     return _loss_scenario("autoscale-intro", INTRO_TYPES, INTRO_REWARDS, INTRO_SERVER, INTRO_RHO[v], L, load, horizon,
                           "Auto-scaling intro example: reward 4 alone vs 3+3 packed, admit or reject",
                           {"variant": v}, names=("vm-6-6", "vm-7-1", "vm-1-7"), resources=("cpu", "memory"))
@@ -121,9 +114,9 @@ def autoscale_example1(variant: str = "a", num_servers: int = 30, load: float = 
     Servers (5, 4); types (2, 1) with reward 10 and (1, 2) with reward 1.  ``variant``
     a: rho = (1, 1) (U^(g) = U* = 11); b: (3/2, 1) (16); c: (2, 1/2) (41/2).
     """
-    v = _variant(variant, EX1_RHO)
-    L = positive("num_servers", num_servers, integer=True)
-    load = positive("load", load)
+    v = choice(variant, "params.variant", EX1_RHO)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    load = positive(load, "params.load")
     return _loss_scenario("autoscale-example1", EX1_TYPES, EX1_REWARDS, EX1_SERVER, EX1_RHO[v], L, load, horizon,
                           "Auto-scaling Example 1: server (5,4), types (2,1) reward 10 and (1,2) reward 1",
                           {"variant": v}, names=("type-2-1", "type-1-2"))
@@ -138,12 +131,12 @@ def autoscale_worst_case(n: int = 3, eps: float = 0.0, num_servers: int = 30, lo
     ``u_i = (n-1)^(i-1) n^(n-i)`` (``i < n``), ``u_n = n (n-1)^(n-1)``; ``U* = n^n``.
     ``eps`` multiplies ``u_1`` by ``1 + eps`` (a strict first greedy choice).
     """
-    n_i = positive("n", n, integer=True)
+    n_i = positive(n, "params.n", integer=True)
     if n_i < 2:
         raise ScenarioError("params.n", f"the family needs n >= 2, got {n}")
-    eps_f = positive("eps", eps, allow_zero=True)
-    L = positive("num_servers", num_servers, integer=True)
-    load = positive("load", load)
+    eps_f = positive(eps, "params.eps", allow_zero=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    load = positive(load, "params.load")
     demand, cap, u, _ = worst_case_family(n_i, Fraction(eps_f).limit_denominator(10**6))
     return _loss_scenario("autoscale-worst-case", demand, u, cap, [1] * n_i, L, load, horizon,
                           "Auto-scaling worst-case family W_n: greedy ratio 1 - (1 - 1/n)^n",

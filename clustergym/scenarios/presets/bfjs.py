@@ -5,28 +5,22 @@ servers (E3), in slotted time.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
+from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import Scenario
-from clustergym.theory.capacity import boundary_point
-from clustergym.validation import positive
+from clustergym.validation import choice, positive
 from clustergym.workloads import (
     Deterministic,
     DiscreteDemand,
-    Exponential,
     Geometric,
-    PoissonTypedSource,
     SlottedSource,
     UniformDemand,
 )
 
 __all__ = ["two_sizes", "uniform_sizes"]
 
-_SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 100_000.0,
@@ -39,19 +33,17 @@ def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 1
     Poisson 0.0306 jobs per slot, deterministic service of 100 slots (BF-J/S unstable).
     Decision epochs: one tick per slot, after the slot's departures and arrivals.
     """
-    if variant == "e1":
+    if choice(variant, "params.variant", ("e1", "e2")) == "e1":
         demand = DiscreteDemand([[0.4], [0.6]], [0.5, 0.5])
         service, cap, default_rate = Geometric(0.01), 1.0, 0.014
-    elif variant == "e2":
+    else:
         demand = DiscreteDemand([[2.0], [5.0]], [2.0 / 3.0, 1.0 / 3.0])
         service, cap, default_rate = Deterministic(100.0), 10.0, 0.0306
-    else:
-        raise ScenarioError("params.variant", f"expected 'e1' or 'e2', got {variant!r}")
-    rate = default_rate if rate is None else positive("rate", rate)
+    rate = positive(rate, "params.rate", allow_none=True) or default_rate
     source = SlottedSource(rate, demand, service)
     return Scenario(
         name="two-sizes", capacity=np.array([[cap]]), source=source, resources=("units",),
-        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap, epochs=_SLOT_EPOCHS,
+        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=SLOT_EPOCHS,
         description="BF-J/S paper E1/E2: one server, two job sizes, slotted time",
         params={"variant": variant, "rate": rate, "horizon": horizon},
     )
@@ -66,17 +58,17 @@ def uniform_sizes(low: float = 0.1, high: float = 0.9, alpha: float = 0.9, num_s
     slots, Poisson arrivals of alpha * mu * L / mean size jobs per slot (the paper
     prints the rate without alpha: docs/papers/bfjs.md#arrival-rate; alpha = 1 is the capacity bound).
     """
-    low, high = positive("low", low), positive("high", high)
+    low, high = positive(low, "params.low"), positive(high, "params.high")
     if not low < high <= 1.0:
         raise ScenarioError("params.high", f"need 0 < low < high <= 1, got low={low}, high={high}")
-    L = positive("num_servers", num_servers, integer=True)
-    mu = 1.0 / positive("mean_service", mean_service)
-    alpha = positive("alpha", alpha)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    mu = 1.0 / positive(mean_service, "params.mean_service")
+    alpha = positive(alpha, "params.alpha")
     rate = alpha * mu * L / ((low + high) / 2.0)
     source = SlottedSource(rate, UniformDemand([low], [high]), Geometric(mu))
     return Scenario(
         name="uniform-sizes", capacity=np.ones((L, 1)), source=source, resources=("units",),
-        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap, epochs=_SLOT_EPOCHS,
+        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=SLOT_EPOCHS,
         description="BF-J/S paper E3: uniform sizes on L unit servers, slotted time, intensity alpha",
         params={"low": low, "high": high, "alpha": alpha, "num_servers": L, "mean_service": mean_service,
                 "rate_per_slot": rate, "horizon": horizon},

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
 from clustergym.validation import positive
 from clustergym.scenarios.spec import Scenario
@@ -108,7 +109,8 @@ def scenario_lambdas(capacity: np.ndarray, speed: np.ndarray, alpha: np.ndarray,
     return {"lambda_stage1": plan.lam1, "lambda_stage2": plan.lam2, "lambda_round": plan.lam_round}
 
 
-_LAMBDA_CACHE: dict[tuple, dict[str, float]] = {}
+#: the instance's arrays as bytes -> its lambda*; 64: the instances of a sweep over load or horizon
+_LAMBDAS: Cache[dict[str, float]] = Cache(64)
 
 
 def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarray, r: np.ndarray, mu: np.ndarray,
@@ -118,9 +120,7 @@ def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarra
     # speed[m, k] = mu_jk * mean_work_k: a job of work w (mean mean_work_k) runs w / speed
     speed = np.repeat(mu * mean_work[None, :], counts, axis=0)
     key = (capacity.tobytes(), speed.tobytes(), alpha.tobytes(), r.tobytes(), mean_work.tobytes())
-    lams = _LAMBDA_CACHE.get(key)
-    if lams is None:
-        lams = _LAMBDA_CACHE[key] = scenario_lambdas(capacity, speed, alpha, r, mean_work)
+    lams = _LAMBDAS.get(key, lambda: scenario_lambdas(capacity, speed, alpha, r, mean_work))
     rate = load * lams["lambda_stage2"]
     services = [Exponential(float(m)) for m in mean_work]
     source = PoissonClassSource(rate, alpha, r, services if len(set(mean_work.tolist())) > 1 else services[0],
@@ -139,7 +139,7 @@ def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarra
 def _queue_cap(value: Any) -> Any:
     if value is None or value == "auto":
         return value
-    return positive("queue_cap", value, integer=True)
+    return positive(value, "params.queue_cap", integer=True)
 
 
 def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float = 2.0, cv: float = 0.5,
@@ -154,10 +154,10 @@ def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float =
         cv: coefficient of variation of the per-job demands around the class means (0: exact).
         queue_cap: waiting jobs beyond which a run stops as unstable (``auto``: 20 x machines; ``None``: never).
     """
-    scale = positive("machine_scale", machine_scale)
-    load = positive("load", load)
-    horizon = positive("horizon", horizon)
-    cv = positive("cv", cv, allow_zero=True)
+    scale = positive(machine_scale, "params.machine_scale")
+    load = positive(load, "params.load")
+    horizon = positive(horizon, "params.horizon")
+    cv = positive(cv, "params.cv", allow_zero=True)
     counts = np.maximum(1, np.round(TABLE1[:, 0] * scale)).astype(np.int64)
     alpha = TABLE2[:, 3] / TABLE2[:, 3].sum()
     r = TABLE2[:, 1:3].copy()
@@ -171,22 +171,22 @@ def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float =
 
 def _generated(name: str, phi: float, omega: float, instance: Any, machines_per_config: Any, load: float,
                horizon: float, literal_mu: bool, queue_cap: Any, description: str, cv: float = 0.5) -> Scenario:
-    phi = positive("phi", phi, allow_zero=True)
+    phi = positive(phi, "params.phi", allow_zero=True)
     if phi > BASE_REQ:
         raise ScenarioError("params.phi", f"must be <= {BASE_REQ} (r_kl = 0.025 + U[-phi, phi] must stay >= 0), "
                                           f"got {phi}")
-    omega = positive("omega", omega, allow_zero=True)
+    omega = positive(omega, "params.omega", allow_zero=True)
     if omega >= 1:
         raise ScenarioError("params.omega", f"must be < 1 (omega_jk ~ U[1 - Omega, 1 + Omega] > 0), got {omega}")
-    inst = positive("instance", instance, integer=True, allow_zero=True)
-    n = positive("machines_per_config", machines_per_config, integer=True)
-    load = positive("load", load)
-    horizon = positive("horizon", horizon)
+    inst = positive(instance, "params.instance", integer=True, allow_zero=True)
+    n = positive(machines_per_config, "params.machines_per_config", integer=True)
+    load = positive(load, "params.load")
+    horizon = positive(horizon, "params.horizon")
     d = generated_instance(phi, inst, omega=omega, literal_mu=bool(literal_mu))
     K = d["r"].shape[0]
     counts = np.full(TABLE1.shape[0], n, dtype=np.int64)
     alpha = np.full(K, 1.0 / K)
-    cv = positive("cv", cv, allow_zero=True)
+    cv = positive(cv, "params.cv", allow_zero=True)
     return _build(name, TABLE1[:, 1:], counts, alpha, d["r"], d["mu"], np.ones(K), load, horizon, cv,
                   _queue_cap(queue_cap), description,
                   {"phi": phi, "omega": omega, "instance": inst, "machines_per_config": n,

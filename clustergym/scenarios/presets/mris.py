@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from clustergym.core.simulator import EpochConfig
+from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
-from clustergym.validation import positive
+from clustergym.validation import choice, number, positive
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.mris import MRISInstance
 
@@ -68,14 +69,14 @@ def lemma41_instance(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int 
     """The Lemma 4.1 instance (Sec. 4): M = 1; job 0: r=0, p=P, d=1; jobs 1..n-1: r=delta_r, p=1,
     d=1/(n-1); all weights 1.  Closed forms: PQ = P + (n-1)(P+1); OPT = (n-1)(1+delta_r) + 1 + delta_r + P;
     MRIS (gamma0 = 1, delta_r <= 1, P a power of two >= 2) = 2(n-1) + 2P."""
-    n = positive("n", n, integer=True)
+    n = positive(n, "params.n", integer=True)
     if n < 2:
         raise ScenarioError("params.n", f"need at least 2 jobs, got {n}")
-    P = positive("P", P)
+    P = positive(P, "params.P")
     if P < 1:
         raise ScenarioError("params.P", f"must be >= 1 (p_j >= 1 after normalisation), got {P}")
-    delta_r = positive("delta_r", delta_r)
-    R = positive("R", R, integer=True)
+    delta_r = positive(delta_r, "params.delta_r")
+    R = positive(R, "params.R", integer=True)
     rel = np.r_[0.0, np.full(n - 1, float(delta_r))]
     proc = np.r_[float(P), np.ones(n - 1)]
     dem = np.vstack([np.ones((1, R)), np.full((n - 1, R), 1.0 / (n - 1))])
@@ -99,10 +100,10 @@ def patience_instance(n: int = 2500, seed: int = 0, R: int = 3, big_p: float = 1
     """The Figure 7 input (Sec. 7.5.4; docs/papers/mris.md#patience): M = 1; job 0: r=0.01, p=14, d=0.99 each; jobs i=1..n-1: r=0.1,
     d_il ~ U[0, 0.1), p_i = U·2^floor(10 i / n)/100 with U ~ U(0, 1] (the authors' generator draws U[0, 1); the
     open end at 0 keeps p > 0); weights 1.  ``numpy.random.default_rng(seed)``: demands first, then p."""
-    n = positive("n", n, integer=True)
+    n = positive(n, "params.n", integer=True)
     if n < 2:
         raise ScenarioError("params.n", f"need at least 2 jobs, got {n}")
-    R = positive("R", R, integer=True)
+    R = positive(R, "params.R", integer=True)
     rng = np.random.default_rng(int(seed))
     d_small = rng.random((n - 1, R)) * float(small_demand)
     i = np.arange(1, n)
@@ -132,21 +133,20 @@ ALIBABA_WEIGHT_MAPS: dict[str, dict[str, float]] = {
 #: the machine of ``mris-alibaba``: the trace's most common node shape (549 of 1,523 nodes)
 ALIBABA_MACHINE = (96.0, 384.0, 8.0)
 
-_ALIBABA_CACHE: dict[Any, Any] = {}
+#: the trace directory -> (pods by arrival, table); 1: one trace directory per session
+_ALIBABA: Cache[Any] = Cache(1)
 
 
 def _alibaba_pods(trace_dir: str | None):
-    key = str(trace_dir)
-    if key not in _ALIBABA_CACHE:
+    def load() -> Any:
         from clustergym.traces.alibaba import load_alibaba_gpu_v2023
 
         # pods created before the main window (trace time 1e7 s) are dropped, as the paper ignores the Azure
         # VMs with negative start times (alive when collection began)
         table = load_alibaba_gpu_v2023(trace_dir, window=(10_000_000.0, None))
-        jobs = table.jobs.sort_values("arrival", kind="stable").reset_index(drop=True)
-        _ALIBABA_CACHE.clear()
-        _ALIBABA_CACHE[key] = (jobs, table)
-    return _ALIBABA_CACHE[key]
+        return table.jobs.sort_values("arrival", kind="stable").reset_index(drop=True), table
+
+    return _ALIBABA.get(str(trace_dir), load)
 
 
 def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 1, traffic_scaling: float = 1.0,
@@ -177,12 +177,11 @@ def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 
     with replacement, from all kept pods (``numpy.random.default_rng(augment_seed)``), independently per
     (job, resource).
     """
-    M = positive("num_servers", num_servers, integer=True)
-    extra = positive("extra_resources", extra_resources, integer=True, allow_zero=True)
-    unit = positive("time_unit", time_unit)
-    s = positive("traffic_scaling", traffic_scaling)
-    if weight_map not in ALIBABA_WEIGHT_MAPS:
-        raise ScenarioError("params.weight_map", f"expected one of {sorted(ALIBABA_WEIGHT_MAPS)}, got {weight_map!r}")
+    M = positive(num_servers, "params.num_servers", integer=True)
+    extra = positive(extra_resources, "params.extra_resources", integer=True, allow_zero=True)
+    unit = positive(time_unit, "params.time_unit")
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    choice(weight_map, "params.weight_map", ALIBABA_WEIGHT_MAPS)
     pods, table = _alibaba_pods(trace_dir)
     keep = pods["qos"].isin(list(ALIBABA_WEIGHT_MAPS[weight_map])).to_numpy()
     cap = np.asarray(ALIBABA_MACHINE)
@@ -195,11 +194,11 @@ def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 
     if n_jobs is None:
         f, offset = 1, 0
     else:
-        n_jobs = positive("n_jobs", n_jobs, integer=True)
+        n_jobs = positive(n_jobs, "params.n_jobs", integer=True)
         if n_jobs > total:
             raise ScenarioError("params.n_jobs", f"the trace keeps {total} pods, asked for {n_jobs}")
         f = total // n_jobs
-        offset = int(offset)
+        offset = number(offset, "params.offset", integer=True)
         if not 0 <= offset < f:
             raise ScenarioError("params.offset", f"expected 0 <= offset < f = {f}, got {offset}")
     idx = np.arange(offset, total, f)[: (n_jobs or total)]

@@ -10,19 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.capacity import boundary_point
-from clustergym.validation import positive
+from clustergym.validation import choice, positive
 from clustergym.workloads import (
-    Deterministic,
-    DiscreteDemand,
     Exponential,
-    Geometric,
     PoissonTypedSource,
-    SlottedSource,
-    UniformDemand,
 )
 
 __all__ = ["EC2_TYPES", "EC2_NAMES", "EC2_SERVER", "ec2", "bf_trap"]
@@ -36,11 +29,7 @@ EC2_SERVER = np.array([90.0, 90.0, 5000.0])
 
 def queueing_params(queueing: Any, routing: Any) -> tuple[str, str]:
     """Validate the ``queueing``/``routing`` parameters of the RMS presets."""
-    if queueing not in ("central", "local"):
-        raise ScenarioError("params.queueing", f"expected 'central' or 'local', got {queueing!r}")
-    if routing not in ("jsq", "power-of-two"):
-        raise ScenarioError("params.routing", f"expected 'jsq' or 'power-of-two', got {routing!r}")
-    return str(queueing), str(routing)
+    return choice(queueing, "params.queueing", ("central", "local")), choice(routing, "params.routing", ("jsq", "power-of-two"))
 
 
 def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
@@ -60,15 +49,15 @@ def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
         routing: with local queues, ``jsq`` (Algorithm 2) or ``power-of-two``
             (Remark 4); ignored with central queues.
     """
-    zeta = positive("zeta", zeta)
+    zeta = positive(zeta, "params.zeta")
     queueing, routing = queueing_params(queueing, routing)
-    L = positive("num_servers", num_servers, integer=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
     cap = np.tile(EC2_SERVER, (L, 1))
     rates = zeta * boundary_point(EC2_TYPES, cap)
     source = PoissonTypedSource(rates, EC2_TYPES, Exponential(1.0), names=EC2_NAMES)
     return Scenario(
         name="ec2", capacity=cap, source=source, resources=("cpu", "memory", "disk"),
-        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap,
+        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap,
         queueing=queueing, routing=routing,
         description="RMS Table I: 3 EC2 VM types, L servers, intensity zeta of the capacity boundary",
         params={"zeta": zeta, "num_servers": L, "horizon": horizon, "rates": rates.tolist(),
@@ -84,14 +73,14 @@ def bf_trap(num_servers: int = 10, rate1: float = 20.8, rate2: float = 10.4, hor
     largest fitting job freezes every server in configuration (2, 1) and the queue grows.
     ``queueing``/``routing`` as in ``ec2`` (``local`` queues for RMS+JSQ).
     """
-    L = positive("num_servers", num_servers, integer=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
     queueing, routing = queueing_params(queueing, routing)
     sizes = np.array([[2.0], [5.0]])
-    rates = np.array([positive("rate1", rate1), positive("rate2", rate2)])
+    rates = np.array([positive(rate1, "params.rate1"), positive(rate2, "params.rate2")])
     source = PoissonTypedSource(rates, sizes, Exponential(1.0), names=("size-2", "size-5"))
     return Scenario(
         name="bf-trap", capacity=np.full((L, 1), 10.0), source=source, resources=("units",),
-        horizon=positive("horizon", horizon), objective="queue", queue_cap=queue_cap,
+        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap,
         queueing=queueing, routing=routing,
         description="RMS Fig. 1b: sizes 2 and 5 on capacity-10 servers, where Best-Fit is unstable",
         params={"num_servers": L, "rate1": rates[0], "rate2": rates[1], "horizon": horizon,

@@ -21,33 +21,22 @@ without them, building raises :class:`~clustergym.traces.paths.TraceNotFoundErro
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
-from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.core.simulator import SLOT_EPOCHS
+from clustergym.validation import number, positive
 from clustergym.traces import transforms as T
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
     load_alibaba_gpu_v2023_nodes,
-    load_alibaba_gpu_v2025,
-    load_alibaba_v2017,
-    load_cloudsimpy_jobs,
 )
-from clustergym.traces.azure import load_azure_v1
 from clustergym.traces.google import (
-    GoogleTaskEvents,
-    google_tasks,
     load_google_machines,
     machine_configurations,
-    read_task_events,
     task_event_files,
 )
 from clustergym.traces.paths import trace_path
@@ -60,22 +49,6 @@ from clustergym.traces.cache import cached, file_stamp, google_table
 from clustergym.traces.transforms import pow_half_names
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-def _pos(name: str, value: Any, *, integer: bool = False, allow_none: bool = False, allow_inf: bool = False) -> Any:
-    if value is None and allow_none:
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"params.{name}", f"expected a number, got {value!r}") from None
-    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
-        raise ScenarioError(f"params.{name}", f"must be > 0{'' if allow_inf else ' and finite'}, got {value!r}")
-    if integer:
-        if v != int(v):
-            raise ScenarioError(f"params.{name}", f"expected a whole number, got {value!r}")
-        return int(v)
-    return v
-
 
 def _scaled_counts(counts: np.ndarray, scale: float) -> np.ndarray:
     """Scale machine counts, keeping at least one machine of every configuration."""
@@ -114,12 +87,10 @@ def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: i
         trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
     """
     scope = dict(locals())
-    L = _pos("num_servers", num_servers, integer=True)
-    s = _pos("traffic_scaling", traffic_scaling)
-    p_max = int(p_max)
-    if not 0 <= p_max <= 30:
-        raise ScenarioError("params.p_max", f"expected 0..30, got {p_max}")
-    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    p_max = number(p_max, "params.p_max", lo=0, hi=30, integer=True)
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     table = google_table(trace_dir, lifecycle="strict", priorities="non-production", first_n=first_n)
     jobs = table.jobs
     p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
@@ -131,7 +102,7 @@ def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: i
              f"arrivals divided by traffic_scaling = {s:g}"]
     return Scenario(
         name="rms-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
-        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
         description="RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
         params=_params(scope, table, steps, jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
                        mean_duration_per_type=source.types.mean_work.tolist()),
@@ -158,8 +129,8 @@ def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon
         trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
     """
     scope = dict(locals())
-    L = _pos("num_servers", num_servers, integer=True)
-    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     table = google_table(trace_dir, lifecycle="finished", first_n=first_n)
     jobs = table.jobs
     demand = np.column_stack([jobs["cpu"].to_numpy(dtype=float), jobs["memory"].to_numpy(dtype=float)])
@@ -167,13 +138,10 @@ def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon
                           columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory"]})
     return Scenario(
         name="google-bf-replay", capacity=np.ones((L, 2)), source=source, resources=("cpu", "memory"),
-        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
         description="Google 2011 completed tasks (CPU, memory) on L servers of capacity (1, 1): the benchmark replay",
         params=_params(scope, table, ["demand = (cpu, memory) requests; capacity (1, 1) per server"]),
     )
-
-
-_SLOT_EPOCHS = EpochConfig(arrivals=False, completions=False, dummy_completions=False, tick_period=1.0)
 
 
 def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None,
@@ -196,11 +164,11 @@ def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: 
         horizon: simulated slots (``inf``: until every task has finished).
     """
     scope = dict(locals())
-    L = _pos("num_servers", num_servers, integer=True)
-    s = _pos("traffic_scaling", traffic_scaling)
-    slot = _pos("slot", slot)
-    md = _pos("min_demand", min_demand)
-    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    slot = positive(slot, "params.slot")
+    md = positive(min_demand, "params.min_demand")
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     table = google_table(trace_dir, lifecycle="strict", first_n=first_n)
     jobs = table.jobs
     demand, clamped = T.clamp_min(T.max_demand(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy()), md)
@@ -212,8 +180,8 @@ def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: 
              f"time in slots of {slot:g} s; arrival slot = floor(arrival / {s:g} / slot), duration = max(1, ceil(d / slot))"]
     return Scenario(
         name="bfjs-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
-        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
-        epochs=_SLOT_EPOCHS,
+        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
+        epochs=SLOT_EPOCHS,
         description="BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
         params=_params(scope, table, steps, clamped=clamped),
     )
@@ -244,10 +212,10 @@ def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0
         seed: k-means seed.
     """
     scope = dict(locals())
-    scale = _pos("machine_scale", machine_scale)
-    k = _pos("k", k, integer=True)
-    fit_h = _pos("fit_hours", fit_hours)
-    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    scale = positive(machine_scale, "params.machine_scale")
+    k = positive(k, "params.k", integer=True)
+    fit_h = positive(fit_hours, "params.fit_hours")
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
     machines, mrep = cached(("google-machines", file_stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
     conf = machine_configurations(machines, decimals=None if decimals is None else int(decimals))
@@ -268,7 +236,7 @@ def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0
              "assigned to the nearest centroid"]
     return Scenario(
         name="lotes-google", capacity=cap, source=source, resources=("cpu", "memory"),
-        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
         description="LoTES Google trace: every attempt, 10 machine configurations (Table 1), k-means classes",
         params=_params(scope, table, steps, machine_configurations=[
             {"cpu": float(c), "memory": float(m), "count": int(n)}
@@ -290,10 +258,10 @@ def autoscale_google(num_servers: int = 1000, first_n: int | None = None, p_max:
     iff band and size agree).  Servers: L of size 1.  Queueing: loss; objective: reward.
     """
     scope = dict(locals())
-    L = _pos("num_servers", num_servers, integer=True)
-    s = _pos("traffic_scaling", traffic_scaling)
-    p_max = int(p_max)
-    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    L = positive(num_servers, "params.num_servers", integer=True)
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    p_max = number(p_max, "params.p_max", lo=0, hi=30, integer=True)
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     table = google_table(trace_dir, lifecycle="finished", first_n=first_n)
     jobs = table.jobs
     p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
@@ -311,7 +279,7 @@ def autoscale_google(num_servers: int = 1000, first_n: int | None = None, p_max:
              f"arrivals divided by traffic_scaling = {s:g}"]
     return Scenario(
         name="autoscale-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
-        horizon=_pos("horizon", horizon, allow_inf=True), objective="reward", queueing="loss",
+        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="reward", queueing="loss",
         description="Auto-scaling Google trace: admit/reject tasks, reward = size x 1/3/9 by priority band",
         params=_params(scope, table, steps, jobs_per_band=np.bincount(band, minlength=3).tolist()),
     )
@@ -333,9 +301,9 @@ def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.
     per-GPU packing of GPU sharing is not modelled).  Objective: mean queue length.
     """
     scope = dict(locals())
-    scale = _pos("node_scale", node_scale)
-    s = _pos("traffic_scaling", traffic_scaling)
-    first_n = _pos("first_n", first_n, integer=True, allow_none=True)
+    scale = positive(node_scale, "params.node_scale")
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     ppath = trace_path("alibaba-gpu-v2023", "openb_pod_list_default.csv", trace_dir=trace_dir)
     npath = trace_path("alibaba-gpu-v2023", "openb_node_list_all_node.csv", trace_dir=trace_dir)
     table = cached(("v2023", file_stamp([ppath]), clip_before, first_n),
@@ -353,7 +321,7 @@ def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.
              f"arrivals divided by traffic_scaling = {s:g}"]
     return Scenario(
         name="alibaba-gpu", capacity=cap, source=source, resources=("cpu", "memory", "gpu"),
-        horizon=_pos("horizon", horizon, allow_inf=True), objective="queue", queue_cap=queue_cap,
+        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
         description="Alibaba GPU v2023: pods with CPU, memory and GPU on 1,523 heterogeneous nodes",
         params=_params(scope, table, steps, nodes_report=nrep.to_dict(), node_shapes=len(shapes)),
     )

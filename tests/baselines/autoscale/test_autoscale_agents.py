@@ -17,7 +17,7 @@ from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.reproduce.autoscale import windowed_reward
 from clustergym.core.commands import Cmd, EventKind
 from clustergym.core.view import ClusterView
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.agent_api import make_env_for
 from clustergym.runner import compare, run_episode
 from clustergym.reproduce import CLAIMS, run_claims
@@ -45,17 +45,17 @@ def test_agents_are_registered_with_their_requirements():
         assert req.needs_types and req.epochs.completions and {Cmd.RESERVE, Cmd.RELEASE} <= req.commands
         assert (Cmd.MIGRATE in req.commands) == (name != "dra-no-migration")
         assert (Cmd.PREEMPT in req.commands) == (name == "dra-preemption")
-    with pytest.raises(ScenarioError, match="agent.g"):
+    with pytest.raises(ConfigError, match="agent.g"):
         make_agent("dra", g="many")
-    with pytest.raises(ScenarioError, match="agent.d"):
+    with pytest.raises(ConfigError, match="agent.d"):
         make_agent("power-of-d", d=0)
-    with pytest.raises(ScenarioError, match="agent.leftover"):
+    with pytest.raises(ConfigError, match="agent.leftover"):
         make_agent("lp-static", leftover="all")
-    with pytest.raises(ScenarioError, match="agent.preempt_scope"):
+    with pytest.raises(ConfigError, match="agent.preempt_scope"):
         make_agent("dra-preemption", preempt_scope="everything")
-    with pytest.raises(ScenarioError, match="agent.nope"):
+    with pytest.raises(ConfigError, match="agent.nope"):
         make_agent("dra", nope=1)
-    with pytest.raises(ScenarioError, match="queueing"):
+    with pytest.raises(ConfigError, match="queueing"):
         make_env_for(make_preset("ec2"), make_agent("dra"))
 
 

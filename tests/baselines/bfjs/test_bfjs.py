@@ -10,7 +10,7 @@ from clustergym.reproduce.bfjs import classify, run_slotted
 
 from clustergym.agent_api import Agent, list_agents, make_agent
 from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.errors import InvalidCommandError, ScenarioError
+from clustergym.errors import ConfigError, InvalidCommandError
 from clustergym.agent_api import make_env_for
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import Geometric, ReplaySource, SlottedSource, UniformDemand
@@ -64,11 +64,11 @@ def test_agents_registered_with_parameters():
         ag = make_agent(name)
         assert ag.requirements.epochs == SLOT_EPOCHS
         assert ag.mode == "faithful" and make_agent(name, mode="vector").vector
-    with pytest.raises(ScenarioError, match="agent.mode"):
+    with pytest.raises(ConfigError, match="agent.mode"):
         make_agent("bf-js", mode="scalar")
-    with pytest.raises(ScenarioError, match="agent.blocking"):
+    with pytest.raises(ConfigError, match="agent.blocking"):
         make_agent("fifo-ff", blocking="sometimes")
-    with pytest.raises(ScenarioError, match="agent.J"):
+    with pytest.raises(ConfigError, match="agent.J"):
         make_agent("bf-js", J=4)
 
 

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from clustergym.agent_api import Agent, make_agent
 from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.agent_api import make_env_for
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import Geometric, ReplaySource, SlottedSource, UniformDemand
@@ -115,9 +115,9 @@ def test_auto_J():
         env.reset(seed=0)
         ag.reset(env, seed=0)
         assert ag.J == J
-    with pytest.raises(ScenarioError, match="agent.J"):
+    with pytest.raises(ConfigError, match="agent.J"):
         make_agent("vqs", J=1)
-    with pytest.raises(ScenarioError, match="agent.hol_blocking"):
+    with pytest.raises(ConfigError, match="agent.hol_blocking"):
         make_agent("vqs-bf", hol_blocking=True)
 
 
@@ -253,7 +253,7 @@ def test_vqs_rejects_heterogeneous_servers():
     ag = make_agent("vqs")
     env = make_env_for(sc, ag)
     env.reset(seed=0)
-    with pytest.raises(ScenarioError, match="identical servers"):
+    with pytest.raises(ConfigError, match="identical servers"):
         ag.reset(env, seed=0)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from clustergym.agent_api import make_agent
 from clustergym.core.commands import Cmd
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.agent_api import make_env_for
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import ArrivalChunk, TypeInfo
@@ -118,7 +118,7 @@ def test_greedy_respect_queues():
     placed, _ = _drive(_scenario(cap, jobs), agent, until=50)
     qm = next(s for s, q in enumerate(agent._mq) if q)
     assert (3, 1 - qm) in [(j, s) for j, s, _ in placed]       # skips the machine with a queue
-    with pytest.raises(ScenarioError, match="agent.queue_scan"):
+    with pytest.raises(ConfigError, match="agent.queue_scan"):
         make_agent("lotes-greedy", queue_scan="best")
 
 
@@ -146,7 +146,7 @@ def test_greedy_local_queues_match_agent_bookkeeping():
     ok = ~np.isnan(s0)
     assert np.array_equal(s0[ok], s1[ok]) and np.array_equal(m0[ok], m1[ok])
     assert r0["mean_queue_length"] == pytest.approx(r1["mean_queue_length"]) and r0["mean_queue_length"] > 0
-    with pytest.raises(ScenarioError, match="routing='agent'"):
+    with pytest.raises(ConfigError, match="routing='agent'"):
         agent = make_agent("lotes-greedy")
         env = make_env_for(dataclasses.replace(sc, queueing="local", routing="jsq"), agent)
         env.reset(seed=0)

@@ -13,7 +13,7 @@ from clustergym.agent_api import list_agents, make_agent
 from clustergym.reproduce.mris import run_on_instance
 from clustergym.core.commands import Command, EventKind
 from clustergym.envs.cluster_env import ClusterEnv
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError, ScenarioError
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
 from clustergym.scenarios.presets.mris import instance_scenario, patience_instance
@@ -49,7 +49,7 @@ def test_registry_names_parameters_and_errors():
                                 ("mris", {"eps": 1.5}, "agent.eps"), ("mris", {"gamma0": 0}, "agent.gamma0"),
                                 ("mris", {"alpha": 1.0}, "agent.alpha"), ("bf-exec", {"departures": "one"}, "agent.departures"),
                                 ("tetris-mris", {"colour": 1}, "agent.colour")]:
-        with pytest.raises(ScenarioError) as e:
+        with pytest.raises(ConfigError) as e:
             make_agent(name, **params)
         assert e.value.field == field
 
@@ -200,7 +200,7 @@ def test_mris_acts_only_at_its_boundaries_and_at_completions(run_stepping):
 def test_mris_needs_identical_machines():
     inst = inst1([0], [1], [0.5], M=2)
     sc = dataclasses.replace(instance_scenario(inst), capacity=np.array([[1.0], [2.0]]))
-    with pytest.raises(ScenarioError, match="identical machines"):
+    with pytest.raises(ConfigError, match="identical machines"):
         run_episode(sc, "mris")
 
 

@@ -20,7 +20,7 @@ from clustergym.baselines.rms.rms import ad_probabilities, replacement_probabili
 from clustergym.reproduce.rms import TrapSetup, trap_scenario
 from clustergym.theory.capacity import enumerate_configurations, product_form_law
 from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.errors import ScenarioError
+from clustergym.errors import ConfigError
 from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.scenarios import Scenario, make_preset
@@ -72,17 +72,17 @@ def test_every_rms_paper_agent_is_registered_with_its_parameters():
     assert make_agent("rms-jsq").requirements_for(make_preset("ec2", queueing="local")).epochs.tick_rate == 30.0
     for bad in ({"selection": "worst"}, {"clock": "slow"}, {"eps": 0}, {"b": 1}, {"total_rate": -1},
                 {"rates": [0, 0]}, {"frozen_weights": [-1.0]}, {"speedup": 0}):
-        with pytest.raises(ScenarioError, match="agent."):
+        with pytest.raises(ConfigError, match="agent."):
             make_agent("rms", **bad)
-    with pytest.raises(ScenarioError, match="agent.rates"):
+    with pytest.raises(ConfigError, match="agent.rates"):
         make_agent("rms", rates=[1, 2]).requirements_for(make_preset("ec2"))
-    with pytest.raises(ScenarioError, match="queueing=local"):
+    with pytest.raises(ConfigError, match="queueing=local"):
         make_env_for(make_preset("ec2"), make_agent("rms-jsq"))
-    with pytest.raises(ScenarioError, match="rms-jsq"):
+    with pytest.raises(ConfigError, match="rms-jsq"):
         make_env_for(make_preset("ec2", queueing="local"), make_agent("rms"))
-    with pytest.raises(ScenarioError, match="agent.beta"):
+    with pytest.raises(ConfigError, match="agent.beta"):
         make_agent("mws", beta=0)
-    with pytest.raises(ScenarioError, match="agent.refresh"):
+    with pytest.raises(ConfigError, match="agent.refresh"):
         make_agent("mwr", refresh="sometimes")
 
 
