@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium.error import ResetNeeded
 
-from clustergym import ClusterEnv, InvalidCommandError, ScenarioError, make_env
+from clustergym import ClusterEnv, ConfigError, InvalidCommandError, make_env
 
 MALFORMED = [-1, -5, 10**9, None, float("nan"), 2.7, 3.0, "3", True, False, np.True_, [1, 2], (0,),
              np.array([1, 2, 3, 4]), np.array(-1), np.array([0, 0]), {"a": 1}]
@@ -70,8 +70,8 @@ def test_unmasked_random_agent_finishes_an_episode_under_wait():
     assert term or trunc
 
 
-def test_unknown_invalid_action_policy_is_a_scenario_error():
-    with pytest.raises(ScenarioError, match="invalid_action"):
+def test_unknown_invalid_action_policy_is_a_config_error():
+    with pytest.raises(ConfigError, match="invalid_action"):
         ClusterEnv("bf-trap", invalid_action="ignore")
 
 
