@@ -83,7 +83,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("rms.google_n", 10_000, "int", 0, "rms-fig8: the first N tasks of the Google slice; 0 = all 288k "
                                               "(hours of CPU)"),
     Setting("rms.google_scalings", (0.5, 1.0, 1.5), "floats", 0, "rms-fig8: the traffic scalings 1/alpha "
-                                                                 "(the paper's grid: 0.5,0.75,1,1.25,1.5)", above=True),
+                                                                 "(a finer grid: 0.5,0.75,1,1.25,1.5)", above=True),
     Setting("lotes.machines", 50, "int", 1, "LoTES generated data: machines per configuration (paper: 1000)"),
     Setting("lotes.horizon", 6.0, "float", 0, "LoTES generated data: hours per run (paper: 100)", above=True),
     Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)"),
@@ -228,7 +228,7 @@ def episodes(cells: Sequence[Cell], config: ReproduceConfig, *,
 
 # ---------------------------------------------------------------- foundation claims (capacity region)
 @claim("rms-ec2-boundary", "rms",
-       "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (rms.md §4.1)")
+       "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (§VII-A)")
 def _ec2_boundary(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.capacity import boundary_point, capacity_scale
     from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES

@@ -1,16 +1,19 @@
-"""The auto-scaling paper's claims for ``clustergym reproduce`` (autoscale.md §3, §4).
+"""The auto-scaling paper's claims (Psychas & Ghaderi, Stochastic Systems 2022: §3, §4, §7) for
+``clustergym reproduce``.
 
 Exact claims (rational arithmetic and HiGHS): the SYN4 values ``U^(g) = 3196/3``,
 ``U* = 1236``, ratio ``0.8619`` and the critical loads ``6/7`` and ``6``
-(§3.4–3.5); the Example/introduction values (§3.1–3.2); the 1/2 and
-``1 - 1/e`` guarantees on the worst-case family (§4.3) and on random instances
-(Theorems 1–2).  Simulation claims (seeded, from an empty system, reward per
-server averaged over ``[T0, T]``): DRA's reward per server approaching
-``U^(g)`` as ``L`` grows (Theorem 4, Figure 3; the spec's §3.7 runs give the
-scale), DRA on the worst-case family, the static oracles (T7), and the LP bound
-for every policy (T1).
+(§7.1, Figure 2; SYN4 is the 4-VM instance of §7.1 with consistent units); the
+introduction's and Example 1's values (§1, §3.1); the 1/2 and ``1 - 1/e``
+guarantees (Theorems 1-2) on a family of instances whose ratio decreases to
+``1 - 1/e`` and on random instances.  Simulation claims (seeded, from an empty
+system, reward per server averaged over ``[T0, T]``): DRA's reward per server
+approaching ``U^(g)`` as ``L`` grows (Theorem 4, Figure 3; reference runs over
+``T = 25`` give the scale), DRA on the worst-case family, the static oracles
+(T7), and the LP bound for every policy (T1).
 
-:func:`windowed_reward` is the estimator ``A_r`` of §4.5, shared with the tests; the
+:func:`windowed_reward` is the time-average reward per server after a warm-up (the
+quantity of Figures 3-4), shared with the tests; the
 claims run it as cells (:func:`window_cell`) through the runner (``--workers``, ``--ray``).
 ``--scale F`` multiplies the horizons and warm-ups of the simulation claims (not the
 Google-trace replay).
@@ -36,7 +39,7 @@ __all__ = ["windowed_reward", "window_cell", "policy_table", "dra_series", "trac
            "syn4_space", "SYN4_RHO_EXACT"]
 
 PAPER = "autoscale"
-_T_DEFAULT, _T0_DEFAULT = 25.0, 10.0  # horizon and warm-up of the spec's §3.7 runs
+_T_DEFAULT, _T0_DEFAULT = 25.0, 10.0  # horizon and warm-up of the reference runs
 SYN4_RHO_EXACT = (Fraction(2), Fraction(1, 2), Fraction(4, 3), Fraction(1))
 
 
@@ -68,8 +71,7 @@ def _add_window(out: dict[str, Any], t0: float) -> dict[str, Any]:
 
 def windowed_reward(scenario: Any, agent: Any, *, seed: int = 0, t0: float = 0.0, validate: bool = False,
                     **agent_params: Any) -> dict[str, Any]:
-    """One replication in this process: reward per server averaged over ``[t0, T]`` (the ``A_r`` of
-    autoscale.md §4.5).
+    """One replication in this process: reward per server averaged over ``[t0, T]``.
 
     The window starts at the first decision epoch at or after ``t0`` (epochs are dense, so
     the start is within one inter-event time of ``t0``).  Returns the run's metrics plus
@@ -135,7 +137,7 @@ def _rel(a: float, b: float) -> float:
 
 # =============================================================================== exact claims
 @claim("autoscale-syn4-values", PAPER,
-       "SYN4 (doubled 4-VM instance, §3.5): U^(g) = 3196/3, U* = 1236, ratio U^(g)/U* = 0.8619 (paper: ~0.862)")
+       "SYN4 (doubled 4-VM instance of §7.1): U^(g) = 3196/3, U* = 1236, ratio U^(g)/U* = 0.8619 (paper: ~0.862)")
 def _syn4_values(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     sp = syn4_space()
     g = global_greedy(SYN4_RHO_EXACT, sp)
@@ -175,7 +177,7 @@ def _syn4_critical(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("autoscale-examples", PAPER,
-       "Introduction and Example 1 (§3.1-3.2): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
+       "Introduction and Example 1 (§1, §3.1): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
        "K^(g) of Example 1 = {(2,1),(2,0),(0,2),0}")
 def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios.presets.autoscale import EX1_REWARDS, EX1_SERVER, EX1_TYPES, INTRO_REWARDS, INTRO_SERVER, INTRO_TYPES
@@ -198,7 +200,7 @@ def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("autoscale-worst-case-family", PAPER,
-       "Worst-case family W_n (§4.3): U^(g)/U* = 1 - (1 - 1/n)^n exactly, >= 1 - 1/e (Theorem 2) > 1/2 (Theorem 1), "
+       "Worst-case family W_n (instances for Theorem 2's bound): U^(g)/U* = 1 - (1 - 1/n)^n exactly, >= 1 - 1/e (Theorem 2) > 1/2 (Theorem 1), "
        "decreasing towards 1 - 1/e")
 def _worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, expected, ok = {}, {}, True
@@ -220,7 +222,7 @@ def _worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 @claim("autoscale-random-instances", PAPER,
        "Theorems 1-2 on 10^4 random instances (J <= 5, D <= 3, capacities 6-16, u in [1,20], rho in [0.1,6]): "
-       "U^(g)/U* >= 1/2 always, = 1 for J = 1, >= 3/4 for J = 2 (autoscale.md §4.5 T2)")
+       "U^(g)/U* >= 1/2 always, = 1 for J = 1, >= 3/4 for J = 2 (T2)")
 def _random_instances(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     stats = random_instance_ratios(10_000, seed=2022)
     ok = stats["min"] >= 0.5 - 1e-9 and stats["min_J1"] >= 1 - 1e-7 and stats["min_J2"] >= 0.75 - 1e-9
@@ -228,7 +230,7 @@ def _random_instances(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 def random_instance_ratios(count: int, seed: int = 0) -> dict[str, Any]:
-    """U^(g)/U* on random integer instances (autoscale.md §4.5 T2): min overall, per J, and the mean."""
+    """U^(g)/U* on random integer instances (Theorems 1-2): min overall, per J, and the mean."""
     rng = np.random.default_rng(seed)
     ratios: dict[int, list[float]] = {}
     for _ in range(count):
@@ -271,7 +273,7 @@ def dra_series(Ls: tuple[int, ...] = _DRA_LS, *, horizon: float = _T, t0: float 
 
 @claim("autoscale-dra-approaches-greedy", PAPER,
        "Figure 3 / Theorem 4: on SYN4 (alpha = 1) DRA's reward per server approaches U^(g) as L grows "
-       "(L = 30, 60, 180, 500; T = 25, window [10, 25]; spec §3.7: 0.894, 0.930, 0.972, 0.990 of U^(g)) "
+       "(L = 30, 60, 180, 500; T = 25, window [10, 25]; reference runs: 0.894, 0.930, 0.972, 0.990 of U^(g)) "
        "and ~86% of U*")
 def _dra_converges(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = dra_series(horizon=_T * config.scale, t0=_T0 * config.scale, config=config)
@@ -322,7 +324,8 @@ def _static_oracles(config: ReproduceConfig) -> tuple[Any, Any, bool]:
         a = float(np.mean([runs[(name, s)]["reward_per_server"] for s in range(4)]))
         out[name] = {"reward_per_server": round(a, 2), "ratio_U_star": round(a / us, 4), "ratio_U_g": round(a / ug, 4)}
     ok = out["lp-static"]["ratio_U_star"] >= 0.93 and 0.95 <= out["gpa-static"]["ratio_U_g"] <= 1.01
-    return out, {"lp-static": "ratio_U_star >= 0.93 (spec: 0.949)", "gpa-static": "ratio_U_g in [0.95, 1.01] (spec: 0.970)"}, ok
+    return out, {"lp-static": "ratio_U_star >= 0.93 (reference run: 0.949)",
+                 "gpa-static": "ratio_U_g in [0.95, 1.01] (reference run: 0.970)"}, ok
 
 
 _BOUND_AGENTS = ("dra", "dra-no-migration", "dra-preemption", "gpa-static", "lp-static", "best-fit-admit",
@@ -351,7 +354,7 @@ def _lp_bound_all(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     return measured, "every ratio reward_per_server / U* <= 1 (not significantly above)", ok
 
 
-# =============================================================================== trace experiment (§3.6, §7.2)
+# =============================================================================== trace experiment (§7.2)
 _TRACE_AGENTS = ("dra-preemption", "dra", "power-of-d", "best-fit-admit")
 
 
@@ -362,7 +365,7 @@ def _autoscale_google(**params: Any) -> Any:
 def trace_experiment(num_servers: int = 300, first_n: int = 60_000, agents: tuple[str, ...] = _TRACE_AGENTS,
                      seed: int = 0, config: ReproduceConfig | None = None) -> dict[str, Any]:
     """Figure 5 at one cluster size: total reward per unit time of each policy and of the Upper Bound
-    (§2.5.3), all over the same window ``[0, T_end]`` (``T_end`` = the last event of any run)."""
+    (§7.2), all over the same window ``[0, T_end]`` (``T_end`` = the last event of any run)."""
     from clustergym.theory.autoscale import trace_upper_bound
 
     config = config if config is not None else ReproduceConfig()
@@ -388,7 +391,7 @@ def trace_experiment(num_servers: int = 300, first_n: int = 60_000, agents: tupl
 @claim("autoscale-google-trace-ordering", PAPER,
        "§7.2 / Figure 5 on the Google-trace setup (first 60,000 completed tasks of the shared 19.7-h slice, "
        "300 unit servers; reward = size x 1/3/9 by priority band): the policies' ordering, stated as measured. "
-       "Passes when the time-varying Upper Bound (§2.5.3) is above every policy; the paper's ordering "
+       "Passes when the time-varying Upper Bound (§7.2) is above every policy; the paper's ordering "
        "(Upper Bound > DRA+Preemption > DRA, power-of-d) is reported, not asserted")
 def _trace_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     res = trace_experiment(config=config)

@@ -1,16 +1,17 @@
-"""The LoTES paper's acceptance checks (lotes.md §4) for ``clustergym reproduce``.
+"""The LoTES paper's claims (§4 offline stages, §5 experiments) for ``clustergym reproduce``; O*, G*
+and T* label the offline, generated-data and Google-trace checks.
 
 Every claim returns ``(measured, expected, passed)``; ``measured`` holds the
 figures (waits in hours for the generated data, seconds for the Google trace)
 and ``passed`` is honest: a claim that does not reproduce reports ``False``
 with its figures.
 
-Offline checks (§4.1; seconds): ``lotes-offline-examples`` (O1, O2),
+Offline checks (Stages 1-2, §4.1-4.2; seconds): ``lotes-offline-examples`` (O1, O2),
 ``lotes-table12-lambda`` (O3-O6 and lambda* of the Table 1/2 instance),
 ``lotes-offline-generated`` (O3, O5, O6 on the 30 generated instances of
 Experiment 2 at the paper's 1000 machines per configuration).
 
-Generated data (§4.2).  The paper's scale (10 x 1000 machines, 100 h, about
+Generated data (§5.4).  The paper's scale (10 x 1000 machines, 100 h, about
 2.5 x 10^7 jobs per run) takes hours per run in this pure-Python kernel (about
 4,000 arrivals per second for one agent, less on a loaded machine), so the
 runs use a reduced scale, set by ``clustergym reproduce --set name=value``
@@ -27,18 +28,19 @@ setting                            default  meaning
 
 Grids: Phi in {0, 0.003, ..., 0.015} at 0.97 lambda* (LoTES, Tetris; Greedy at
 Phi = 0.009 and 0.015); Omega in {0, 0.1, 0.2, 0.3} at 0.90 and 0.95 lambda*
-(LoTES, Tetris; Greedy at Omega = 0.1), Phi = 0.006 (§5 A9).  One episode seed
+(LoTES, Tetris; Greedy at Omega = 0.1), Phi = 0.006 (the paper's "0.06" for
+Experiment 3 would make requirements negative).  One episode seed
 (0) per instance; the instances are the replications, as in the paper.  Every
 run is a :class:`~clustergym.runner.Cell` run by the runner (``--workers``,
 ``--ray``); runs are shared between claims (computed once per process).
 
-Instability (§5 A23): a run is unstable if it hit its queue cap, or the
+Instability (the paper judges it from its plots; here): a run is unstable if it hit its queue cap, or the
 kernel's trend test fires (OLS slope of the queue over the second half > 1% of
 the arrival rate), or the slope over the second half is positive at the 5%
 level *and* the final queue exceeds 10 x max(1, the median queue of the first
 10%).
 
-Google (§4.3): the ``lotes-google`` trace preset (every attempt of the shared
+Google (§5.3): the ``lotes-google`` trace preset (every attempt of the shared
 19.7 h slice, the 12,583 machines of machine_events in 10 configurations,
 k-means classes), replayed until it drains, LoTES vs Tetris vs Greedy.
 """
@@ -181,9 +183,9 @@ def _setting(config: ReproduceConfig) -> str:
             f"{sc['instances']} instance(s) per Phi (paper 5), seed 0")
 
 
-# ============================================================================ §4.1 offline
+# ============================================================================ offline stages (§4.1-4.2)
 @claim("lotes-offline-examples", PAPER,
-       "O1/O2 (§4.1): fluid example lambda* 10/3 (Stage 1) vs 2 (Stage 2); 8-core example 80 vs 60; "
+       "O1/O2 (§2, §4.1-4.2, Fig. 5): fluid example lambda* 10/3 (Stage 1) vs 2 (Stage 2); 8-core example 80 vs 60; "
        "Fig. 5 bins {(3,0),(2,1),(0,2)}, Algorithm 1 (with reset) adds (1,1)")
 def _claim_offline_examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import (
@@ -210,9 +212,9 @@ def _claim_offline_examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-table12-lambda", PAPER,
-       "O3-O6 (§4.1): on the Table 1/2 instance, lambda*_2 <= lambda*_1, rounding loss < 0.1 %, a sparse "
+       "O3-O6 (§4.1-4.2): on the Table 1/2 instance, lambda*_2 <= lambda*_1, rounding loss < 0.1 %, a sparse "
        "Stage-1 vertex (sum |K_j| <= |K| + |M||R|, most configurations 1-2 classes), offline time < 60 s; "
-       "lambda* matches the spec's reference computation (4,730,797 and 4,719,097 jobs/h)")
+       "lambda* matches a reference computation (4,730,797 and 4,719,097 jobs/h)")
 def _claim_table12(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import LotesInputs, solve_lotes
 
@@ -239,7 +241,7 @@ def _claim_table12(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-offline-generated", PAPER,
-       "O3/O5/O6 (§4.1) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
+       "O3/O5/O6 (§4.1-4.2) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
        "configuration: lambda_round <= lambda*_2 <= lambda*_1, rounding loss < 0.1 %, offline time < 60 s")
 def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import LotesInputs, solve_lotes
@@ -277,18 +279,18 @@ def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
                 "instances_with_priced_configs": sum(1 for r in rows if r["priced_configs"]),
                 "rows": rows}
     expected = {"max_loss_pct": "< 0.1 (paper < 0.001)", "max_seconds": "< 60 (paper < 60 incl. CPLEX)",
-                "lambda2_over_lambda1": "<= 1 (spec [C]: 0.975-0.991)"}
+                "lambda2_over_lambda1": "<= 1 (reference computation: 0.975-0.991)"}
     return measured, expected, bool(ok)
 
 
-# ============================================================================ §4.2 generated data
+# ============================================================================ generated data (§5.4)
 def _mean(vals: list[float]) -> float:
     vals = [v for v in vals if math.isfinite(v)]
     return float(np.mean(vals)) if vals else math.nan
 
 
 @claim("lotes-greedy-unstable", PAPER,
-       "G1/G8 (§4.2): Greedy is unstable at the tested loads (0.97 lambda* in Exp. 2 for Phi > 0; 0.90 and "
+       "G1/G8 (§5.4): Greedy is unstable at the tested loads (0.97 lambda* in Exp. 2 for Phi > 0; 0.90 and "
        "0.95 lambda* in Exp. 3), where LoTES and Tetris are not (reduced scale)")
 def _claim_greedy_unstable(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
@@ -336,7 +338,7 @@ def _phi_table(config: ReproduceConfig) -> dict[str, Any]:
 
 
 @claim("lotes-phi-ordering", PAPER,
-       "G4 (§4.2, Exp. 2, Fig. 11): at 0.97 lambda*, LoTES has a lower mean wait than Tetris for every Phi >= 0.003, "
+       "G4 (§5.4.2, Exp. 2, Fig. 11): at 0.97 lambda*, LoTES has a lower mean wait than Tetris for every Phi >= 0.003, "
        "and Tetris becomes much worse than LoTES as Phi grows (the ratio Tetris/LoTES increases); G3: both waits "
        "increase with Phi; G5: both stable (reduced scale)")
 def _claim_phi_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
@@ -361,7 +363,7 @@ def _claim_phi_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-load90-immediate", PAPER,
-       "G6 (§4.2, Exp. 3, Fig. 12): at 0.90 lambda*, LoTES starts essentially every job on arrival for every Omega "
+       "G6 (§5.4.3, Exp. 3, Fig. 12): at 0.90 lambda*, LoTES starts essentially every job on arrival for every Omega "
        "(here: >= 99 % of jobs wait 0 and the mean wait is below 1e-3 h); Tetris ~0 at Omega = 0, then increases "
        "(informative)")
 def _claim_load90(config: ReproduceConfig) -> tuple[Any, Any, bool]:
@@ -377,7 +379,7 @@ def _claim_load90(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-omega-tetris", PAPER,
-       "G7 (§4.2, Exp. 3, Fig. 13): at 0.95 lambda*, Tetris is unstable for Omega > 0.1, and for Omega <= 0.1 its "
+       "G7 (§5.4.3, Exp. 3, Fig. 13): at 0.95 lambda*, Tetris is unstable for Omega > 0.1, and for Omega <= 0.1 its "
        "mean wait exceeds LoTES's; LoTES's wait is positive and grows with Omega (informative)")
 def _claim_omega_tetris(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
@@ -399,7 +401,7 @@ def _claim_omega_tetris(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     return measured, expected, bool(unstable_high and worse_low)
 
 
-# ============================================================================ §4.3 Google trace
+# ============================================================================ Google trace (§5.3)
 def _google_runs(config: ReproduceConfig) -> dict[str, dict[str, Any]]:
     n = config.get("lotes.google_n")
     agents = ("lotes", "tetris", "lotes-greedy")
@@ -430,7 +432,7 @@ def _google_available() -> bool:
 
 
 @claim("lotes-google-ordering", PAPER,
-       "T1/T4 (§4.3, Figs. 8-9): on the Google trace (shared 19.7 h slice, machine configurations from "
+       "T1/T4 (§5.3.3, Figs. 8-9): on the Google trace (shared 19.7 h slice, machine configurations from "
        "machine_events), mean wait and P99 wait order LoTES < Tetris < Greedy, and fewer than 1 % of LoTES's "
        "jobs wait more than 1 h")
 def _claim_google_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
@@ -447,7 +449,7 @@ def _claim_google_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-google-examined", PAPER,
-       "T6 (§4.3, §5.2): LoTES examines fewer machines per arriving job than Tetris, which always examines all")
+       "T6 (§5.3.3, §5.2): LoTES examines fewer machines per arriving job than Tetris, which always examines all")
 def _claim_google_examined(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     if not _google_available():
         return {"skipped": "Google trace not found"}, "LoTES < Tetris", False

@@ -1,7 +1,7 @@
-"""Claims of the MRIS paper (Fan & Liang, ICPP'24; mris.md §3.7-3.8, §4) for ``clustergym reproduce``.
+"""Claims of the MRIS paper (Fan & Liang, ICPP'24: Lemmas 4.1 and 6.4, §7, Figs. 1-7) for ``clustergym reproduce``.
 
 Every number is measured by running the agents through the environment (``run_on_instance``) and is
-the paper's metric, Σ w_j C_j or AWCT = (1/N) Σ w_j C_j with absolute completion times (mris.md §1 item 7).
+the paper's metric, Σ w_j C_j or AWCT = (1/N) Σ w_j C_j with absolute completion times (§3).
 
 Exact instances: Lemma 4.1 (``mris-lemma41``, ``mris-lemma41-growth``), the Lemma 6.4 tightness case
 (``mris-lemma64-tight``), the Figure 7 "patience" instance (``mris-fig7-patience``).
@@ -63,7 +63,7 @@ def schedule_of(sim: Any) -> dict[str, np.ndarray]:
 
 
 def paper_metrics(sim: Any) -> dict[str, Any]:
-    """The MRIS paper's metrics of an episode (mris.md §1 items 7, 9; §5 items 18-19).
+    """The MRIS paper's metrics of an episode (AWCT, §3; queuing delay, §7.5.2).
 
     ``awct`` = (1/N) Σ w_j C_j with absolute completion times C_j (the paper's metric), over the N
     real jobs (``all_completed`` says whether every one finished; if not, over the completed ones);
@@ -328,7 +328,7 @@ def _trace_keys(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 
 @claim("mris-trace-knapsack", PAPER, "Fig. 2 (substitute trace, stated as measured): MRIS-GREEDY is slightly better "
                                      "than the exact knapsack at light load (2% lower) and worse as jobs increase "
-                                     "(over three times in the paper, partly from reference-code bugs, mris.md §2.4)")
+                                     "(over three times in the paper, §7.4, partly from bugs in the greedy of the authors' code)")
 def _trace_knapsack(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     if not _traces():
         return _NO_TRACES

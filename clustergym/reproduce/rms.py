@@ -1,20 +1,22 @@
-"""The RMS paper's claims (rms.md §4.9) for ``clustergym reproduce``.
+"""The RMS paper's claims (Psychas & Ghaderi 2018: Proposition 1 and Fig. 1b in §III, Figs. 2-8 in
+§VII) for ``clustergym reproduce``; C1-C15 label the paper's qualitative claims (the table maps them).
 
 Every claim runs the registered agents through the environment and returns
 ``(measured, expected, passed)``; ``measured`` holds the figures (means and
 95% confidence half-widths over seeds, Student t) and ``passed`` is honest:
 a claim that does not reproduce reports ``False`` with its figures.
 
-Horizons (rms.md §6 item 17 recommends T = 10^4 for EC2; that is ~10x over a
-reasonable budget in pure Python, so the EC2 figures use shorter runs, each
-metric being the exact time average of the total queue over [0.2 T, T], i.e.
-after a 20% warm-up):
+Horizons (§VII-A repeats each experiment three times, "long enough so that the
+queues show steady state", without stating the horizon; T = 10^4 for EC2 would
+be ~10x over a reasonable budget in pure Python, so the EC2 figures use shorter
+runs, each metric being the exact time average of the total queue over
+[0.2 T, T], i.e. after a 20% warm-up):
 
 =====================  ==============================================================  ==========
 claim                  setting                                                         horizon
 =====================  ==============================================================  ==========
 rms-prop1 (C1)         Prop. 1, k = 2, a = 5, b = 4, rho_2 = 0.05; FF/BF/RF x 3 refills  T = 10^4
-rms-fig1b (C2)         (a) BF from the trap state, 3 seeds; (c) RMS from empty          2000; 2x10^4
+rms-fig1b (C2)         BF from the trap state, 3 seeds; RMS from empty                  2000; 2x10^4
                        (uniform, eps 0.05, r_j = 50), 1 seed; BF from empty for contrast
 rms-fig3 (C4)          EC2, L = 20, zeta in {0.8, 0.85, 0.9, 0.95}, sum of clocks 30     T = 1000, 3 seeds
 rms-fig4 (C5, C15)     RMS (r_j = 10) vs RMS+JSQ (r_j^l = 0.5), same grid               T = 1000, 3 seeds
@@ -25,12 +27,13 @@ rms-fig8 (C11)         rms-google: first N tasks of the shared slice, 1/alpha in
                        {0.5, 1, 1.5}, L = 1000 (the paper's) and L = 50 (loaded)         1 seed
 =====================  ==============================================================  ==========
 
-Fig. 8 (rms.md §4.8, §6 items 16-17, 22-23): the clock of every fixed/AD
-variant has a total rate equal to the scaled mean arrival rate of the segment
-(the "+" variant 5x that), as the spec recommends.  ``--set rms.google_n=N``
-sets N (default 10,000; 0 = the whole 288k-task slice, hours of CPU: the "+"
-variant alone makes about 120 events per task), ``--set rms.google_scalings=0.5,1,1.5``
-the grid (the default; the spec's is ``0.5,0.75,1,1.25,1.5``).
+Fig. 8 (§VII-B): the paper states neither the clock rates on the trace nor
+the grid of traffic scalings.  Here the clock of every fixed/AD variant has a
+total rate equal to the scaled mean arrival rate of the segment (the "+"
+variant 5x that, as in §VII-A).  ``--set rms.google_n=N`` sets N (default
+10,000; 0 = the whole 288k-task slice, hours of CPU: the "+" variant alone
+makes about 120 events per task), ``--set rms.google_scalings=0.5,1,1.5`` the
+grid (the default; ``0.5,0.75,1,1.25,1.5`` is a finer one over Fig. 8's range).
 
 Every run is a :class:`~clustergym.runner.Cell` run by the runner
 (:func:`clustergym.reproduce.episodes`), on ``--workers`` local processes (the
@@ -142,8 +145,9 @@ def _setting(config: ReproduceConfig) -> str:
 
 # ============================================================================ C1: Proposition 1
 def _prop1_scenario(horizon: float, seed: int = 0) -> tuple[Scenario, int]:
-    """rms.md §5.4, k = 2: size-1/3 jobs every 4 time units lasting 5; size-1 jobs at integer
-    times t >= 1 with probability 0.05, lasting 1; one unit server."""
+    """The counterexample in the proof of Proposition 1 (§III) with k = 2, rho_1 = a/b = 5/4 and
+    rho_2 = 0.05: size-1/3 jobs every 4 time units lasting 5; size-1 jobs at integer times t >= 1
+    with probability 0.05, lasting 1; one unit server."""
     rng = np.random.default_rng(seed)
     t1 = np.arange(0.0, horizon, 4.0)
     t2 = np.arange(1.0, horizon).astype(float)
@@ -200,7 +204,8 @@ def _claim_prop1(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 # ============================================================================ C2: Fig. 1b
 class TrapSetup(Agent):
     """At t = 0, start the prefix jobs of ``plan`` (job -> server), leave the rest queued, then
-    hand over to ``inner`` (rms.md §5.5 (a) initial state).
+    hand over to ``inner``: for the Fig. 1b setting (§III), every server holding two size-2 jobs
+    and one size-5 job with both queues long, the state in which Best-Fit stays trapped.
 
     After the hand-over it records ``left_2_1_at``: the first end of an epoch (``inner`` waits) at
     which both queues are non-empty and some server is not in configuration (2, 1) (``None`` if
@@ -479,7 +484,8 @@ def google_cell(agent: str, traffic_scaling: float, first_n: int, num_servers: i
 
 
 def _clock_rate(traffic_scaling: float, first_n: int, num_servers: int) -> float:
-    """rms.md §4.8 RECOMMEND: the total clock rate is the (scaled) mean arrival rate of the segment."""
+    """The total clock rate on the trace: the (scaled) mean arrival rate of the segment (§VII-B does not
+    state one; see the module docstring)."""
     sparams = {"traffic_scaling": float(traffic_scaling), "num_servers": int(num_servers)}
     if first_n:
         sparams["first_n"] = int(first_n)
