@@ -212,11 +212,11 @@ def episodes(cells: Sequence[Cell], config: ReproduceConfig, *,
     order = list(range(len(cells)))
     if cost is not None and (config.workers > 1 or config.ray is not None):
         order.sort(key=lambda i: -cost(cells[i]))
-    done = [0]
+    done, total = [0], _new_runs(cells)
 
     def tick(agent: str, seed: int) -> None:
         done[0] += 1
-        print(f"[reproduce] episode {done[0]}/{len(cells)} done: {agent}, seed {seed}", file=sys.stderr, flush=True)
+        print(f"[reproduce] episode {done[0]}/{total} done: {agent}, seed {seed}", file=sys.stderr, flush=True)
 
     rows = run_rows([cells[i] for i in order], workers=config.workers, ray=config.ray, memo=RUNS,
                     progress=tick if config.progress else None)
@@ -224,6 +224,21 @@ def episodes(cells: Sequence[Cell], config: ReproduceConfig, *,
     for i, row in zip(order, rows):
         out[i] = row
     return out
+
+
+def _new_runs(cells: list[Cell]) -> int:
+    """How many of ``cells`` will run (the others are in :data:`RUNS`, or repeat an earlier cell)."""
+    seen: set[Cell] = set()
+    n = 0
+    for c in cells:
+        try:
+            if c in RUNS or c in seen:
+                continue
+            seen.add(c)
+        except TypeError:  # not a memo key: it runs
+            pass
+        n += 1
+    return n
 
 
 # ---------------------------------------------------------------- foundation claims (capacity region)

@@ -15,7 +15,10 @@ only on its cell, so the three executors give the same rows in the same order
 
 Agents registered at run time (in a notebook, a script or a test) are shipped
 to the workers with their cell: their factory is pickled by value with
-cloudpickle, so worker processes and Ray workers know them too.
+cloudpickle, so worker processes and Ray workers can build them too.  A cell
+may also carry the factory of an agent registered nowhere (see
+:attr:`Cell.factory`).  ``memo`` (:func:`run_rows`) shares rows between
+callers: a cell already run is not run again.
 """
 
 from __future__ import annotations
@@ -64,8 +67,9 @@ class Cell:
         params: preset parameters as ``(name, value)`` pairs (preset names only).
         horizon: overrides the scenario's horizon (simulated time units), ``None`` keeps it.
         columns: names of ``params`` that become columns of the results (the swept ones).
-        factory: the agent's factory pickled by value (agents registered outside
-            clustergym's own modules), so that a fresh worker process can build it.
+        factory: the agent's factory, pickled (by value for agents registered outside
+            clustergym's own modules): a process that does not know the name ``agent``
+            builds the agent from it, without registering it.
         agent_params: the agent's parameters as ``(name, value)`` pairs.
         probes: named :class:`~clustergym.runner.episode.Probe` s as ``(name, probe)`` pairs; their
             values are columns of the cell's row (the functions must be importable by workers:
