@@ -1,16 +1,22 @@
-"""The auto-scaling paper's claims for ``clustergym reproduce`` (autoscale.md §3, §4).
+"""The auto-scaling paper's claims (Psychas & Ghaderi, Stochastic Systems 2022: §3, §4, §7) for
+``clustergym reproduce``.
 
 Exact claims (rational arithmetic and HiGHS): the SYN4 values ``U^(g) = 3196/3``,
 ``U* = 1236``, ratio ``0.8619`` and the critical loads ``6/7`` and ``6``
-(§3.4–3.5); the Example/introduction values (§3.1–3.2); the 1/2 and
-``1 - 1/e`` guarantees on the worst-case family (§4.3) and on random instances
-(Theorems 1–2).  Simulation claims (seeded, from an empty system, reward per
-server averaged over ``[T0, T]``): DRA's reward per server approaching
-``U^(g)`` as ``L`` grows (Theorem 4, Figure 3; the spec's §3.7 runs give the
-scale), DRA on the worst-case family, the static oracles (T7), and the LP bound
-for every policy (T1).
+(§7.1, Figure 2; SYN4 is the 4-VM instance of §7.1 with consistent units); the
+introduction's and Example 1's values (§1, §3.1); the 1/2 and ``1 - 1/e``
+guarantees (Theorems 1-2) on a family of instances whose ratio decreases to
+``1 - 1/e`` and on random instances.  Simulation claims (seeded, from an empty
+system, reward per server averaged over ``[T0, T]``): DRA's reward per server
+approaching ``U^(g)`` as ``L`` grows (Theorem 4, Figure 3; reference runs over
+``T = 25`` give the scale), DRA on the worst-case family, the static oracles
+(T7), and the LP bound for every policy (T1).
 
-:func:`windowed_reward` is the estimator ``A_r`` of §4.5, shared with the tests.
+:func:`windowed_reward` is the time-average reward per server after a warm-up (the
+quantity of Figures 3-4), shared with the tests; the
+claims run it as cells (:func:`window_cell`) through the runner (``--workers``, ``--ray``).
+``--scale F`` multiplies the horizons and warm-ups of the simulation claims (not the
+Google-trace replay).
 """
 
 from __future__ import annotations
@@ -24,15 +30,16 @@ import numpy as np
 from clustergym.agent_api import make_agent
 from clustergym.theory.autoscale import (ConfigSpace, critical_loads, global_greedy, instance_of, lp_upper_bound,
                                      worst_case_family)
-from clustergym.runner import Probe, run_episode
-from clustergym.reproduce import claim
+from clustergym.runner import Cell, Probe, run_episode
+from clustergym.runner.stats import mean_ci
+from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.scenarios import make_preset
 
-__all__ = ["windowed_reward", "policy_table", "dra_series", "trace_experiment", "random_instance_ratios", "syn4_space",
-           "SYN4_RHO_EXACT"]
+__all__ = ["windowed_reward", "window_cell", "policy_table", "dra_series", "trace_experiment", "random_instance_ratios",
+           "syn4_space", "SYN4_RHO_EXACT"]
 
 PAPER = "autoscale"
-_T_DEFAULT, _T0_DEFAULT = 25.0, 10.0  # horizon and warm-up of the spec's §3.7 runs
+_T_DEFAULT, _T0_DEFAULT = 25.0, 10.0  # horizon and warm-up of the reference runs
 SYN4_RHO_EXACT = (Fraction(2), Fraction(1, 2), Fraction(4, 3), Fraction(1))
 
 
@@ -46,37 +53,69 @@ def _reward_so_far(env: Any) -> tuple[float, float]:
     return env.sim.now, env.sim.integrals.reward
 
 
-def windowed_reward(scenario: Any, agent: Any, *, seed: int = 0, t0: float = 0.0, validate: bool = False,
-                    **agent_params: Any) -> dict[str, Any]:
-    """One replication: reward per server averaged over ``[t0, T]`` (the ``A_r`` of autoscale.md §4.5).
+def _window_probes(t0: float) -> dict[str, Probe]:
+    return {"window_start": Probe(_reward_so_far, at=(t0,))} if t0 > 0 else {}
 
-    The window starts at the first decision epoch at or after ``t0`` (epochs are dense, so
-    the start is within one inter-event time of ``t0``).  Returns the run's metrics plus
-    ``reward_per_server`` (window), ``window`` and the agent object (``agent_obj``).
-    """
-    ag = make_agent(agent, **agent_params) if isinstance(agent, str) else agent
-    probes = {"window_start": Probe(_reward_so_far, at=(t0,))} if t0 > 0 else {}
-    out = run_episode(scenario, ag, seed=seed, validate=validate, probes=probes,
-                      agent_name=agent if isinstance(agent, str) else None)
+
+def _add_window(out: dict[str, Any], t0: float) -> dict[str, Any]:
+    """``out`` (a run's row) with ``reward_per_server`` averaged over the window ``[start, T]``
+    (``start``: the first decision epoch at or after ``t0``) and ``window``."""
     T = out["sim_time"]
     total = out["reward_rate"] * T
     start, area0 = out["window_start"][0] if t0 > 0 and out["window_start"][0][0] < T else (0.0, 0.0)
     L = out["servers"]
     out["reward_per_server"] = (total - area0) / ((T - start) * L) if T > start else math.nan
     out["window"] = (start, T)
+    return out
+
+
+def windowed_reward(scenario: Any, agent: Any, *, seed: int = 0, t0: float = 0.0, validate: bool = False,
+                    **agent_params: Any) -> dict[str, Any]:
+    """One replication in this process: reward per server averaged over ``[t0, T]``.
+
+    The window starts at the first decision epoch at or after ``t0`` (epochs are dense, so
+    the start is within one inter-event time of ``t0``).  Returns the run's metrics plus
+    ``reward_per_server`` (window), ``window`` and the agent object (``agent_obj``).  The claims
+    run the same measurement as cells (:func:`window_cell`).
+    """
+    ag = make_agent(agent, **agent_params) if isinstance(agent, str) else agent
+    out = run_episode(scenario, ag, seed=seed, validate=validate, probes=_window_probes(t0),
+                      agent_name=agent if isinstance(agent, str) else None)
+    out = _add_window(out, t0)
     out["agent_obj"] = ag
     return out
+
+
+def _dra_g(agent: Any) -> Any:
+    return getattr(agent, "g", None)
+
+
+def window_cell(preset: str, agent: str, *, seed: int = 0, t0: float = 0.0, **params: Any) -> Cell:
+    """:func:`windowed_reward` as a cell: ``agent`` on ``preset`` with ``params`` (the DRA agents'
+    ``g`` is recorded too); :func:`_add_window` turns its row into the same figures."""
+    probes = dict(_window_probes(t0))
+    if agent.startswith("dra"):
+        probes["g"] = Probe(_dra_g, of="agent")
+    return Cell(preset, agent, seed, params=tuple(sorted(params.items())), probes=tuple(probes.items()))
+
+
+def _windowed(cells: list[Cell], t0: float, config: ReproduceConfig) -> list[dict[str, Any]]:
+    return [_add_window(r, t0) for r in episodes(cells, config)]
 
 
 def policy_table(Ls: tuple[int, ...] = (30, 180, 500), agents: tuple[str, ...] = (
         "dra", "dra-no-migration", "dra-preemption", "gpa-static", "lp-static", "best-fit-admit", "first-fit-admit",
         "power-of-d", "trunk-reservation"), *, seeds: int = 3, horizon: float = _T_DEFAULT, t0: float = _T0_DEFAULT,
-        load: float = 1.0) -> Any:
+        load: float = 1.0, config: ReproduceConfig | None = None) -> Any:
     """Reward per server (window ``[t0, T]``) per policy and L on SYN4, with 95% CIs over seeds and
     the ratios to ``U*`` and ``U^(g)`` (the closing table of issue #8)."""
     import pandas as pd
-    from scipy import stats
 
+    config = config if config is not None else ReproduceConfig()
+    keys = [(L, name, s) for L in Ls for name in agents for s in range(seeds)]
+    cells = [window_cell("autoscale-4vm", name, seed=s, t0=t0, num_servers=L, load=load, horizon=horizon)
+             for L, name, s in keys]
+    got = dict(zip(keys, _windowed(cells, t0, config)))
     rows = []
     for L in Ls:
         sc = make_preset("autoscale-4vm", num_servers=L, load=load, horizon=horizon)
@@ -84,8 +123,8 @@ def policy_table(Ls: tuple[int, ...] = (30, 180, 500), agents: tuple[str, ...] =
         ug = float(global_greedy(inst.rho, inst.space).value)
         us = lp_upper_bound(inst.rho, inst.space).value
         for name in agents:
-            a = np.array([windowed_reward(sc, name, seed=s, t0=t0)["reward_per_server"] for s in range(seeds)])
-            half = float(stats.t.ppf(0.975, seeds - 1) * a.std(ddof=1) / math.sqrt(seeds)) if seeds > 1 else math.nan
+            a = np.array([got[(L, name, s)]["reward_per_server"] for s in range(seeds)])
+            half = mean_ci(a)[1]
             rows.append({"L": L, "agent": name, "reward_per_server": a.mean(), "ci95": half,
                          "ratio_U_star": a.mean() / us, "ratio_U_star_ci95": half / us,
                          "ratio_U_g": a.mean() / ug, "ratio_U_g_ci95": half / ug})
@@ -98,8 +137,8 @@ def _rel(a: float, b: float) -> float:
 
 # =============================================================================== exact claims
 @claim("autoscale-syn4-values", PAPER,
-       "SYN4 (doubled 4-VM instance, §3.5): U^(g) = 3196/3, U* = 1236, ratio U^(g)/U* = 0.8619 (paper: ~0.862)")
-def _syn4_values() -> tuple[Any, Any, bool]:
+       "SYN4 (doubled 4-VM instance of §7.1): U^(g) = 3196/3, U* = 1236, ratio U^(g)/U* = 0.8619 (paper: ~0.862)")
+def _syn4_values(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     sp = syn4_space()
     g = global_greedy(SYN4_RHO_EXACT, sp)
     lp = lp_upper_bound(SYN4_RHO_EXACT, sp)
@@ -114,7 +153,7 @@ def _syn4_values() -> tuple[Any, Any, bool]:
 @claim("autoscale-syn4-critical-loads", PAPER,
        "Figure 2: the critical load factors on SYN4 are alpha = 6/7 and alpha = 6; U^(g) < U* strictly between, "
        "equal outside, worst ratio at alpha = 1")
-def _syn4_critical() -> tuple[Any, Any, bool]:
+def _syn4_critical(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     sp = syn4_space()
     a1, a2 = critical_loads(SYN4_RHO_EXACT, sp)
     grid = [Fraction(n, 20) for n in range(1, 201)] + [a1, a2]
@@ -138,9 +177,9 @@ def _syn4_critical() -> tuple[Any, Any, bool]:
 
 
 @claim("autoscale-examples", PAPER,
-       "Introduction and Example 1 (§3.1-3.2): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
+       "Introduction and Example 1 (§1, §3.1): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
        "K^(g) of Example 1 = {(2,1),(2,0),(0,2),0}")
-def _examples() -> tuple[Any, Any, bool]:
+def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios.presets.autoscale import EX1_REWARDS, EX1_SERVER, EX1_TYPES, INTRO_REWARDS, INTRO_SERVER, INTRO_TYPES
 
     intro = ConfigSpace.additive(INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS)
@@ -161,9 +200,9 @@ def _examples() -> tuple[Any, Any, bool]:
 
 
 @claim("autoscale-worst-case-family", PAPER,
-       "Worst-case family W_n (§4.3): U^(g)/U* = 1 - (1 - 1/n)^n exactly, >= 1 - 1/e (Theorem 2) > 1/2 (Theorem 1), "
+       "Worst-case family W_n (instances for Theorem 2's bound): U^(g)/U* = 1 - (1 - 1/n)^n exactly, >= 1 - 1/e (Theorem 2) > 1/2 (Theorem 1), "
        "decreasing towards 1 - 1/e")
-def _worst_case() -> tuple[Any, Any, bool]:
+def _worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, expected, ok = {}, {}, True
     prev = 2.0
     for n in range(2, 7):
@@ -183,15 +222,15 @@ def _worst_case() -> tuple[Any, Any, bool]:
 
 @claim("autoscale-random-instances", PAPER,
        "Theorems 1-2 on 10^4 random instances (J <= 5, D <= 3, capacities 6-16, u in [1,20], rho in [0.1,6]): "
-       "U^(g)/U* >= 1/2 always, = 1 for J = 1, >= 3/4 for J = 2 (autoscale.md §4.5 T2)")
-def _random_instances() -> tuple[Any, Any, bool]:
+       "U^(g)/U* >= 1/2 always, = 1 for J = 1, >= 3/4 for J = 2 (T2)")
+def _random_instances(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     stats = random_instance_ratios(10_000, seed=2022)
     ok = stats["min"] >= 0.5 - 1e-9 and stats["min_J1"] >= 1 - 1e-7 and stats["min_J2"] >= 0.75 - 1e-9
     return stats, {"min": ">= 0.5 (paper: never seen below 1 - 1/e = 0.632)", "min_J1": 1.0, "min_J2": ">= 0.75"}, ok
 
 
 def random_instance_ratios(count: int, seed: int = 0) -> dict[str, Any]:
-    """U^(g)/U* on random integer instances (autoscale.md §4.5 T2): min overall, per J, and the mean."""
+    """U^(g)/U* on random integer instances (Theorems 1-2): min overall, per J, and the mean."""
     rng = np.random.default_rng(seed)
     ratios: dict[int, list[float]] = {}
     for _ in range(count):
@@ -217,25 +256,27 @@ _T, _T0 = _T_DEFAULT, _T0_DEFAULT
 
 
 def dra_series(Ls: tuple[int, ...] = _DRA_LS, *, horizon: float = _T, t0: float = _T0, seed: int = 0,
-               load: float = 1.0) -> list[dict[str, Any]]:
+               load: float = 1.0, config: ReproduceConfig | None = None) -> list[dict[str, Any]]:
+    """DRA's reward per server (window ``[t0, T]``) on SYN4 for each L, and its ratios to ``U^(g)`` and ``U*``."""
+    config = config if config is not None else ReproduceConfig()
+    cells = [window_cell("autoscale-4vm", "dra", seed=seed, t0=t0, num_servers=L, load=load, horizon=horizon) for L in Ls]
     rows = []
-    for L in Ls:
+    for L, r in zip(Ls, _windowed(cells, t0, config)):
         sc = make_preset("autoscale-4vm", num_servers=L, load=load, horizon=horizon)
         inst = instance_of(sc)
         ug = float(global_greedy(inst.rho, inst.space).value)
         us = lp_upper_bound(inst.rho, inst.space).value
-        r = windowed_reward(sc, "dra", seed=seed, t0=t0)
-        rows.append({"L": L, "g": r["agent_obj"].g, "reward_per_server": round(r["reward_per_server"], 2),
+        rows.append({"L": L, "g": r["g"], "reward_per_server": round(r["reward_per_server"], 2),
                      "ratio_U_g": round(r["reward_per_server"] / ug, 4), "ratio_U_star": round(r["reward_per_server"] / us, 4)})
     return rows
 
 
 @claim("autoscale-dra-approaches-greedy", PAPER,
        "Figure 3 / Theorem 4: on SYN4 (alpha = 1) DRA's reward per server approaches U^(g) as L grows "
-       "(L = 30, 60, 180, 500; T = 25, window [10, 25]; spec §3.7: 0.894, 0.930, 0.972, 0.990 of U^(g)) "
+       "(L = 30, 60, 180, 500; T = 25, window [10, 25]; reference runs: 0.894, 0.930, 0.972, 0.990 of U^(g)) "
        "and ~86% of U*")
-def _dra_converges() -> tuple[Any, Any, bool]:
-    rows = dra_series()
+def _dra_converges(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    rows = dra_series(horizon=_T * config.scale, t0=_T0 * config.scale, config=config)
     ratios = [r["ratio_U_g"] for r in rows]
     nondecreasing = all(b >= a - 0.01 for a, b in zip(ratios, ratios[1:]))
     last = rows[-1]
@@ -247,14 +288,17 @@ def _dra_converges() -> tuple[Any, Any, bool]:
 @claim("autoscale-dra-worst-case", PAPER,
        "Theorem 3 on the worst-case family: DRA's reward per server is >= 1/2 U* and close to "
        "U^(g) = (1 - (1-1/n)^n) U* (n = 2, 3; L = 500, T = 25, window [10, 25])")
-def _dra_worst_case() -> tuple[Any, Any, bool]:
+def _dra_worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, ok = {}, True
-    for n in (2, 3):
-        sc = make_preset("autoscale-worst-case", n=n, num_servers=500, horizon=_T)
+    T, t0 = _T * config.scale, _T0 * config.scale
+    ns = (2, 3)
+    runs = _windowed([window_cell("autoscale-worst-case", "dra", seed=0, t0=t0, n=n, num_servers=500, horizon=T)
+                      for n in ns], t0, config)
+    for n, r in zip(ns, runs):
+        sc = make_preset("autoscale-worst-case", n=n, num_servers=500, horizon=T)
         inst = instance_of(sc)
         ug = float(global_greedy(inst.rho, inst.space).value)
         us = lp_upper_bound(inst.rho, inst.space).value
-        r = windowed_reward(sc, "dra", seed=0, t0=_T0)
         a = r["reward_per_server"]
         measured[f"n={n}"] = {"reward_per_server": round(a, 4), "U_g": round(ug, 4), "U_star": round(us, 4),
                               "ratio_U_g": round(a / ug, 4), "ratio_U_star": round(a / us, 4)}
@@ -265,17 +309,23 @@ def _dra_worst_case() -> tuple[Any, Any, bool]:
 @claim("autoscale-static-oracles", PAPER,
        "T7: static LP reservation reaches ~0.95 U* and static GPA(rho L) ~U^(g) on SYN4 (L = 180, T = 25, "
        "window [10, 25], 4 seeds); both know rho (oracles)")
-def _static_oracles() -> tuple[Any, Any, bool]:
-    sc = make_preset("autoscale-4vm", num_servers=180, horizon=_T)
+def _static_oracles(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    T, t0 = _T * config.scale, _T0 * config.scale
+    sc = make_preset("autoscale-4vm", num_servers=180, horizon=T)
     inst = instance_of(sc)
     ug = float(global_greedy(inst.rho, inst.space).value)
     us = lp_upper_bound(inst.rho, inst.space).value
     out = {}
-    for name in ("lp-static", "gpa-static"):
-        a = float(np.mean([windowed_reward(sc, name, seed=s, t0=_T0)["reward_per_server"] for s in range(4)]))
+    names = ("lp-static", "gpa-static")
+    keys = [(name, s) for name in names for s in range(4)]
+    runs = dict(zip(keys, _windowed([window_cell("autoscale-4vm", name, seed=s, t0=t0, num_servers=180, horizon=T)
+                                     for name, s in keys], t0, config)))
+    for name in names:
+        a = float(np.mean([runs[(name, s)]["reward_per_server"] for s in range(4)]))
         out[name] = {"reward_per_server": round(a, 2), "ratio_U_star": round(a / us, 4), "ratio_U_g": round(a / ug, 4)}
     ok = out["lp-static"]["ratio_U_star"] >= 0.93 and 0.95 <= out["gpa-static"]["ratio_U_g"] <= 1.01
-    return out, {"lp-static": "ratio_U_star >= 0.93 (spec: 0.949)", "gpa-static": "ratio_U_g in [0.95, 1.01] (spec: 0.970)"}, ok
+    return out, {"lp-static": "ratio_U_star >= 0.93 (reference run: 0.949)",
+                 "gpa-static": "ratio_U_g in [0.95, 1.01] (reference run: 0.970)"}, ok
 
 
 _BOUND_AGENTS = ("dra", "dra-no-migration", "dra-preemption", "gpa-static", "lp-static", "best-fit-admit",
@@ -285,21 +335,26 @@ _BOUND_AGENTS = ("dra", "dra-no-migration", "dra-preemption", "gpa-static", "lp-
 @claim("autoscale-lp-bound-all-policies", PAPER,
        "§3 / T1: no policy's reward per server exceeds the LP bound U*[rho] (SYN4 at alpha = 0.5, 1, 2; L = 60, "
        "T = 15, 3 seeds, from an empty system; one-sided 99.9% test)")
-def _lp_bound_all() -> tuple[Any, Any, bool]:
+def _lp_bound_all(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.runner.stats import check_lp_bound
 
     measured, ok = {}, True
-    for load in (0.5, 1.0, 2.0):
-        sc = make_preset("autoscale-4vm", num_servers=60, load=load, horizon=15.0)
+    T, loads = 15.0 * config.scale, (0.5, 1.0, 2.0)
+    keys = [(load, name, s) for load in loads for name in _BOUND_AGENTS for s in range(3)]
+    rows = dict(zip(keys, episodes([Cell("autoscale-4vm", name, s, params=(("horizon", T), ("load", load),
+                                                                           ("num_servers", 60)))
+                                    for load, name, s in keys], config)))
+    for load in loads:
+        sc = make_preset("autoscale-4vm", num_servers=60, load=load, horizon=T)
         for name in _BOUND_AGENTS:
-            rates = [run_episode(sc, name, seed=s)["reward_rate"] for s in range(3)]
+            rates = [rows[(load, name, s)]["reward_rate"] for s in range(3)]
             chk = check_lp_bound(rates, sc)
             measured[f"load={load} {name}"] = round(chk["ratio"], 4)
             ok &= chk["passed"]
     return measured, "every ratio reward_per_server / U* <= 1 (not significantly above)", ok
 
 
-# =============================================================================== trace experiment (§3.6, §7.2)
+# =============================================================================== trace experiment (§7.2)
 _TRACE_AGENTS = ("dra-preemption", "dra", "power-of-d", "best-fit-admit")
 
 
@@ -308,15 +363,17 @@ def _autoscale_google(**params: Any) -> Any:
 
 
 def trace_experiment(num_servers: int = 300, first_n: int = 60_000, agents: tuple[str, ...] = _TRACE_AGENTS,
-                     seed: int = 0) -> dict[str, Any]:
+                     seed: int = 0, config: ReproduceConfig | None = None) -> dict[str, Any]:
     """Figure 5 at one cluster size: total reward per unit time of each policy and of the Upper Bound
-    (§2.5.3), all over the same window ``[0, T_end]`` (``T_end`` = the last event of any run)."""
+    (§7.2), all over the same window ``[0, T_end]`` (``T_end`` = the last event of any run)."""
     from clustergym.theory.autoscale import trace_upper_bound
 
+    config = config if config is not None else ReproduceConfig()
     sc = _autoscale_google(num_servers=num_servers, first_n=first_n)
+    rows = episodes([Cell("autoscale-google", name, seed, params=(("first_n", first_n), ("num_servers", num_servers)))
+                     for name in agents], config)
     areas, ends = {}, []
-    for name in agents:
-        r = run_episode(sc, name, seed=seed)
+    for name, r in zip(agents, rows):
         areas[name] = r["reward_rate"] * r["sim_time"]
         ends.append(r["sim_time"])
         areas[name + ":preempted"] = r.get("preempted", 0)
@@ -334,10 +391,10 @@ def trace_experiment(num_servers: int = 300, first_n: int = 60_000, agents: tupl
 @claim("autoscale-google-trace-ordering", PAPER,
        "§7.2 / Figure 5 on the Google-trace setup (first 60,000 completed tasks of the shared 19.7-h slice, "
        "300 unit servers; reward = size x 1/3/9 by priority band): the policies' ordering, stated as measured. "
-       "Passes when the time-varying Upper Bound (§2.5.3) is above every policy; the paper's ordering "
+       "Passes when the time-varying Upper Bound (§7.2) is above every policy; the paper's ordering "
        "(Upper Bound > DRA+Preemption > DRA, power-of-d) is reported, not asserted")
-def _trace_ordering() -> tuple[Any, Any, bool]:
-    res = trace_experiment()
+def _trace_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    res = trace_experiment(config=config)
     rates = res["reward_rate"]
     ub = rates["upper-bound"]
     ok = all(v <= ub * (1 + 1e-9) for v in rates.values())

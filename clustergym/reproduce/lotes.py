@@ -1,42 +1,46 @@
-"""The LoTES paper's acceptance checks (lotes.md §4) for ``clustergym reproduce``.
+"""The LoTES paper's claims (§4 offline stages, §5 experiments) for ``clustergym reproduce``; O*, G*
+and T* label the offline, generated-data and Google-trace checks.
 
 Every claim returns ``(measured, expected, passed)``; ``measured`` holds the
 figures (waits in hours for the generated data, seconds for the Google trace)
 and ``passed`` is honest: a claim that does not reproduce reports ``False``
 with its figures.
 
-Offline checks (§4.1; seconds): ``lotes-offline-examples`` (O1, O2),
+Offline checks (Stages 1-2, §4.1-4.2; seconds): ``lotes-offline-examples`` (O1, O2),
 ``lotes-table12-lambda`` (O3-O6 and lambda* of the Table 1/2 instance),
 ``lotes-offline-generated`` (O3, O5, O6 on the 30 generated instances of
 Experiment 2 at the paper's 1000 machines per configuration).
 
-Generated data (§4.2).  The paper's scale (10 x 1000 machines, 100 h, about
+Generated data (§5.4).  The paper's scale (10 x 1000 machines, 100 h, about
 2.5 x 10^7 jobs per run) takes hours per run in this pure-Python kernel (about
 4,000 arrivals per second for one agent, less on a loaded machine), so the
-runs use a reduced scale, set by environment variables:
+runs use a reduced scale, set by ``clustergym reproduce --set name=value``
+(:data:`clustergym.reproduce.SETTINGS`):
 
 =================================  =======  ======================================================
-variable                           default  meaning
+setting                            default  meaning
 =================================  =======  ======================================================
-``CLUSTERGYM_LOTES_MACHINES``      50       machines per configuration (paper: 1000)
-``CLUSTERGYM_LOTES_HORIZON``       6        hours per run (paper: 100)
-``CLUSTERGYM_LOTES_INSTANCES``     2        instances per Phi (paper: 5); Omega uses the first
-``CLUSTERGYM_LOTES_GOOGLE_N``      0        first N trace attempts of the Google run (0 = all)
+``lotes.machines``                 50       machines per configuration (paper: 1000)
+``lotes.horizon``                  6        hours per run (paper: 100; ``--scale`` multiplies it)
+``lotes.instances``                2        instances per Phi (paper: 5); Omega uses the first
+``lotes.google_n``                 0        first N trace attempts of the Google run (0 = all)
 =================================  =======  ======================================================
 
 Grids: Phi in {0, 0.003, ..., 0.015} at 0.97 lambda* (LoTES, Tetris; Greedy at
 Phi = 0.009 and 0.015); Omega in {0, 0.1, 0.2, 0.3} at 0.90 and 0.95 lambda*
-(LoTES, Tetris; Greedy at Omega = 0.1), Phi = 0.006 (§5 A9).  One episode seed
-(0) per instance; the instances are the replications, as in the paper.  The
-runs are shared between claims (computed once per process).
+(LoTES, Tetris; Greedy at Omega = 0.1), Phi = 0.006 (the paper's "0.06" for
+Experiment 3 would make requirements negative).  One episode seed
+(0) per instance; the instances are the replications, as in the paper.  Every
+run is a :class:`~clustergym.runner.Cell` run by the runner (``--workers``,
+``--ray``); runs are shared between claims (computed once per process).
 
-Instability (§5 A23): a run is unstable if it hit its queue cap, or the
+Instability (the paper judges it from its plots; here): a run is unstable if it hit its queue cap, or the
 kernel's trend test fires (OLS slope of the queue over the second half > 1% of
 the arrival rate), or the slope over the second half is positive at the 5%
 level *and* the final queue exceeds 10 x max(1, the median queue of the first
 10%).
 
-Google (§4.3): the ``lotes-google`` trace preset (every attempt of the shared
+Google (§5.3): the ``lotes-google`` trace preset (every attempt of the shared
 19.7 h slice, the 12,583 machines of machine_events in 10 configurations,
 k-means classes), replayed until it drains, LoTES vs Tetris vs Greedy.
 """
@@ -44,20 +48,16 @@ k-means classes), replayed until it drains, LoTES vs Tetris vs Greedy.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from clustergym.agent_api import make_agent
-from clustergym.runner import run_episode
-from clustergym.reproduce import claim
-from clustergym.scenarios import make_preset
+from clustergym.runner import Cell, Probe, run_cell
+from clustergym.reproduce import ReproduceConfig, claim, episodes
 
-__all__ = ["OMEGAS", "PHIS", "reduced_scale", "run_case", "unstable_a23"]
+__all__ = ["OMEGAS", "PHIS", "reduced_scale", "run_case", "case_cell", "unstable_a23"]
 
 PHIS = (0.0, 0.003, 0.006, 0.009, 0.012, 0.015)
 OMEGAS = (0.0, 0.1, 0.2, 0.3)
@@ -66,25 +66,12 @@ GREEDY_OMEGA = 0.1
 PAPER = "lotes"
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-def reduced_scale() -> dict[str, Any]:
-    """The scale of the generated-data runs (environment variables above)."""
-    return {"machines_per_config": max(1, _env_int("CLUSTERGYM_LOTES_MACHINES", 50)),
-            "horizon_h": max(0.1, _env_float("CLUSTERGYM_LOTES_HORIZON", 6.0)),
-            "instances": max(1, _env_int("CLUSTERGYM_LOTES_INSTANCES", 2))}
+def reduced_scale(config: ReproduceConfig | None = None) -> dict[str, Any]:
+    """The scale of the generated-data runs (the ``lotes.*`` settings above; ``scale`` multiplies the hours)."""
+    config = config if config is not None else ReproduceConfig()
+    return {"machines_per_config": config.get("lotes.machines"),
+            "horizon_h": config.get("lotes.horizon") * config.scale,
+            "instances": config.get("lotes.instances")}
 
 
 # ============================================================================ running and measuring
@@ -105,91 +92,102 @@ def unstable_a23(times: np.ndarray, values: np.ndarray) -> bool:
     return bool(p_one_sided < 0.05 and final > 10 * base)
 
 
-def _progress(msg: str) -> None:
-    """One line on stderr per run (``--json`` keeps stdout for the JSON document)."""
-    if os.environ.get("CLUSTERGYM_LOTES_QUIET", "") in ("", "0"):
-        print(f"[lotes-reproduce] {msg}", file=sys.stderr, flush=True)
-
-
-def _waits(env: Any) -> np.ndarray:
-    """The waits of the real jobs that started."""
+def _wait_fractions(env: Any) -> dict[str, float]:
+    """Over the real jobs that started: the fraction that waited 0, and the fraction that waited more than 1 h."""
     jobs = env.sim.jobs
     jobs.require_all_rows("the LoTES claims' wait figures")
     n = jobs.size
     real = ~jobs.dummy[:n]
     start, arrival = jobs.start[:n][real], jobs.arrival[:n][real]
     started = ~np.isnan(start)
-    return start[started] - arrival[started]
+    waits = start[started] - arrival[started]
+    return {"immediate": float(np.mean(waits <= 0)) if waits.size else math.nan,
+            "p_wait_gt_1h": float(np.mean(waits > 3600.0)) if waits.size else math.nan}
 
 
 def _a23_unstable(env: Any) -> bool:
     return unstable_a23(*env.sim.trace.arrays())
 
 
-def run_case(scenario: Any, agent: str, *, seed: int = 0, **agent_params: Any) -> dict[str, Any]:
-    """One episode with the figures the claims use."""
-    ag = make_agent(agent, **agent_params)
-    r = run_episode(scenario, ag, seed=seed, probes={"waits": _waits, "a23_unstable": _a23_unstable})
-    waits = r["waits"]
-    st = dict(getattr(ag, "stats", {}) or {})
+def _scenario_facts(env: Any) -> dict[str, Any]:
+    """What the claims report about the scenario: its size and LoTES's rounding ratio lambda_round / lambda*_2."""
+    p = env.scenario.params
+    ratio = p["lambda_round"] / p["lambda_stage2"] if "lambda_round" in p and "lambda_stage2" in p else math.nan
+    return {"jobs": int(p.get("jobs", 0)), "machines": env.scenario.num_servers, "lambda_ratio_round": ratio}
+
+
+def _agent_stats(agent: Any) -> dict[str, Any]:
+    return dict(getattr(agent, "stats", {}) or {})
+
+
+_PROBES = (("waits", Probe(_wait_fractions)), ("a23_unstable", Probe(_a23_unstable)),
+           ("facts", Probe(_scenario_facts)), ("agent_stats", Probe(_agent_stats, of="agent")))
+
+
+def case_cell(scenario: Any, agent: str, *, seed: int = 0, params: dict[str, Any] | None = None,
+              **agent_params: Any) -> Cell:
+    """One episode with the probes the claims use (``scenario``: a preset name with ``params``, or a Scenario)."""
+    return Cell(scenario, agent, seed, params=tuple(sorted((params or {}).items())),
+                agent_params=tuple(sorted(agent_params.items())), probes=_PROBES)
+
+
+def _record(r: dict[str, Any], agent: str, seed: int) -> dict[str, Any]:
+    """The figures of a :func:`case_cell` run."""
+    st = r["agent_stats"]
     arrivals = max(1, int(st.get("arrivals", r["arrivals"])))
-    out = {
+    return {
         "agent": agent, "seed": seed, "arrivals": int(r["arrivals"]), "started": int(r["started"]),
         "mean_wait": float(r["mean_wait"]), "p99_wait": float(r["p99_wait"]),
         "mean_queue": float(r["mean_queue_length"]), "queued_at_end": int(r["queued_at_end"]),
-        "immediate": float(np.mean(waits <= 0)) if waits.size else math.nan,
-        "p_wait_gt_1h": float(np.mean(waits > 3600.0)) if waits.size else math.nan,
+        "immediate": r["waits"]["immediate"], "p_wait_gt_1h": r["waits"]["p_wait_gt_1h"],
         "unstable": bool(r["hit_queue_cap"] or r["unstable"] or r["a23_unstable"]),
         "hit_cap": bool(r["hit_queue_cap"]), "sim_time": float(r["sim_time"]),
         "wall_seconds": round(float(r["wall_seconds"]), 1),
         "examined_per_arrival": (st["examined"] / arrivals) if "examined" in st else math.nan,
+        "lambda_ratio_round": r["facts"]["lambda_ratio_round"],
     }
-    _progress(f"{scenario.name} {agent} {agent_params or ''} {dict(scenario.params).get('phi', '')} "
-              f"{dict(scenario.params).get('omega', '')}: {out['arrivals']} arrivals, mean wait {out['mean_wait']:.4g}, "
-              f"unstable {out['unstable']}, {out['wall_seconds']} s")
-    return out
 
 
-_CACHE: dict[Any, dict[str, Any]] = {}
+def run_case(scenario: Any, agent: str, *, seed: int = 0, **agent_params: Any) -> dict[str, Any]:
+    """One episode in this process with the figures the claims use."""
+    return _record(run_cell(case_cell(scenario, agent, seed=seed, **agent_params)), agent, seed)
 
 
-def _case(preset: str, agent: str, rounding: str | None = None, **params: Any) -> dict[str, Any]:
-    key = (preset, agent, rounding, tuple(sorted(params.items())))
-    if key not in _CACHE:
-        sc = make_preset(preset, **params)
-        rec = run_case(sc, agent, **({"rounding": rounding} if rounding else {}))
-        rec["lambda_ratio_round"] = sc.params["lambda_round"] / sc.params["lambda_stage2"]
-        _CACHE[key] = rec
-    return _CACHE[key]
+def _cases(config: ReproduceConfig, cells: list[Cell]) -> list[dict[str, Any]]:
+    """The figures of ``cells``' runs (run by the runner, shared between claims)."""
+    return [_record(r, c.agent, c.seed) for r, c in zip(episodes(cells, config), cells)]
 
 
-def _phi_case(agent: str, phi: float, instance: int) -> dict[str, Any]:
-    sc = reduced_scale()
-    return _case("lotes-phi", agent, phi=phi, instance=instance, machines_per_config=sc["machines_per_config"],
-                 horizon=sc["horizon_h"], load=0.97)
+def _phi_cell(config: ReproduceConfig, agent: str, phi: float, instance: int, rounding: str | None = None) -> Cell:
+    sc = reduced_scale(config)
+    return case_cell("lotes-phi", agent, params={"phi": phi, "instance": instance, "load": 0.97,
+                                                 "machines_per_config": sc["machines_per_config"],
+                                                 "horizon": sc["horizon_h"]},
+                     **({"rounding": rounding} if rounding else {}))
 
 
-def _omega_case(agent: str, omega: float, load: float) -> dict[str, Any]:
-    sc = reduced_scale()
-    return _case("lotes-omega", agent, omega=omega, instance=0, machines_per_config=sc["machines_per_config"],
-                 horizon=sc["horizon_h"], load=load)
+def _omega_cell(config: ReproduceConfig, agent: str, omega: float, load: float) -> Cell:
+    sc = reduced_scale(config)
+    return case_cell("lotes-omega", agent, params={"omega": omega, "instance": 0, "load": load,
+                                                   "machines_per_config": sc["machines_per_config"],
+                                                   "horizon": sc["horizon_h"]})
 
 
 def _fmt(x: float) -> float:
     return float(f"{x:.4g}") if math.isfinite(x) else x
 
 
-def _setting() -> str:
-    sc = reduced_scale()
+def _setting(config: ReproduceConfig) -> str:
+    sc = reduced_scale(config)
     return (f"{sc['machines_per_config']} machines/config (paper 1000), {sc['horizon_h']:g} h (paper 100), "
             f"{sc['instances']} instance(s) per Phi (paper 5), seed 0")
 
 
-# ============================================================================ §4.1 offline
+# ============================================================================ offline stages (§4.1-4.2)
 @claim("lotes-offline-examples", PAPER,
-       "O1/O2 (§4.1): fluid example lambda* 10/3 (Stage 1) vs 2 (Stage 2); 8-core example 80 vs 60; "
+       "O1/O2 (§2, §4.1-4.2, Fig. 5): fluid example lambda* 10/3 (Stage 1) vs 2 (Stage 2); 8-core example 80 vs 60; "
        "Fig. 5 bins {(3,0),(2,1),(0,2)}, Algorithm 1 (with reset) adds (1,1)")
-def _claim_offline_examples() -> tuple[Any, Any, bool]:
+def _claim_offline_examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import (
         algorithm1_bins,
         allocation_lp,
@@ -214,10 +212,10 @@ def _claim_offline_examples() -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-table12-lambda", PAPER,
-       "O3-O6 (§4.1): on the Table 1/2 instance, lambda*_2 <= lambda*_1, rounding loss < 0.1 %, a sparse "
+       "O3-O6 (§4.1-4.2): on the Table 1/2 instance, lambda*_2 <= lambda*_1, rounding loss < 0.1 %, a sparse "
        "Stage-1 vertex (sum |K_j| <= |K| + |M||R|, most configurations 1-2 classes), offline time < 60 s; "
-       "lambda* matches the spec's reference computation (4,730,797 and 4,719,097 jobs/h)")
-def _claim_table12() -> tuple[Any, Any, bool]:
+       "lambda* matches a reference computation (4,730,797 and 4,719,097 jobs/h)")
+def _claim_table12(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import LotesInputs, solve_lotes
 
     from clustergym.scenarios.presets.lotes import TABLE1, TABLE2
@@ -243,9 +241,9 @@ def _claim_table12() -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-offline-generated", PAPER,
-       "O3/O5/O6 (§4.1) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
+       "O3/O5/O6 (§4.1-4.2) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
        "configuration: lambda_round <= lambda*_2 <= lambda*_1, rounding loss < 0.1 %, offline time < 60 s")
-def _claim_offline_generated() -> tuple[Any, Any, bool]:
+def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import LotesInputs, solve_lotes
 
     from clustergym.scenarios.presets.lotes import TABLE1, generated_instance
@@ -281,34 +279,35 @@ def _claim_offline_generated() -> tuple[Any, Any, bool]:
                 "instances_with_priced_configs": sum(1 for r in rows if r["priced_configs"]),
                 "rows": rows}
     expected = {"max_loss_pct": "< 0.1 (paper < 0.001)", "max_seconds": "< 60 (paper < 60 incl. CPLEX)",
-                "lambda2_over_lambda1": "<= 1 (spec [C]: 0.975-0.991)"}
+                "lambda2_over_lambda1": "<= 1 (reference computation: 0.975-0.991)"}
     return measured, expected, bool(ok)
 
 
-# ============================================================================ §4.2 generated data
+# ============================================================================ generated data (§5.4)
 def _mean(vals: list[float]) -> float:
     vals = [v for v in vals if math.isfinite(v)]
     return float(np.mean(vals)) if vals else math.nan
 
 
 @claim("lotes-greedy-unstable", PAPER,
-       "G1/G8 (§4.2): Greedy is unstable at the tested loads (0.97 lambda* in Exp. 2 for Phi > 0; 0.90 and "
+       "G1/G8 (§5.4): Greedy is unstable at the tested loads (0.97 lambda* in Exp. 2 for Phi > 0; 0.90 and "
        "0.95 lambda* in Exp. 3), where LoTES and Tetris are not (reduced scale)")
-def _claim_greedy_unstable() -> tuple[Any, Any, bool]:
+def _claim_greedy_unstable(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
     ok = True
+    trio = ("lotes-greedy", "lotes", "tetris")
+    cells = ([_phi_cell(config, a, phi, 0) for phi in GREEDY_PHIS for a in trio]
+             + [_omega_cell(config, a, GREEDY_OMEGA, load) for load in (0.90, 0.95) for a in trio])
+    recs = iter(_cases(config, cells))
     for phi in GREEDY_PHIS:
-        g = _phi_case("lotes-greedy", phi, 0)
-        others = [_phi_case(a, phi, 0) for a in ("lotes", "tetris")]
-        rows[f"phi={phi}"] = {"greedy": _brief(g), "lotes": _brief(others[0]), "tetris": _brief(others[1])}
+        g, lo, te = next(recs), next(recs), next(recs)
+        rows[f"phi={phi}"] = {"greedy": _brief(g), "lotes": _brief(lo), "tetris": _brief(te)}
         ok &= g["unstable"]
     for load in (0.90, 0.95):
-        g = _omega_case("lotes-greedy", GREEDY_OMEGA, load)
-        others = [_omega_case(a, GREEDY_OMEGA, load) for a in ("lotes", "tetris")]
-        rows[f"omega={GREEDY_OMEGA},load={load}"] = {"greedy": _brief(g), "lotes": _brief(others[0]),
-                                                     "tetris": _brief(others[1])}
+        g, lo, te = next(recs), next(recs), next(recs)
+        rows[f"omega={GREEDY_OMEGA},load={load}"] = {"greedy": _brief(g), "lotes": _brief(lo), "tetris": _brief(te)}
         ok &= g["unstable"]
-    return ({"setting": _setting(), "runs": rows},
+    return ({"setting": _setting(config), "runs": rows},
             {"greedy": "unstable in every setting", "lotes/tetris": "shown for contrast"}, bool(ok))
 
 
@@ -318,30 +317,32 @@ def _brief(rec: dict[str, Any]) -> dict[str, Any]:
             "immediate": _fmt(rec["immediate"]), "unstable": rec["unstable"], "wall_s": rec["wall_seconds"]}
 
 
-def _phi_table() -> dict[str, Any]:
-    n_inst = reduced_scale()["instances"]
+def _phi_table(config: ReproduceConfig) -> dict[str, Any]:
+    n_inst = reduced_scale(config)["instances"]
+    keys = [(phi, a, i) for phi in PHIS for a in ("lotes", "tetris") for i in range(n_inst)]
+    got = dict(zip(keys, _cases(config, [_phi_cell(config, a, phi, i) for phi, a, i in keys])))
     table: dict[str, Any] = {}
     for phi in PHIS:
         row: dict[str, Any] = {}
         for a in ("lotes", "tetris"):
-            recs = [_phi_case(a, phi, i) for i in range(n_inst)]
+            recs = [got[(phi, a, i)] for i in range(n_inst)]
             row[a] = {"mean_wait_h": _fmt(_mean([r["mean_wait"] for r in recs])),
                       "p99_wait_h": _fmt(_mean([r["p99_wait"] for r in recs])),
                       "per_instance_mean_wait_h": [_fmt(r["mean_wait"]) for r in recs],
                       "unstable_runs": sum(r["unstable"] for r in recs),
                       "wall_s": round(sum(r["wall_seconds"] for r in recs), 1)}
-        row["lambda_round_over_lambda2"] = [_fmt(_phi_case("lotes", phi, i)["lambda_ratio_round"])
+        row["lambda_round_over_lambda2"] = [_fmt(got[(phi, "lotes", i)]["lambda_ratio_round"])
                                             for i in range(n_inst)]
         table[str(phi)] = row
     return table
 
 
 @claim("lotes-phi-ordering", PAPER,
-       "G4 (§4.2, Exp. 2, Fig. 11): at 0.97 lambda*, LoTES has a lower mean wait than Tetris for every Phi >= 0.003, "
+       "G4 (§5.4.2, Exp. 2, Fig. 11): at 0.97 lambda*, LoTES has a lower mean wait than Tetris for every Phi >= 0.003, "
        "and Tetris becomes much worse than LoTES as Phi grows (the ratio Tetris/LoTES increases); G3: both waits "
        "increase with Phi; G5: both stable (reduced scale)")
-def _claim_phi_ordering() -> tuple[Any, Any, bool]:
-    table = _phi_table()
+def _claim_phi_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    table = _phi_table(config)
     lw = [table[str(p)]["lotes"]["mean_wait_h"] for p in PHIS]
     tw = [table[str(p)]["tetris"]["mean_wait_h"] for p in PHIS]
     better = all(lw[i] < tw[i] for i in range(1, len(PHIS)))
@@ -350,9 +351,8 @@ def _claim_phi_ordering() -> tuple[Any, Any, bool]:
     rho_l = stats.spearmanr(PHIS, lw).statistic
     rho_t = stats.spearmanr(PHIS, tw).statistic
     unstable = sum(table[str(p)][a]["unstable_runs"] for p in PHIS for a in ("lotes", "tetris"))
-    swap = _case("lotes-phi", "lotes", phi=PHIS[-1], instance=0, load=0.97, rounding="swap",
-                 machines_per_config=reduced_scale()["machines_per_config"], horizon=reduced_scale()["horizon_h"])
-    measured = {"setting": _setting(), "table": table, "tetris_over_lotes": [_fmt(x) for x in ratio],
+    (swap,) = _cases(config, [_phi_cell(config, "lotes", PHIS[-1], 0, rounding="swap")])
+    measured = {"setting": _setting(config), "table": table, "tetris_over_lotes": [_fmt(x) for x in ratio],
                 "sensitivity_lotes_swap_rounding_phi_0.015_instance_0": _brief(swap),
                 "spearman_ratio_vs_phi": _fmt(float(trend)), "spearman_wait_vs_phi": {"lotes": _fmt(float(rho_l)),
                                                                                     "tetris": _fmt(float(rho_t))},
@@ -363,55 +363,54 @@ def _claim_phi_ordering() -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-load90-immediate", PAPER,
-       "G6 (§4.2, Exp. 3, Fig. 12): at 0.90 lambda*, LoTES starts essentially every job on arrival for every Omega "
+       "G6 (§5.4.3, Exp. 3, Fig. 12): at 0.90 lambda*, LoTES starts essentially every job on arrival for every Omega "
        "(here: >= 99 % of jobs wait 0 and the mean wait is below 1e-3 h); Tetris ~0 at Omega = 0, then increases "
        "(informative)")
-def _claim_load90() -> tuple[Any, Any, bool]:
+def _claim_load90(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
     ok = True
+    recs = iter(_cases(config, [_omega_cell(config, a, om, 0.90) for om in OMEGAS for a in ("lotes", "tetris")]))
     for om in OMEGAS:
-        lo, te = _omega_case("lotes", om, 0.90), _omega_case("tetris", om, 0.90)
+        lo, te = next(recs), next(recs)
         rows[str(om)] = {"lotes": _brief(lo), "tetris": _brief(te)}
         ok &= lo["immediate"] >= 0.99 and lo["mean_wait"] < 1e-3
-    return ({"setting": _setting(), "runs": rows},
+    return ({"setting": _setting(config), "runs": rows},
             {"lotes": "immediate >= 0.99 and mean wait < 1e-3 h for every Omega"}, bool(ok))
 
 
 @claim("lotes-omega-tetris", PAPER,
-       "G7 (§4.2, Exp. 3, Fig. 13): at 0.95 lambda*, Tetris is unstable for Omega > 0.1, and for Omega <= 0.1 its "
+       "G7 (§5.4.3, Exp. 3, Fig. 13): at 0.95 lambda*, Tetris is unstable for Omega > 0.1, and for Omega <= 0.1 its "
        "mean wait exceeds LoTES's; LoTES's wait is positive and grows with Omega (informative)")
-def _claim_omega_tetris() -> tuple[Any, Any, bool]:
+def _claim_omega_tetris(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
     unstable_high = True
     worse_low = True
+    recs = iter(_cases(config, [_omega_cell(config, a, om, 0.95) for om in OMEGAS for a in ("lotes", "tetris")]))
     for om in OMEGAS:
-        lo, te = _omega_case("lotes", om, 0.95), _omega_case("tetris", om, 0.95)
+        lo, te = next(recs), next(recs)
         rows[str(om)] = {"lotes": _brief(lo), "tetris": _brief(te)}
         if om > 0.1:
             unstable_high &= te["unstable"]
         else:
             worse_low &= te["mean_wait"] > lo["mean_wait"]
     lw = [rows[str(o)]["lotes"]["mean_wait_h"] for o in OMEGAS]
-    measured = {"setting": _setting(), "runs": rows, "tetris_unstable_above_0.1": unstable_high,
+    measured = {"setting": _setting(config), "runs": rows, "tetris_unstable_above_0.1": unstable_high,
                 "tetris_worse_at_or_below_0.1": worse_low,
                 "spearman_lotes_wait_vs_omega": _fmt(float(stats.spearmanr(OMEGAS, lw).statistic))}
     expected = {"tetris_unstable_above_0.1": True, "tetris_worse_at_or_below_0.1": True}
     return measured, expected, bool(unstable_high and worse_low)
 
 
-# ============================================================================ §4.3 Google trace
-def _google_runs() -> dict[str, dict[str, Any]]:
-    key = ("google", _env_int("CLUSTERGYM_LOTES_GOOGLE_N", 0))
-    if key not in _CACHE:
-        n = key[1]
-        t0 = time.perf_counter()
-        sc = make_preset("lotes-google", **({"first_n": n} if n > 0 else {}))
-        build = time.perf_counter() - t0
-        runs = {a: run_case(sc, a) for a in ("lotes", "tetris", "lotes-greedy")}
-        runs["_meta"] = {"jobs": int(sc.params.get("jobs", 0)), "machines": sc.num_servers,
-                         "build_seconds": round(build, 1), "first_n": n or "all"}
-        _CACHE[key] = runs
-    return _CACHE[key]
+# ============================================================================ Google trace (§5.3)
+def _google_runs(config: ReproduceConfig) -> dict[str, dict[str, Any]]:
+    n = config.get("lotes.google_n")
+    agents = ("lotes", "tetris", "lotes-greedy")
+    cells = [case_cell("lotes-google", a, params={"first_n": n} if n > 0 else {}) for a in agents]
+    rows = episodes(cells, config)
+    runs = {a: _record(r, a, 0) for a, r in zip(agents, rows)}
+    facts = rows[0]["facts"]
+    runs["_meta"] = {"jobs": facts["jobs"], "machines": facts["machines"], "first_n": n or "all"}
+    return runs
 
 
 def _gbrief(rec: dict[str, Any]) -> dict[str, Any]:
@@ -433,13 +432,13 @@ def _google_available() -> bool:
 
 
 @claim("lotes-google-ordering", PAPER,
-       "T1/T4 (§4.3, Figs. 8-9): on the Google trace (shared 19.7 h slice, machine configurations from "
+       "T1/T4 (§5.3.3, Figs. 8-9): on the Google trace (shared 19.7 h slice, machine configurations from "
        "machine_events), mean wait and P99 wait order LoTES < Tetris < Greedy, and fewer than 1 % of LoTES's "
        "jobs wait more than 1 h")
-def _claim_google_ordering() -> tuple[Any, Any, bool]:
+def _claim_google_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     if not _google_available():
         return {"skipped": "Google trace not found"}, "LoTES < Tetris < Greedy", False
-    runs = _google_runs()
+    runs = _google_runs(config)
     lo, te, gr = runs["lotes"], runs["tetris"], runs["lotes-greedy"]
     measured = {"trace": runs["_meta"], "lotes": _gbrief(lo), "tetris": _gbrief(te), "greedy": _gbrief(gr)}
     expected = {"mean_wait": "LoTES < Tetris < Greedy (paper: Greedy 15-20 min, Tetris ~10x LoTES)",
@@ -450,11 +449,11 @@ def _claim_google_ordering() -> tuple[Any, Any, bool]:
 
 
 @claim("lotes-google-examined", PAPER,
-       "T6 (§4.3, §5.2): LoTES examines fewer machines per arriving job than Tetris, which always examines all")
-def _claim_google_examined() -> tuple[Any, Any, bool]:
+       "T6 (§5.3.3, §5.2): LoTES examines fewer machines per arriving job than Tetris, which always examines all")
+def _claim_google_examined(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     if not _google_available():
         return {"skipped": "Google trace not found"}, "LoTES < Tetris", False
-    runs = _google_runs()
+    runs = _google_runs(config)
     lo, te = runs["lotes"]["examined_per_arrival"], runs["tetris"]["examined_per_arrival"]
     return ({"lotes": _fmt(lo), "tetris": _fmt(te), "greedy": _fmt(runs["lotes-greedy"]["examined_per_arrival"]),
              "machines": runs["_meta"]["machines"]},

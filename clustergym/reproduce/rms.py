@@ -1,20 +1,22 @@
-"""The RMS paper's claims (rms.md §4.9) for ``clustergym reproduce``.
+"""The RMS paper's claims (Psychas & Ghaderi 2018: Proposition 1 and Fig. 1b in §III, Figs. 2-8 in
+§VII) for ``clustergym reproduce``; C1-C15 label the paper's qualitative claims (the table maps them).
 
 Every claim runs the registered agents through the environment and returns
 ``(measured, expected, passed)``; ``measured`` holds the figures (means and
 95% confidence half-widths over seeds, Student t) and ``passed`` is honest:
 a claim that does not reproduce reports ``False`` with its figures.
 
-Horizons (rms.md §6 item 17 recommends T = 10^4 for EC2; that is ~10x over a
-reasonable budget in pure Python, so the EC2 figures use shorter runs, each
-metric being the exact time average of the total queue over [0.2 T, T], i.e.
-after a 20% warm-up):
+Horizons (§VII-A repeats each experiment three times, "long enough so that the
+queues show steady state", without stating the horizon; T = 10^4 for EC2 would
+be ~10x over a reasonable budget in pure Python, so the EC2 figures use shorter
+runs, each metric being the exact time average of the total queue over
+[0.2 T, T], i.e. after a 20% warm-up):
 
 =====================  ==============================================================  ==========
 claim                  setting                                                         horizon
 =====================  ==============================================================  ==========
 rms-prop1 (C1)         Prop. 1, k = 2, a = 5, b = 4, rho_2 = 0.05; FF/BF/RF x 3 refills  T = 10^4
-rms-fig1b (C2)         (a) BF from the trap state, 3 seeds; (c) RMS from empty          2000; 2x10^4
+rms-fig1b (C2)         BF from the trap state, 3 seeds; RMS from empty                  2000; 2x10^4
                        (uniform, eps 0.05, r_j = 50), 1 seed; BF from empty for contrast
 rms-fig3 (C4)          EC2, L = 20, zeta in {0.8, 0.85, 0.9, 0.95}, sum of clocks 30     T = 1000, 3 seeds
 rms-fig4 (C5, C15)     RMS (r_j = 10) vs RMS+JSQ (r_j^l = 0.5), same grid               T = 1000, 3 seeds
@@ -25,41 +27,43 @@ rms-fig8 (C11)         rms-google: first N tasks of the shared slice, 1/alpha in
                        {0.5, 1, 1.5}, L = 1000 (the paper's) and L = 50 (loaded)         1 seed
 =====================  ==============================================================  ==========
 
-Fig. 8 (rms.md §4.8, §6 items 16-17, 22-23): the clock of every fixed/AD
-variant has a total rate equal to the scaled mean arrival rate of the segment
-(the "+" variant 5x that), as the spec recommends.  ``CLUSTERGYM_RMS_GOOGLE_N``
-sets N (default 10,000; 0 = the whole 288k-task slice, hours of CPU: the "+"
-variant alone makes about 120 events per task), ``CLUSTERGYM_RMS_GOOGLE_SCALINGS``
-the grid (default ``0.5,1,1.5``; the spec's is ``0.5,0.75,1,1.25,1.5``).
+Fig. 8 (§VII-B): the paper states neither the clock rates on the trace nor
+the grid of traffic scalings.  Here the clock of every fixed/AD variant has a
+total rate equal to the scaled mean arrival rate of the segment (the "+"
+variant 5x that, as in §VII-A).  ``--set rms.google_n=N`` sets N (default
+10,000; 0 = the whole 288k-task slice, hours of CPU: the "+" variant alone
+makes about 120 events per task), ``--set rms.google_scalings=0.5,1,1.5`` the
+grid (the default; ``0.5,0.75,1,1.25,1.5`` is a finer one over Fig. 8's range).
 
-The EC2 runs are shared between the Fig. 3-5 claims (computed once per
-process, in parallel over ``min(2, cpu_count)`` worker processes; set
-``CLUSTERGYM_WORKERS`` to change that).  ``CLUSTERGYM_RMS_SCALE`` multiplies
-every horizon (e.g. 0.1 for a quick look; the verdicts are then not meaningful).
-A full ``clustergym reproduce`` of these ten claims costs ~25 CPU-minutes (~15 minutes on 2
-free cores; the first EC2 claim carries the shared runs, so its reported wall time is the largest).
+Every run is a :class:`~clustergym.runner.Cell` run by the runner
+(:func:`clustergym.reproduce.episodes`), on ``--workers`` local processes (the
+command's default: ``min(2, cores)``) or on Ray.  The EC2 runs are shared
+between the Fig. 3-5 claims (computed once per process).  ``--scale F``
+multiplies every horizon (e.g. 0.1 for a quick look; the verdicts are then not
+meaningful).  A full ``clustergym reproduce`` of these ten claims costs ~25
+CPU-minutes (~15 minutes on 2 free cores; the first EC2 claim carries the
+shared runs, so its reported wall time is the largest).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import time
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+import cloudpickle
 import numpy as np
-from scipy import stats
 
 from clustergym.agent_api import Agent, make_agent
 from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.runner import Probe, run_episode
-from clustergym.reproduce import claim
+from clustergym.runner import Cell, Probe
+from clustergym.runner.stats import mean_ci
+from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import PrefixedSource, ReplaySource
 
-__all__ = ["TrapSetup", "trap_scenario", "run_tasks", "ZETAS", "EC2_HORIZON", "EC2_SEEDS"]
+__all__ = ["TrapSetup", "trap_scenario", "trap_cell", "ec2_cell", "google_cell", "fig8_results", "ZETAS",
+           "EC2_HORIZON", "EC2_SEEDS"]
 
 ZETAS = (0.8, 0.85, 0.9, 0.95)
 EC2_HORIZON = 1000.0
@@ -72,93 +76,39 @@ RMS_VARIANTS = ("rms", "rms-rf", "rms-bf", "rms-ad", "rms-rf-ad", "rms-bf-ad", "
 PRIOR = ("mwr", "mws", "best-fit")
 
 
-def _scale() -> float:
-    try:
-        return float(os.environ.get("CLUSTERGYM_RMS_SCALE", "1"))
-    except ValueError:
-        return 1.0
-
-
-def _workers() -> int:
-    try:
-        return max(1, int(os.environ.get("CLUSTERGYM_WORKERS", "0")) or min(2, os.cpu_count() or 1))
-    except ValueError:
-        return 1
-
-
-# ============================================================================ running tasks
-Task = tuple  # (kind, preset, sparams items, agent, aparams items, seed, horizon)
-
-
-def ec2_task(agent: str, zeta: float, seed: int, horizon: float, num_servers: int = 20,
-             **aparams: Any) -> Task:
+# ============================================================================ the EC2 runs
+def ec2_cell(agent: str, zeta: float, seed: int, horizon: float, num_servers: int = 20, **aparams: Any) -> Cell:
+    """One EC2 episode, with the queue integral sampled at the end of the warm-up (``WARMUP * horizon``)."""
     sparams = {"zeta": zeta, "num_servers": num_servers}
     if agent == "rms-jsq":
         sparams["queueing"] = "local"
-    return ("episode", "ec2", tuple(sorted(sparams.items())), agent, tuple(sorted(aparams.items())), seed,
-            float(horizon))
+    return Cell("ec2", agent, seed, params=tuple(sorted(sparams.items())), horizon=float(horizon),
+                agent_params=tuple(sorted(aparams.items())),
+                probes=(("warm", Probe(_queue_so_far, at=(WARMUP * float(horizon),))),))
+
+
+def _cost(cell: Cell) -> float:
+    """Horizon x servers: the longest runs go first on several workers."""
+    return float(cell.horizon or 1.0) * float(dict(cell.params).get("num_servers", 20))
 
 
 def _queue_so_far(env: Any) -> tuple[float, float]:
     return env.sim.now, env.sim.integrals.queue
 
 
-def _run_episode_task(task: Task) -> dict[str, Any]:
-    _, preset, sparams, agent, aparams, seed, horizon = task
-    sc = make_preset(preset, **dict(sparams))
-    ag = make_agent(agent, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in aparams})
-    t0 = time.perf_counter()
-    r = run_episode(sc, ag, seed=seed, horizon=horizon, agent_name=agent,
-                    probes={"warm": Probe(_queue_so_far, at=(WARMUP * horizon,))})
+def _ec2_record(r: dict[str, Any]) -> dict[str, Any]:
+    """An EC2 row with ``queue``: the exact time average of the total queue after the warm-up."""
     t_mark, area_mark = r["warm"][0] if r["warm"][0][0] < r["sim_time"] else (0.0, 0.0)
     span = r["sim_time"] - t_mark
     area = r["mean_queue_length"] * r["sim_time"] - area_mark
-    return {"agent": agent, "seed": seed, "horizon": horizon, "params": dict(sparams) | dict(aparams),
-            "queue": area / span if span > 0 else math.nan, "queue_from_0": r["mean_queue_length"],
-            "unstable": bool(r["unstable"]), "queued_at_end": r["queued_at_end"], "arrivals": r["arrivals"],
-            "started": r["started"], "sim_time": r["sim_time"], "wall": time.perf_counter() - t0}
+    return {"agent": r["agent"], "seed": r["seed"], "queue": area / span if span > 0 else math.nan,
+            "queue_from_0": r["mean_queue_length"], "unstable": bool(r["unstable"]),
+            "queued_at_end": r["queued_at_end"], "arrivals": r["arrivals"], "started": r["started"],
+            "sim_time": r["sim_time"], "wall": r["wall_seconds"]}
 
 
-def _run_task(task: Task) -> dict[str, Any]:
-    kind = task[0]
-    if kind == "episode":
-        return _run_episode_task(task)
-    if kind == "trap":
-        return _trap_run(*task[1:])
-    if kind == "fig1b-empty":
-        return _fig1b_from_empty(*task[1:])
-    if kind == "google":
-        return _google_run(*task[1:])
-    raise ValueError(f"unknown task {kind!r}")
-
-
-_CACHE: dict[Task, dict[str, Any]] = {}
-
-
-def run_tasks(tasks: list[Task]) -> list[dict[str, Any]]:
-    """Results of ``tasks`` (cached per process), the missing ones computed in parallel."""
-    todo = [t for t in dict.fromkeys(tasks) if t not in _CACHE]
-    if todo:
-        n = _workers()
-        if n > 1 and len(todo) > 1:
-            # longest first (horizon x servers) packs the workers better
-            order = sorted(todo, key=lambda t: -float(t[-1]) * float(dict(t[2]).get("num_servers", 20)
-                                                                      if t[0] == "episode" else 1.0))
-            with ProcessPoolExecutor(max_workers=n) as pool:
-                for t, res in zip(order, pool.map(_run_task, order)):
-                    _CACHE[t] = res
-        else:
-            for t in todo:
-                _CACHE[t] = _run_task(t)
-    return [_CACHE[t] for t in tasks]
-
-
-def _ci(values: list[float]) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    mean = float(v.mean())
-    if v.size < 2:
-        return mean, math.nan
-    return mean, float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+def _ec2_runs(cells: list[Cell], config: ReproduceConfig) -> list[dict[str, Any]]:
+    return [_ec2_record(r) for r in episodes(cells, config, cost=_cost)]
 
 
 def _fmt(mean: float, half: float) -> str:
@@ -166,16 +116,17 @@ def _fmt(mean: float, half: float) -> str:
 
 
 # ============================================================================ the EC2 grid (Figs. 3-5)
-def _ec2(agents: tuple[str, ...], zetas: tuple[float, ...] = ZETAS) -> dict[tuple[str, float], dict[str, Any]]:
+def _ec2(agents: tuple[str, ...], config: ReproduceConfig,
+         zetas: tuple[float, ...] = ZETAS) -> dict[tuple[str, float], dict[str, Any]]:
     """Per (agent, zeta): queue mean and CI over seeds, unstable count, raw runs."""
-    T = EC2_HORIZON * _scale()
-    tasks = {(a, z, s): ec2_task(a, z, s, T) for a in agents for z in zetas for s in EC2_SEEDS}
-    res = dict(zip(tasks, run_tasks(list(tasks.values()))))
+    T = EC2_HORIZON * config.scale
+    cells = {(a, z, s): ec2_cell(a, z, s, T) for a in agents for z in zetas for s in EC2_SEEDS}
+    res = dict(zip(cells, _ec2_runs(list(cells.values()), config)))
     out = {}
     for a in agents:
         for z in zetas:
             runs = [res[(a, z, s)] for s in EC2_SEEDS]
-            mean, half = _ci([r["queue"] for r in runs])
+            mean, half = mean_ci([r["queue"] for r in runs])
             out[(a, z)] = {"mean": mean, "ci": half, "unstable": sum(r["unstable"] for r in runs),
                            "runs": runs, "text": _fmt(mean, half) + (f" [{sum(r['unstable'] for r in runs)} "
                                                                       f"unstable]" if any(r["unstable"] for r in runs) else "")}
@@ -186,16 +137,17 @@ def _table(grid: dict, agents: tuple[str, ...], zetas: tuple[float, ...] = ZETAS
     return {f"zeta={z}": {a: grid[(a, z)]["text"] for a in agents} for z in zetas}
 
 
-def _setting() -> str:
-    T = EC2_HORIZON * _scale()
+def _setting(config: ReproduceConfig) -> str:
+    T = EC2_HORIZON * config.scale
     return (f"EC2, L=20, T={T:g} (time-average queue over [{WARMUP * T:g}, {T:g}]), seeds {list(EC2_SEEDS)}, "
             "mean ± 95% CI")
 
 
 # ============================================================================ C1: Proposition 1
 def _prop1_scenario(horizon: float, seed: int = 0) -> tuple[Scenario, int]:
-    """rms.md §5.4, k = 2: size-1/3 jobs every 4 time units lasting 5; size-1 jobs at integer
-    times t >= 1 with probability 0.05, lasting 1; one unit server."""
+    """The counterexample in the proof of Proposition 1 (§III) with k = 2, rho_1 = a/b = 5/4 and
+    rho_2 = 0.05: size-1/3 jobs every 4 time units lasting 5; size-1 jobs at integer times t >= 1
+    with probability 0.05, lasting 1; one unit server."""
     rng = np.random.default_rng(seed)
     t1 = np.arange(0.0, horizon, 4.0)
     t2 = np.arange(1.0, horizon).astype(float)
@@ -225,24 +177,25 @@ def _most_running_of_type1(env: Any) -> int:
 
 @claim("rms-prop1", "rms", "Proposition 1 (C1): on one unit server with sizes 1/3 and 1, a = 5, b = 4, "
                            "rho_2 = 0.05 (inside (1/2)C), no work-conserving greedy rule ever starts a size-1 job")
-def _claim_prop1() -> tuple[Any, Any, bool]:
-    T = 10_000.0 * min(1.0, _scale())
+def _claim_prop1(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    T = 10_000.0 * min(1.0, config.scale)
     sc, a2 = _prop1_scenario(T)
     measured: dict[str, Any] = {"T": T, "type2_arrivals": a2}
     ok = True
-    for agent in ("first-fit", "best-fit", "random-fit"):
-        for rule in ("largest", "fifo", "random"):
-            r = run_episode(sc, make_agent(agent, select_job=rule), seed=0, agent_name=agent,
-                            probes={"size1_running_max": _most_running_of_type1})
-            peak = r["size1_running_max"]
-            starved = peak == 0 and r["queued_at_end"] == a2 and r["mean_queue_length_by_type"][0] == 0.0
-            measured[f"{agent}/{rule}"] = {"size1_running_max": peak, "Q2_end": r["queued_at_end"],
-                                           "Q1_time_avg": r["mean_queue_length_by_type"][0]}
-            ok &= starved
+    greedy = [(agent, rule) for agent in ("first-fit", "best-fit", "random-fit") for rule in ("largest", "fifo", "random")]
+    peak_probe = (("size1_running_max", Probe(_most_running_of_type1)),)
+    cells = [Cell(sc, agent, 0, agent_params=(("select_job", rule),), probes=peak_probe) for agent, rule in greedy]
+    rows = episodes(cells + [Cell(sc, "rms", 0)], config)
+    for (agent, rule), r in zip(greedy, rows):
+        peak = r["size1_running_max"]
+        starved = peak == 0 and r["queued_at_end"] == a2 and r["mean_queue_length_by_type"][0] == 0.0
+        measured[f"{agent}/{rule}"] = {"size1_running_max": peak, "Q2_end": r["queued_at_end"],
+                                       "Q1_time_avg": r["mean_queue_length_by_type"][0]}
+        ok &= starved
     # not a claim of the paper: RMS on the same deterministic instance (outside Theorem 1's Poisson/
     # exponential assumptions).  Its ticks place every size-1/3 arrival at once, the size-1/3 jobs
     # overlap, the server never empties, and it starves the size-1 jobs too.
-    rms = run_episode(sc, make_agent("rms"), seed=0, agent_name="rms")
+    rms = rows[-1]
     measured["rms on the same instance (not asserted)"] = {"Q2_end": rms["queued_at_end"], "started": rms["started"],
                                   "arrivals": rms["arrivals"], "mean_queue": round(rms["mean_queue_length"], 3)}
     return (measured, "every greedy rule: 0 size-1 starts, Q_2(T) = A_2(T), Q_1 = 0 at all times", ok)
@@ -251,7 +204,13 @@ def _claim_prop1() -> tuple[Any, Any, bool]:
 # ============================================================================ C2: Fig. 1b
 class TrapSetup(Agent):
     """At t = 0, start the prefix jobs of ``plan`` (job -> server), leave the rest queued, then
-    hand over to ``inner`` (rms.md §5.5 (a) initial state)."""
+    hand over to ``inner``: for the Fig. 1b setting (§III), every server holding two size-2 jobs
+    and one size-5 job with both queues long, the state in which Best-Fit stays trapped.
+
+    After the hand-over it records ``left_2_1_at``: the first end of an epoch (``inner`` waits) at
+    which both queues are non-empty and some server is not in configuration (2, 1) (``None`` if
+    that never happens); ``q_start`` is the queue by type when the prefix is in place.
+    """
 
     def __init__(self, inner: Agent, plan: dict[int, int], num_prefix: int):
         super().__init__()
@@ -268,6 +227,7 @@ class TrapSetup(Agent):
         self.handed_over = False
         self._epoch = -1
         self.q_start = None
+        self.left_2_1_at = None
 
     def act(self, observation: Any) -> Command:
         v = self.view
@@ -286,7 +246,23 @@ class TrapSetup(Agent):
                 self.q_start = v.queued_by_type.copy()
                 return Command.wait()
             self.handed_over = True
-        return self.inner.act(observation)
+        cmd = self.inner.act(observation)
+        if cmd.kind == Cmd.WAIT and self.left_2_1_at is None:  # the end of an epoch
+            q = v.queued_by_type
+            if q[0] > 0 and q[1] > 0 and not np.all(v.count_real == [2, 1]):
+                self.left_2_1_at = v.now
+        return cmd
+
+
+def _trap_plan(num_servers: int) -> dict[int, int]:
+    """Prefix job -> server: jobs 3s, 3s+1 (size 2) and 3s+2 (size 5) on server s."""
+    return {3 * s + i: s for s in range(num_servers) for i in range(3)}
+
+
+def trap_setup_agent(inner: str = "best-fit", num_prefix: int = 0, num_servers: int = 0) -> TrapSetup:
+    """A :class:`TrapSetup` around the agent ``inner`` for :func:`trap_scenario` (the factory of
+    :func:`trap_cell`'s agent, which is not registered: the cell carries it)."""
+    return TrapSetup(make_agent(inner), _trap_plan(num_servers), num_prefix)
 
 
 def trap_scenario(horizon: float, seed: int = 0, backlog: int = 1000) -> tuple[Scenario, dict[int, int], int]:
@@ -298,64 +274,59 @@ def trap_scenario(horizon: float, seed: int = 0, backlog: int = 1000) -> tuple[S
     types = np.array([0, 0, 1] * L + [0, 1] * backlog)
     pre = ReplaySource(np.zeros(types.size), sizes[types], rng.exponential(1.0, types.size), type=types,
                        type_demand=sizes)
-    plan = {3 * s + i: s for s in range(L) for i in range(3)}
-    return dataclasses.replace(base, source=PrefixedSource(pre, base.source)), plan, int(types.size)
+    return dataclasses.replace(base, source=PrefixedSource(pre, base.source)), _trap_plan(L), int(types.size)
 
 
-def _trap_run(seed: int, horizon: float) -> dict[str, Any]:
-    from clustergym.agent_api import make_env_for
+def trap_cell(seed: int, horizon: float, inner: str = "best-fit") -> Cell:
+    """``inner`` started from the trap state of :func:`trap_scenario` (seed ``seed``), with the
+    probe ``trap``: ``dQ`` (queue growth by type), ``left_2_1_at`` and ``q_start``."""
+    sc, _, n = trap_scenario(horizon, seed)
+    return Cell(sc, "rms-trap-setup", seed, factory=cloudpickle.dumps(trap_setup_agent),
+                agent_params=(("inner", inner), ("num_prefix", n), ("num_servers", sc.num_servers)),
+                probes=(("trap", Probe(_trap_outcome, of="agent")),))
 
-    sc, plan, n = trap_scenario(horizon, seed)
-    agent = TrapSetup(make_agent("best-fit"), plan, n)
-    env = make_env_for(sc, agent)
-    env.reset(seed=seed)
-    agent.reset(env, seed=seed)
-    v = env.view
-    frozen_until = None
-    while True:
-        cmd, _ = agent.predict(None)
-        if cmd.kind == Cmd.WAIT and agent.handed_over and frozen_until is None:  # end of the epoch
-            q = v.queued_by_type
-            if q[0] > 0 and q[1] > 0 and not np.all(v.count_real == [2, 1]):
-                frozen_until = v.now
-        _, _, term, trunc, _ = env.step(cmd)
-        if term or trunc:
-            break
-    dq = (v.queued_by_type - agent.q_start).tolist()
-    return {"seed": seed, "dQ": dq, "dQ_total": int(sum(dq)), "left_2_1_at": frozen_until,
+
+def _trap_outcome(agent: TrapSetup) -> dict[str, Any]:
+    return {"dQ": (agent.view.queued_by_type - agent.q_start).tolist(), "left_2_1_at": agent.left_2_1_at,
             "q_start": agent.q_start.tolist()}
 
 
-def _fig1b_from_empty(agent: str, seed: int, horizon: float) -> dict[str, Any]:
-    from clustergym.agent_api import make_env_for
+def _trap_record(r: dict[str, Any]) -> dict[str, Any]:
+    t = r["trap"]
+    return {"seed": r["seed"], "dQ": t["dQ"], "dQ_total": int(sum(t["dQ"])), "left_2_1_at": t["left_2_1_at"],
+            "q_start": t["q_start"]}
 
-    ag = make_agent(agent, rates=[50.0, 50.0], eps=0.05) if agent == "rms" else make_agent(agent)
-    env = make_env_for(make_preset("bf-trap", horizon=horizon), ag)
-    env.reset(seed=seed)
-    ag.reset(env, seed=seed)
-    t0 = time.perf_counter()
-    while True:
-        cmd, _ = ag.predict(None)
-        _, _, term, trunc, _ = env.step(cmd)
-        if term or trunc:
-            break
+
+def _empty_cell(agent: str, seed: int, horizon: float) -> Cell:
+    """``agent`` on bf-trap from an empty system (RMS: uniform, eps = 0.05, r_j = 50)."""
+    aparams = (("eps", 0.05), ("rates", (50.0, 50.0))) if agent == "rms" else ()
+    return Cell("bf-trap", agent, seed, params=(("horizon", float(horizon)),), agent_params=aparams,
+                probes=(("queue_trace", Probe(_queue_trace)),))
+
+
+def _queue_trace(env: Any) -> dict[str, Any]:
+    """Mean of the recorded total queue over each quarter of the run, its maximum, the queue at the end."""
     _, q = env.sim.trace.arrays()
     n = q.size
     quarters = [float(q[i * n // 4:(i + 1) * n // 4].mean()) for i in range(4)]
-    return {"agent": agent, "seed": seed, "horizon": horizon, "quarters": [round(x, 1) for x in quarters],
-            "max": float(q.max()), "mean": env.metrics()["mean_queue_length"], "end": int(env.view.num_queued),
-            "unstable": bool(env.metrics()["unstable"]), "wall": time.perf_counter() - t0}
+    return {"quarters": [round(x, 1) for x in quarters], "max": float(q.max()), "end": int(env.view.num_queued)}
+
+
+def _empty_record(r: dict[str, Any], horizon: float) -> dict[str, Any]:
+    return {"agent": r["agent"], "seed": r["seed"], "horizon": horizon, **r["queue_trace"],
+            "mean": r["mean_queue_length"], "unstable": bool(r["unstable"]), "wall": r["wall_seconds"]}
 
 
 @claim("rms-fig1b", "rms", "Fig. 1b (C2): work-conserving Best-Fit (largest-job refill) is trapped in configuration "
                            "(2,1) and its queue grows at lambda = (20.8, 10.4) inside C; RMS stabilises the system")
-def _claim_fig1b() -> tuple[Any, Any, bool]:
-    s = _scale()
+def _claim_fig1b(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    s = config.scale
     T_trap, T_long = 2000.0 * s, 20_000.0 * s
-    tasks = [("trap", seed, T_trap) for seed in (0, 1, 2)] + [("fig1b-empty", "rms", 0, T_long),
-                                                               ("fig1b-empty", "best-fit", 0, T_long)]
-    res = run_tasks(tasks)
-    traps, rms, bf = res[:3], res[3], res[4]
+    cells = [trap_cell(seed, T_trap) for seed in (0, 1, 2)] + [_empty_cell("rms", 0, T_long),
+                                                                _empty_cell("best-fit", 0, T_long)]
+    res = episodes(cells, config)
+    traps = [_trap_record(r) for r in res[:3]]
+    rms, bf = _empty_record(res[3], T_long), _empty_record(res[4], T_long)
     mean, sd = 2400.0 * T_trap / 2000.0, 350.0 * math.sqrt(T_trap / 2000.0)
     trap_ok = all(r["left_2_1_at"] is None and abs(r["dQ_total"] - mean) < 5 * sd and r["q_start"] == [1000, 1000]
                   for r in traps)
@@ -375,9 +346,9 @@ def _claim_fig1b() -> tuple[Any, Any, bool]:
 # ============================================================================ C4: Fig. 3
 @claim("rms-fig3", "rms", "Fig. 3 (C4): RF or BF server selection improves the queue over RMS, and adding the adaptive "
                           "clock (AD) improves each further, consistently over zeta in [0.8, 0.95]")
-def _claim_fig3() -> tuple[Any, Any, bool]:
+def _claim_fig3(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     agents = ("rms", "rms-rf", "rms-bf", "rms-ad", "rms-rf-ad", "rms-bf-ad")
-    g = _ec2(agents)
+    g = _ec2(agents, config)
     checks = {}
     for z in ZETAS:
         m = {a: g[(a, z)]["mean"] for a in agents}
@@ -385,7 +356,7 @@ def _claim_fig3() -> tuple[Any, Any, bool]:
                                "AD<RMS": m["rms-ad"] < m["rms"], "RF-AD<RF": m["rms-rf-ad"] < m["rms-rf"],
                                "BF-AD<BF": m["rms-bf-ad"] < m["rms-bf"]}
     ok = all(all(c.values()) for c in checks.values())
-    return ({"setting": _setting(), "queue": _table(g, agents), "orderings": checks},
+    return ({"setting": _setting(config), "queue": _table(g, agents), "orderings": checks},
             ("at every zeta: RMS-RF < RMS, RMS-BF < RMS, RMS-AD < RMS, RMS-RF-AD < RMS-RF, RMS-BF-AD < RMS-BF "
              "(mean queue)"), ok)
 
@@ -393,11 +364,11 @@ def _claim_fig3() -> tuple[Any, Any, bool]:
 # ============================================================================ C5/C15: Fig. 4
 @claim("rms-fig4", "rms", "Fig. 4 (C5, C15): distributed queues (RMS+JSQ, r_j^l = 0.5) give a larger queue than "
                           "centralised RMS (r_j = 10) at the same total clock rate 30")
-def _claim_fig4() -> tuple[Any, Any, bool]:
+def _claim_fig4(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     agents = ("rms", "rms-jsq")
-    g = _ec2(agents)
+    g = _ec2(agents, config)
     checks = {f"zeta={z}": g[("rms-jsq", z)]["mean"] > g[("rms", z)]["mean"] for z in ZETAS}
-    return ({"setting": _setting(), "queue": _table(g, agents), "RMS+JSQ > RMS": checks},
+    return ({"setting": _setting(config), "queue": _table(g, agents), "RMS+JSQ > RMS": checks},
             "at every zeta: mean queue of RMS+JSQ > RMS", all(checks.values()))
 
 
@@ -406,10 +377,10 @@ FIG5 = ("rms", "rms-rf-ad", "rms-rf-ad-plus", "mwr", "mws", "best-fit")
 
 
 @claim("rms-fig5-bf-stable", "rms", "Fig. 5 (C6): work-conserving Best-Fit is stable in the EC2 setting")
-def _claim_fig5_bf() -> tuple[Any, Any, bool]:
-    g = _ec2(FIG5)
+def _claim_fig5_bf(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    g = _ec2(FIG5, config)
     unstable = {f"zeta={z}": g[("best-fit", z)]["unstable"] for z in ZETAS}
-    return ({"setting": _setting(), "best-fit queue": {f"zeta={z}": g[("best-fit", z)]["text"] for z in ZETAS},
+    return ({"setting": _setting(config), "best-fit queue": {f"zeta={z}": g[("best-fit", z)]["text"] for z in ZETAS},
              "unstable runs": unstable},
             "no Best-Fit run flagged unstable (queue slope over the second half < 1% of sum lambda)",
             not any(unstable.values()))
@@ -417,9 +388,9 @@ def _claim_fig5_bf() -> tuple[Any, Any, bool]:
 
 @claim("rms-fig5-plus-best", "rms", "Fig. 5 (C7): RMS-RF-AD+ (Remark 2, clock 5 x 30) outperforms all other algorithms "
                                     "(RMS variants, MWR, MWS, Best-Fit) for zeta in [0.8, 0.95]")
-def _claim_fig5_plus() -> tuple[Any, Any, bool]:
+def _claim_fig5_plus(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     others = tuple(a for a in RMS_VARIANTS + PRIOR if a != "rms-rf-ad-plus")
-    g = _ec2(RMS_VARIANTS + PRIOR)
+    g = _ec2(RMS_VARIANTS + PRIOR, config)
     checks, best_other = {}, {}
     for z in ZETAS:
         plus = g[("rms-rf-ad-plus", z)]["mean"]
@@ -428,30 +399,30 @@ def _claim_fig5_plus() -> tuple[Any, Any, bool]:
         checks[f"zeta={z}"] = plus < g[(rival, z)]["mean"]
     non_greedy = {f"zeta={z}": g[("rms-rf-ad-plus", z)]["mean"] < min(g[(a, z)]["mean"] for a in others
                                                                        if a != "best-fit") for z in ZETAS}
-    return ({"setting": _setting(), "queue": _table(g, RMS_VARIANTS + PRIOR), "best other": best_other,
+    return ({"setting": _setting(config), "queue": _table(g, RMS_VARIANTS + PRIOR), "best other": best_other,
              "plus best of all": checks, "plus best except Best-Fit": non_greedy},
             "at every zeta: RMS-RF-AD+ has the smallest mean queue of all algorithms", all(checks.values()))
 
 
 @claim("rms-fig5-rms-mws", "rms", "Fig. 5 (C8): basic RMS behaves similarly to MWS in queue size")
-def _claim_fig5_mws() -> tuple[Any, Any, bool]:
-    g = _ec2(("rms", "mws"))
+def _claim_fig5_mws(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    g = _ec2(("rms", "mws"), config)
     ratio = {f"zeta={z}": round(g[("rms", z)]["mean"] / g[("mws", z)]["mean"], 3) for z in ZETAS}
     ok = all(0.5 <= r <= 2.0 for r in ratio.values())
-    return ({"setting": _setting(), "queue": _table(g, ("rms", "mws")), "RMS/MWS": ratio},
+    return ({"setting": _setting(config), "queue": _table(g, ("rms", "mws")), "RMS/MWS": ratio},
             "'similar' read as: mean-queue ratio RMS/MWS within [0.5, 2] at every zeta", ok)
 
 
 @claim("rms-fig5-mwr", "rms", "Fig. 5 (C9): MWR is good at lower traffic intensity but unstable at higher traffic "
                               "intensity (queue size becomes infinity)")
-def _claim_fig5_mwr() -> tuple[Any, Any, bool]:
-    g = _ec2(("mwr", "rms"))
+def _claim_fig5_mwr(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    g = _ec2(("mwr", "rms"), config)
     low, high = ZETAS[0], ZETAS[-1]
     good_low = g[("mwr", low)]["unstable"] == 0 and g[("mwr", low)]["mean"] <= g[("rms", low)]["mean"]
     unstable_high = g[("mwr", high)]["unstable"] >= math.ceil(len(EC2_SEEDS) / 2)
     first = next((z for z in ZETAS if g[("mwr", z)]["unstable"] >= math.ceil(len(EC2_SEEDS) / 2)), None)
     ends = {f"zeta={z}": [r["queued_at_end"] for r in g[("mwr", z)]["runs"]] for z in ZETAS}
-    return ({"setting": _setting(), "queue": _table(g, ("mwr", "rms")), "MWR queue at T": ends,
+    return ({"setting": _setting(config), "queue": _table(g, ("mwr", "rms")), "MWR queue at T": ends,
              "first zeta where MWR is unstable (majority of seeds)": first},
             f"zeta={low}: MWR stable and its queue <= RMS's; zeta={high}: MWR flagged unstable in most seeds",
             bool(good_low and unstable_high))
@@ -465,22 +436,22 @@ def _fig6_agents(L: int) -> dict[str, dict[str, Any]]:
 
 @claim("rms-fig6", "rms", "Fig. 6 (C10): at zeta = 0.9 with clock rate r_j = L, the RMS family's queue stays roughly "
                           "constant for L from 20 to 50, while the other algorithms' queues decrease")
-def _claim_fig6() -> tuple[Any, Any, bool]:
-    T = FIG6_HORIZON * _scale()
-    keys, tasks = [], []
+def _claim_fig6(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    T = FIG6_HORIZON * config.scale
+    keys, cells = [], []
     for L in FIG6_SERVERS:
         for a, p in _fig6_agents(L).items():
             for s in FIG6_SEEDS:
                 keys.append((a, L, s))
-                tasks.append(ec2_task(a, 0.9, s, T, num_servers=L, **p))
-    res = dict(zip(keys, run_tasks(tasks)))
+                cells.append(ec2_cell(a, 0.9, s, T, num_servers=L, **p))
+    res = dict(zip(keys, _ec2_runs(cells, config)))
     table: dict[str, dict[str, str]] = {}
     means: dict[str, list[float]] = {}
     for a in _fig6_agents(20):
         means[a] = []
         table[a] = {}
         for L in FIG6_SERVERS:
-            m, h = _ci([res[(a, L, s)]["queue"] for s in FIG6_SEEDS])
+            m, h = mean_ci([res[(a, L, s)]["queue"] for s in FIG6_SEEDS])
             means[a].append(m)
             table[a][f"L={L}"] = _fmt(m, h)
     flat = {a: round(max(v) / min(v), 3) for a, v in means.items() if a.startswith("rms")}
@@ -501,45 +472,45 @@ FIG8_PRIOR = ("mwr", "mws")
 FIG8_SERVERS = (1000, 50)
 
 
-def _fig8_grid() -> tuple[int, tuple[float, ...]]:
-    try:
-        n = int(os.environ.get("CLUSTERGYM_RMS_GOOGLE_N", "10000"))
-        scalings = tuple(float(x) for x in os.environ.get("CLUSTERGYM_RMS_GOOGLE_SCALINGS", "0.5,1,1.5").split(","))
-    except ValueError as e:
-        raise ValueError(f"CLUSTERGYM_RMS_GOOGLE_N / _SCALINGS: {e}") from None
-    return max(0, n), scalings
-
-
-def google_task(agent: str, traffic_scaling: float, first_n: int, num_servers: int = 1000, seed: int = 0) -> Task:
-    """One ``rms-google`` run (``first_n = 0``: the whole slice), replayed until every task has finished."""
+def google_cell(agent: str, traffic_scaling: float, first_n: int, num_servers: int, clock_rate: float,
+                seed: int = 0) -> Cell:
+    """One ``rms-google`` run (``first_n = 0``: the whole slice), replayed until every task has finished;
+    the RMS variants' clocks have the total rate ``clock_rate``."""
     sparams = {"traffic_scaling": float(traffic_scaling), "num_servers": int(num_servers)}
     if first_n:
         sparams["first_n"] = int(first_n)
-    return ("google", "rms-google", tuple(sorted(sparams.items())), agent, (), seed, math.inf)
+    aparams = (("total_rate", clock_rate),) if agent.startswith("rms") else ()
+    return Cell("rms-google", agent, seed, params=tuple(sorted(sparams.items())), agent_params=aparams)
 
 
-def _google_run(preset: str, sparams: tuple, agent: str, aparams: tuple, seed: int, horizon: float) -> dict[str, Any]:
-    sc = make_preset(preset, **dict(sparams))
-    t = np.asarray(sc.source.time)
-    # rms.md §4.8 RECOMMEND: the total clock rate is the (scaled) mean arrival rate of the segment
-    rate = t.size / float(t[-1] - t[0]) if t.size > 1 and t[-1] > t[0] else 1.0
-    params = dict(aparams)
-    if agent.startswith("rms"):
-        params.setdefault("total_rate", rate)
-    t0 = time.perf_counter()
-    r = run_episode(sc, make_agent(agent, **params), seed=seed, agent_name=agent)
-    return {"agent": agent, "seed": seed, "params": dict(sparams) | params, "clock_rate": rate,
-            "queue": float(r["mean_queue_length"]), "mean_wait": float(r["mean_wait"]),
+def _clock_rate(traffic_scaling: float, first_n: int, num_servers: int) -> float:
+    """The total clock rate on the trace: the (scaled) mean arrival rate of the segment (§VII-B does not
+    state one; see the module docstring)."""
+    sparams = {"traffic_scaling": float(traffic_scaling), "num_servers": int(num_servers)}
+    if first_n:
+        sparams["first_n"] = int(first_n)
+    t = np.asarray(make_preset("rms-google", **sparams).source.time)
+    return t.size / float(t[-1] - t[0]) if t.size > 1 and t[-1] > t[0] else 1.0
+
+
+def _google_record(r: dict[str, Any], cell: Cell, rate: float) -> dict[str, Any]:
+    return {"agent": r["agent"], "seed": r["seed"], "params": dict(cell.params) | dict(cell.agent_params),
+            "clock_rate": rate, "queue": float(r["mean_queue_length"]), "mean_wait": float(r["mean_wait"]),
             "p99_wait": float(r["p99_wait"]), "utilization": float(r["utilization"][0]),
             "unstable": bool(r["unstable"]), "arrivals": r["arrivals"], "completed": r["completed"],
-            "sim_time": float(r["sim_time"]), "events": int(r["events"]), "wall": time.perf_counter() - t0}
+            "sim_time": float(r["sim_time"]), "events": int(r["events"]), "wall": r["wall_seconds"]}
 
 
 def fig8_results(first_n: int, scalings: tuple[float, ...], servers: tuple[int, ...] = FIG8_SERVERS,
-                 agents: tuple[str, ...] = FIG8_AGENTS, seed: int = 0) -> dict[tuple[str, int, float], dict[str, Any]]:
+                 agents: tuple[str, ...] = FIG8_AGENTS, seed: int = 0,
+                 config: ReproduceConfig | None = None) -> dict[tuple[str, int, float], dict[str, Any]]:
     """``(agent, L, 1/alpha) -> run`` for the Fig. 8 grid (shared with the test suite's short version)."""
+    config = config if config is not None else ReproduceConfig()
+    rates = {(L, s): _clock_rate(s, first_n, L) for L in servers for s in scalings}
     keys = [(a, L, s) for L in servers for s in scalings for a in agents]
-    return dict(zip(keys, run_tasks([google_task(a, s, first_n, L, seed) for a, L, s in keys])))
+    cells = [google_cell(a, s, first_n, L, rates[(L, s)], seed) for a, L, s in keys]
+    rows = episodes(cells, config)
+    return {k: _google_record(r, c, rates[k[1:]]) for k, c, r in zip(keys, cells, rows)}
 
 
 def fig8_verdict(res: dict[tuple[str, int, float], dict[str, Any]], L: int,
@@ -567,15 +538,15 @@ def _google_available() -> bool:
 
 @claim("rms-fig8", "rms", "Fig. 8 (C11): on the Google trace (10 power-of-1/2 types, 1000 unit servers, traffic "
                           "scaling 1/alpha), the adaptive RMS variants beat MWR and MWS, especially at high traffic")
-def _claim_fig8() -> tuple[Any, Any, bool]:
+def _claim_fig8(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     expected = ("at the highest 1/alpha, RMS-RF-AD and RMS-RF-AD+ have a smaller mean queue than MWR and MWS, and the "
                 "margin is at least as large as at the lowest 1/alpha; judged at L = 1000 (the paper's setting); "
                 "L = 50 is a loaded sensitivity run")
     if not _google_available():
         return {"skipped": "Google trace not found (set CLUSTERGYM_TRACES or put ../shared/traces beside the repo)"}, \
             expected, False
-    n, scalings = _fig8_grid()
-    res = fig8_results(n, scalings)
+    n, scalings = config.get("rms.google_n"), config.get("rms.google_scalings")
+    res = fig8_results(n, scalings, config=config)
     table = {f"L={L}": {a: {f"1/alpha={s:g}": (f"queue {res[(a, L, s)]['queue']:.4g}, wait {res[(a, L, s)]['mean_wait']:.4g} s, "
                                               f"p99 {res[(a, L, s)]['p99_wait']:.4g} s, util {res[(a, L, s)]['utilization']:.3f}")
                             for s in scalings} for a in FIG8_AGENTS} for L in FIG8_SERVERS}
@@ -591,19 +562,19 @@ def _claim_fig8() -> tuple[Any, Any, bool]:
 # ============================================================================ C12: clock rates
 @claim("rms-clock-rate", "rms", "C12 (§IV-A, Fig. 2): the throughput of RMS does not depend on the clock rates; "
                                 "faster clocks give a smaller queue, with saturation")
-def _claim_clock() -> tuple[Any, Any, bool]:
-    T = 1000.0 * _scale()
+def _claim_clock(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    T = 1000.0 * config.scale
     rates = (1.0, 10.0, 100.0)
     seeds = (0, 1)
     keys = [(r, s) for r in rates for s in seeds]
-    res = dict(zip(keys, run_tasks([ec2_task("rms", 0.8, s, T, rates=(r, r, r)) for r, s in keys])))
+    res = dict(zip(keys, _ec2_runs([ec2_cell("rms", 0.8, s, T, rates=(r, r, r)) for r, s in keys], config)))
     thr, q = {}, {}
     ok = True
     for r in rates:
         runs = [res[(r, s)] for s in seeds]
         ratio = [x["started"] / x["arrivals"] for x in runs]
         thr[f"r_j={r:g}"] = [round(x, 4) for x in ratio]
-        m, h = _ci([x["queue"] for x in runs])
+        m, h = mean_ci([x["queue"] for x in runs])
         q[f"r_j={r:g}"] = _fmt(m, h)
         ok &= all(x > 0.97 for x in ratio)
     qm = [np.mean([res[(r, s)]["queue"] for s in seeds]) for r in rates]

@@ -15,7 +15,10 @@ only on its cell, so the three executors give the same rows in the same order
 
 Agents registered at run time (in a notebook, a script or a test) are shipped
 to the workers with their cell: their factory is pickled by value with
-cloudpickle, so worker processes and Ray workers know them too.
+cloudpickle, so worker processes and Ray workers can build them too.  A cell
+may also carry the factory of an agent registered nowhere (see
+:attr:`Cell.factory`).  ``memo`` (:func:`run_rows`) shares rows between
+callers: a cell already run is not run again.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
 from clustergym.validation import number
 
-__all__ = ["Cell", "plan", "run_cell", "run_cells", "compare", "sweep", "available_workers", "worker_count", "compatible_agents",
+__all__ = ["Cell", "plan", "run_cell", "run_cells", "run_rows", "compare", "sweep", "available_workers", "worker_count", "compatible_agents",
            "EvaluationError", "RayError"]
 
 
@@ -64,8 +67,9 @@ class Cell:
         params: preset parameters as ``(name, value)`` pairs (preset names only).
         horizon: overrides the scenario's horizon (simulated time units), ``None`` keeps it.
         columns: names of ``params`` that become columns of the results (the swept ones).
-        factory: the agent's factory pickled by value (agents registered outside
-            clustergym's own modules), so that a fresh worker process can build it.
+        factory: the agent's factory, pickled (by value for agents registered outside
+            clustergym's own modules): a process that does not know the name ``agent``
+            builds the agent from it, without registering it.
         agent_params: the agent's parameters as ``(name, value)`` pairs.
         probes: named :class:`~clustergym.runner.episode.Probe` s as ``(name, probe)`` pairs; their
             values are columns of the cell's row (the functions must be importable by workers:
@@ -157,12 +161,18 @@ def _scenario_of(cell: Cell) -> Scenario:
     return _SCENARIOS.get(key, lambda: resolve_scenario(cell.scenario, **dict(cell.params)))
 
 
+def _make_agent(cell: Cell) -> Any:
+    """The cell's agent: by its registered name or, when this process does not know the name, from
+    the factory the cell carries (called directly: it is not registered here)."""
+    if cell.factory is not None and cell.agent not in AGENTS:
+        return cloudpickle.loads(cell.factory)(**dict(cell.agent_params))
+    return make_agent(cell.agent, **dict(cell.agent_params))
+
+
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell: the ``clustergym run`` metrics of its episode, plus its swept parameters."""
-    if cell.factory is not None and cell.agent not in AGENTS:
-        AGENTS[cell.agent] = cloudpickle.loads(cell.factory)
     try:
-        agent = make_agent(cell.agent, **dict(cell.agent_params))
+        agent = _make_agent(cell)
         row = run_episode(_scenario_of(cell), agent, seed=cell.seed, horizon=cell.horizon, agent_name=cell.agent,
                           probes=dict(cell.probes))
     except ClusterGymError as e:
@@ -196,7 +206,8 @@ def worker_count(workers: int | None, field: str = "workers") -> int:
 
 
 def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
-              progress: Callable[[str, int], None] | None = None) -> pd.DataFrame:
+              progress: Callable[[str, int], None] | None = None,
+              memo: dict[Cell, dict[str, Any]] | None = None) -> pd.DataFrame:
     """Run every cell and return one row per cell, in cell order.
 
     Args:
@@ -207,24 +218,68 @@ def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None
             task per cell on that cluster.  When this process is already connected to Ray
             (``ray.is_initialized()``), that connection is used.
         progress: called with ``(agent, seed)`` as cells finish.
+        memo: rows of cells already run (see :func:`run_rows`).
 
     Returns:
         A DataFrame with the ``clustergym run`` fields and the kernel metrics as columns.
         The same cells give the same frame with every executor, except ``wall_seconds``.
     """
+    return pd.DataFrame(run_rows(cells, workers=workers, ray=ray, progress=progress, memo=memo))
+
+
+def run_rows(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
+             progress: Callable[[str, int], None] | None = None,
+             memo: dict[Cell, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """:func:`run_cells` as a list of row dicts, each value as its episode gave it (a DataFrame
+    would turn a missing key into NaN and numbers into NumPy scalars).
+
+    ``memo`` (a dict the caller keeps) makes runs shared between callers: a cell already in it is
+    not run again, every cell run here is added to it, and a cell listed twice runs once.  Its key
+    is the cell itself, so the cell's scenario, parameters, agent, seed, horizon and probes all
+    have to match; cells that cannot be keys (a :class:`Scenario` object, unhashable parameter
+    values) are simply run.  Rows come back as shallow copies of what the memo holds.
+    """
     cells = list(cells)
     workers = worker_count(workers)
+    keys = [_memo_key(cell) if memo is not None else None for cell in cells]
+    done: dict[Any, dict[str, Any]] = memo if memo is not None else {}
+    todo, seen = [], set()
+    for i, (cell, key) in enumerate(zip(cells, keys)):
+        if key is None or (key not in done and key not in seen):
+            todo.append(i)
+            if key is not None:
+                seen.add(key)
+    got = _execute([cells[i] for i in todo], workers, ray, progress)
+    rows: list[dict[str, Any] | None] = [None] * len(cells)
+    for i, row in zip(todo, got):
+        rows[i] = row
+        if keys[i] is not None:
+            done[keys[i]] = row
+    return [dict(row if row is not None else done[key]) for row, key in zip(rows, keys)]
+
+
+def _memo_key(cell: Cell) -> Cell | None:
+    try:
+        hash(cell)
+    except TypeError:  # a Scenario object (arrays), or a list among the parameters
+        return None
+    return cell
+
+
+def _execute(cells: list[Cell], workers: int, ray: str | None,
+             progress: Callable[[str, int], None] | None) -> list[dict[str, Any]]:
+    if not cells:
+        return []
     if ray is not None:
-        rows = _run_ray(cells, ray, progress)
-    elif workers == 1 or len(cells) <= 1:
+        return _run_ray(cells, ray, progress)
+    if workers == 1 or len(cells) <= 1:
         rows = []
         for cell in cells:
             rows.append(run_cell(cell))
             if progress is not None:
                 progress(cell.agent, cell.seed)
-    else:
-        rows = _run_processes(cells, min(workers, len(cells)), progress)
-    return pd.DataFrame(rows)
+        return rows
+    return _run_processes(cells, min(workers, len(cells)), progress)
 
 
 def _run_processes(cells: list[Cell], workers: int, progress: Callable[[str, int], None] | None) -> list[dict]:

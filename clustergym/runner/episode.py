@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clustergym.agent_api import make_agent, make_env_for, requirements_of
+from clustergym.errors import ConfigError
 from clustergym.scenarios import Scenario, resolve_scenario
 
 __all__ = ["Probe", "run_episode", "RUN_FIELDS"]
@@ -30,17 +31,25 @@ class Probe:
     """A named measurement of an episode.
 
     Attributes:
-        fn: called with the environment (``env.unwrapped``): on the finished episode when ``at`` is
-            empty, else after the first step that leaves the clock at or after each time of ``at``
-            (and, for the times the episode never reached, on the finished episode).  Its value goes into the
-            result under the probe's name (a list of values with ``at``).  In a worker process the
-            value must pickle, so return numbers, arrays or dicts of them, not the environment.
+        fn: called with the environment (``env.unwrapped``), or with the agent when ``of`` is
+            ``"agent"``: on the finished episode when ``at`` is empty, else after the first step that
+            leaves the clock at or after each time of ``at`` (and, for the times the episode never
+            reached, on the finished episode).  Its value goes into the result under the probe's name
+            (a list of values with ``at``).  In a worker process the value must pickle, so return
+            numbers, arrays or dicts of them, not the environment or the agent.
         at: simulated times to sample at (non-decreasing).  Sampling needs the step loop, so a
             probe with ``at`` turns the compiled path off for its episode.
+        of: ``"env"`` (default) or ``"agent"``: what ``fn`` measures, e.g. an agent's own counters
+            or what it recorded during the episode.
     """
 
     fn: Callable[[Any], Any]
     at: tuple[float, ...] = ()
+    of: str = "env"
+
+    def __post_init__(self) -> None:
+        if self.of not in ("env", "agent"):
+            raise ConfigError("probe.of", f"expected 'env' or 'agent', got {self.of!r}")
 
 
 def _as_probe(p: Probe | Callable[[Any], Any]) -> Probe:
@@ -62,7 +71,8 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
         agent_name: the ``agent`` field of the result (default: the name given or ``agent.name``).
         validate: check every kernel invariant after every event (slow).
         env_kwargs: further environment arguments (see :func:`clustergym.make_env_for`).
-        probes: named :class:`Probe` s (or plain callables of the finished environment).
+        probes: named :class:`Probe` s (or plain callables of the finished environment), measuring
+            the environment or the agent.
 
     Returns:
         The ``clustergym run`` fields (:data:`RUN_FIELDS`) first, then every kernel metric,
@@ -82,11 +92,14 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
     obs, _ = env.reset(seed=seed)
     agent.reset(env, seed=seed)
 
+    def measure(p: Probe) -> Any:
+        return p.fn(agent if p.of == "agent" else inner)
+
     def sample() -> None:
         for name, p in sampled.items():
             got = samples[name]
             while len(got) < len(p.at) and inner.sim.now >= p.at[len(got)]:
-                got.append(p.fn(inner))
+                got.append(measure(p))
 
     total, steps = 0.0, 0
     # a compiled whole-episode path (rule-based agents that offer one; identical results)
@@ -104,10 +117,10 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
             sample()
     wall = time.perf_counter() - t0
     for name, p in sampled.items():
-        samples[name] += [p.fn(inner) for _ in range(len(p.at) - len(samples[name]))]
+        samples[name] += [measure(p) for _ in range(len(p.at) - len(samples[name]))]
     out: dict[str, Any] = {"scenario": sc.name, "agent": agent_name or getattr(agent, "name", str(agent)),
                            "seed": seed, **inner.metrics(), "wall_seconds": wall, "return": total, "steps": steps,
                            "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False))}
     for name, p in probes.items():
-        out[name] = samples[name] if p.at else p.fn(inner)
+        out[name] = samples[name] if p.at else measure(p)
     return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}

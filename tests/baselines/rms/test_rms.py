@@ -461,15 +461,15 @@ def test_maxweight_with_local_queues_and_global_refresh_run():
 
 
 # ============================================================================ the reproduction claims
-def test_rms_claims_are_registered_and_prop1_reproduces(monkeypatch):
-    from clustergym.reproduce import CLAIMS, run_claims
+def test_rms_claims_are_registered_and_prop1_reproduces():
+    from clustergym.reproduce import CLAIMS, ReproduceConfig, run_claims
 
     ids = ["rms-prop1", "rms-fig1b", "rms-fig3", "rms-fig4", "rms-fig5-bf-stable", "rms-fig5-plus-best",
            "rms-fig5-rms-mws", "rms-fig5-mwr", "rms-fig6", "rms-clock-rate"]
     run_claims([])  # imports the claim modules
     assert set(ids) <= set(CLAIMS)
-    monkeypatch.setenv("CLUSTERGYM_RMS_SCALE", "0.2")  # Prop. 1 over T = 2000 (deterministic)
-    (res,) = run_claims(["rms-prop1"])
+    # Prop. 1 over T = 2000 (deterministic)
+    (res,) = run_claims(["rms-prop1"], ReproduceConfig(scale=0.2))
     assert res["passed"] and res["measured"]["type2_arrivals"] > 50
     assert res["measured"]["best-fit/largest"]["size1_running_max"] == 0
 
