@@ -43,6 +43,8 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
     if not jobs:
         return np.zeros((0, sim.num_servers), dtype=bool)
     c = sim.cluster
+    if c.index_active():  # large clusters: each row from the kernel's placement index (the same test)
+        return np.stack([c.fit_mask(int(sim.jobs.type[j]), sim.jobs.demand[j]) for j in jobs])
     d = sim.jobs.demand[jobs]  # (K, R)
     ok = np.all(c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :], axis=2)
     if c.any_slots:
@@ -116,7 +118,13 @@ class _OneJobMode(ActionMode):
         """The job the server actions refer to, or -1."""
 
     def nothing_to_decide(self) -> bool:
-        return self.job() < 0  # the mask is then WAIT alone
+        job = self.job()
+        if job < 0:
+            return True  # the mask is then WAIT alone
+        c = self.sim.cluster
+        if c.index_active():  # the placement index knows in O(1) whether the job fits anywhere
+            return not c.any_fit(int(self.sim.jobs.type[job]), self.sim.jobs.demand[job])
+        return False
 
     def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
         # a server action allowed by the mask: the job exists, waits (head of the central queue,
@@ -136,9 +144,9 @@ class _OneJobMode(ActionMode):
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
         job = self.job()
-        if job >= 0:  # one job: the cluster's own (L,) fit check, as _fit_matrix computes it
-            sim = self.sim
-            m[:-1] = sim.cluster.fits(int(sim.jobs.type[job]), sim.jobs.demand[job])
+        if job >= 0:  # one job: the cluster's own (L,) fit check (maintained by its placement index
+            sim = self.sim  # on large clusters), as _fit_matrix computes it
+            m[:-1] = sim.cluster.fit_mask(int(sim.jobs.type[job]), sim.jobs.demand[job])
         return m
 
 

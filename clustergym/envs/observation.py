@@ -21,6 +21,13 @@ key                shape       content
 ``time``           (1,)        elapsed time / horizon (0 for an infinite horizon)
 ``action_mask``    (M,)        1 for valid actions of the action mode
 ================== =========== ===================================================
+
+The per-server arrays (``free``, ``running``, ``dummies``) are kept up to date
+incrementally: the builder reads the cluster's journal of changed servers
+(:meth:`~clustergym.core.cluster.Cluster.changes_since`) and recomputes only
+their rows, with the same expressions as a whole recomputation, so the values
+are identical.  Every observation holds fresh copies: a caller may keep or
+change one without affecting the next.
 """
 
 from __future__ import annotations
@@ -51,6 +58,12 @@ class ObservationBuilder:
         self.F = R + J + 3
         cap = sim.cluster.capacity
         self._cap = np.where(cap > 0, cap, 1.0)
+        # per-server features, maintained from the cluster's journal of changed servers
+        self._free = np.zeros((L, R), dtype=np.float32)
+        self._running = np.zeros((L, J), dtype=np.float32)
+        self._dummies = np.zeros((L, J), dtype=np.float32)
+        self._cursor = -1
+        self._full_at = max(8, L // 4)  # from this many changes on, recompute every row
         self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
         inf = np.inf
         f32 = np.float32
@@ -78,15 +91,29 @@ class ObservationBuilder:
         out[R + J + 1] = max(0.0, sim.now - jobs.arrival[job]) if jobs.status[job] == 1 else 0.0
         out[R + J + 2] = jobs.work[job] if self.clairvoyant else 0.0
 
-    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
-        sim = self.sim
-        c = sim.cluster
-        L = sim.num_servers
-        free = c.load / self._cap  # 1 - load/cap clipped to [0, 1], in place (np.clip's overhead is per call)
-        np.subtract(1.0, free, out=free)
+    def _server_rows(self, rows) -> None:
+        """Recompute the per-server features of ``rows`` (a list of servers, or every one)."""
+        c = self.sim.cluster
+        free = c.load[rows] / self._cap[rows]  # 1 - load/cap clipped to [0, 1], in place (np.clip's
+        np.subtract(1.0, free, out=free)       # overhead is per call)
         np.maximum(free, 0.0, out=free)
         np.minimum(free, 1.0, out=free)
-        free = free.astype(np.float32)
+        self._free[rows] = free               # cast to float32 as astype would
+        self._running[rows] = c.count_real[rows]
+        # slot counts are all zero while the cluster has never had reservation slots
+        self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
+
+    def _sync_servers(self) -> None:
+        servers, self._cursor = self.sim.cluster.changes_since(self._cursor)
+        if servers is None or len(servers) >= self._full_at:
+            self._server_rows(slice(None))
+        elif servers:
+            self._server_rows(list(set(servers)))
+
+    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        sim = self.sim
+        L = sim.num_servers
+        self._sync_servers()
         qjobs = np.zeros((self.K, self.F), dtype=np.float32)
         qmask = np.zeros(self.K, dtype=np.float32)
         ids = list(islice(sim.queue, self.K))
@@ -117,11 +144,10 @@ class ObservationBuilder:
             event_server[ev.server] = 1.0
         horizon = sim.horizon
         t = sim.now / horizon if math.isfinite(horizon) else 0.0
-        return {
-            "free": free,
-            "running": c.count_real.astype(np.float32),
-            # without reservation slots (any_slots False) the slot counts are all zero
-            "dummies": (c.count_dummy + c.slots if c.any_slots else c.count_dummy).astype(np.float32),
+        return {  # copies: a later step never changes an observation handed out
+            "free": self._free.copy(),
+            "running": self._running.copy(),
+            "dummies": self._dummies.copy(),
             "queue_counts": sim.queued_by_type.astype(np.float32),
             "queue_jobs": qjobs,
             "queue_mask": qmask,
