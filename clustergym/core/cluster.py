@@ -30,8 +30,9 @@ from clustergym.core.placement import PlacementIndex, scan_select
 __all__ = ["Cluster", "FIT_RTOL", "INDEX_MIN_SERVERS"]
 
 FIT_RTOL = 1e-9
-#: from this many servers on, server selection and fit sets come from the placement index
-INDEX_MIN_SERVERS = 256
+#: from this many servers on, server selection and fit sets come from the placement index (below, the
+#: vectorised scan is faster: measured crossover about 550 servers for Best-Fit, 1,000 for First-Fit)
+INDEX_MIN_SERVERS = 768
 
 
 class Cluster:

@@ -148,6 +148,11 @@ class PlacementIndex:
             self.fit = self.fit3.reshape(J, nb * B)
             self.score3: np.ndarray | None = None            # allocated at the first best/worst-fit query
             self.cnt = np.zeros((J, nb), dtype=np.int64)
+            self.total = [0] * J                              # fitting servers per type (cnt summed)
+            # few types and resources: a changed server is recomputed in Python floats (the same IEEE
+            # operations; sums in resource order as NumPy's for fewer than 8 terms), cheaper than NumPy calls
+            self._py_rows = R < 8 and J * R <= 48
+            self._Dl = self.D.tolist()
             self.first = np.zeros((J, nb), dtype=np.int64)
             self.best = np.zeros((J, nb))
             self.best_i = np.zeros((J, nb), dtype=np.int64)
@@ -179,7 +184,10 @@ class PlacementIndex:
             us = set(servers)
             blocks = {s // B for s in us}
         if self.typed:
-            if len(us) <= 4:  # the usual few servers per event: one row at a time (basic indexing)
+            if len(us) <= 4 and self._py_rows:  # the usual few servers per event, few types
+                for s in us:
+                    self._row(s)
+            elif len(us) <= 4:  # one row at a time, basic indexing
                 load, lim, D, fit = self.cluster.load, self.limit, self.D, self.fit
                 score = self.score3.reshape(self.J, -1) if self.score3 is not None else None
                 for s in us:
@@ -191,6 +199,7 @@ class PlacementIndex:
                         score[:, s] = ((D / cap) * (ld / cap)).sum(axis=1)
                 for b in blocks:
                     self.cnt[:, b] = self.fit3[:, b, :].sum(axis=1)
+                self.total = self.cnt.sum(axis=1).tolist()
             else:
                 idx = np.fromiter(us, dtype=np.int64, count=len(us))
                 load = self.cluster.load[idx]
@@ -200,10 +209,39 @@ class PlacementIndex:
                     self._scores(idx, load)
                 bl = np.fromiter(blocks, dtype=np.int64, count=len(blocks))
                 self.cnt[:, bl] = self.fit3[:, bl, :].sum(axis=2)
+                self.total = self.cnt.sum(axis=1).tolist()
             for k in self._stale.values():
                 k.update(blocks)
         if self._cont:
             self._cont_stale.update(blocks)
+
+    def _row(self, s: int) -> None:
+        """Recompute server ``s`` for every type in Python floats: the scan's operations, in its order."""
+        ld = self.cluster.load[s].tolist()
+        li = self.limit[s].tolist()
+        Dl = self._Dl
+        # fit: fl(load + d) <= limit in every resource
+        new = [all(x + d <= m for x, d, m in zip(ld, dj, li)) for dj in Dl]
+        old = self.fit[:, s].tolist()
+        if new != old:
+            self.fit[:, s] = new
+            b = s // self.B
+            cnt, total = self.cnt, self.total
+            for j, (n, o) in enumerate(zip(new, old)):
+                if n != o:
+                    step = 1 if n else -1
+                    cnt[j, b] += step
+                    total[j] += step
+        if self.score3 is not None:
+            cap = self.capn[s].tolist()
+            u = [x / c for x, c in zip(ld, cap)]
+            row = []
+            for dj in Dl:  # (d / cap) * (load / cap), summed in resource order (not sum(): no compensation)
+                acc = (dj[0] / cap[0]) * u[0]
+                for r in range(1, len(u)):
+                    acc += (dj[r] / cap[r]) * u[r]
+                row.append(acc)
+            self.score3.reshape(self.J, -1)[:, s] = row
 
     def _scores(self, idx: np.ndarray, load: np.ndarray) -> None:
         cap = self.capn[idx]
@@ -262,7 +300,7 @@ class PlacementIndex:
         j = self._type_of(job_type, demand)
         if j < 0:
             return int(self._cont_fits(self._demand(job_type, demand)).size)
-        return int(self.cnt[j].sum())
+        return self.total[j]
 
     def any_fit(self, job_type: int, demand: np.ndarray | None = None) -> bool:
         """Whether some server's free capacity holds ``demand`` (default: the type's own demand)."""
@@ -270,7 +308,7 @@ class PlacementIndex:
         j = self._type_of(job_type, demand)
         if j < 0:
             return self._select_cont("first-fit", self._demand(job_type, demand), None) >= 0
-        return bool(self.cnt[j].any())
+        return self.total[j] > 0
 
     def fit_mask(self, job_type: int, demand: np.ndarray | None = None) -> np.ndarray:
         """``(L,)`` bool, a new array: the servers whose free capacity holds ``demand``."""
@@ -297,6 +335,10 @@ class PlacementIndex:
         j = self._type_of(job_type, demand)
         if j < 0:
             return self._select_cont(rule, self._demand(job_type, demand), rng)
+        if self.total[j] == 0:
+            if rule not in RULES:
+                raise ValueError(f"unknown server rule {rule!r}; expected one of {list(RULES)}")
+            return -1
         if rule == "best-fit":
             self._summaries("best")
             row = self.best[j]
@@ -312,11 +354,10 @@ class PlacementIndex:
             b = int(row.argmin())
             return int(self.worst_i[j, b]) if row[b] != _POS else -1
         if rule == "random-fit":
-            cnt = self.cnt[j]
-            cs = np.cumsum(cnt)
-            n = int(cs[-1])
+            n = self.total[j]
             if n == 0:
                 return -1
+            cs = np.cumsum(self.cnt[j])
             k = int(rng.integers(n))  # type: ignore[union-attr]
             b = int(np.searchsorted(cs, k, side="right"))
             k -= int(cs[b - 1]) if b else 0
