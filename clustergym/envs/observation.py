@@ -58,6 +58,7 @@ class ObservationBuilder:
         self.F = R + J + 3
         cap = sim.cluster.capacity
         self._cap = np.where(cap > 0, cap, 1.0)
+        self._cap_rows = self._cap.tolist()
         # per-server features, maintained from the cluster's journal of changed servers
         self._free = np.zeros((L, R), dtype=np.float32)
         self._running = np.zeros((L, J), dtype=np.float32)
@@ -103,10 +104,20 @@ class ObservationBuilder:
         # slot counts are all zero while the cluster has never had reservation slots
         self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
 
+    def _server_row(self, s: int) -> None:
+        """:meth:`_server_rows` for one server, in Python floats (the same IEEE operations)."""
+        c = self.sim.cluster
+        self._free[s] = [min(max(1.0 - a / b, 0.0), 1.0) for a, b in zip(c.load[s].tolist(), self._cap_rows[s])]
+        self._running[s] = c.count_real[s]
+        self._dummies[s] = c.count_dummy[s] + c.slots[s]
+
     def _sync_servers(self) -> None:
         servers, self._cursor = self.sim.cluster.changes_since(self._cursor)
         if servers is None or len(servers) >= self._full_at:
             self._server_rows(slice(None))
+        elif len(servers) <= 4:  # the usual one or two servers per step
+            for s in set(servers):
+                self._server_row(s)
         elif servers:
             self._server_rows(list(set(servers)))
 
