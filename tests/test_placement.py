@@ -395,3 +395,58 @@ def test_fit_tolerance_edge_in_the_kernel() -> None:
     assert c.fit_mask(0, D[0]).tolist() == [True, True, False]
     d = np.array([0.3 + 1e-17]) if 0.3 + 1e-17 != 0.3 else np.array([np.nextafter(0.3, 1)])
     assert c.select("best-fit", 0, d) == select_server("best-fit", c.fits_free(d), d, c.load, c.capacity, None)
+
+
+# ============================================================================ scalar residual index (BF-J/S)
+
+def _ref_tightest(free: np.ndarray, tol: np.ndarray, x: float, tie: float) -> int:
+    """baselines/bfjs.py's NumPy scan (faithful mode)."""
+    ok = np.flatnonzero(free + tol >= x)
+    if ok.size == 0:
+        return -1
+    score = free[ok]
+    return int(ok[int(np.argmax(score <= score.min() + tie))])
+
+
+def _ref_first(free: np.ndarray, tol: np.ndarray, x: float) -> int:
+    ok = np.flatnonzero(free + tol >= x)
+    return int(ok[0]) if ok.size else -1
+
+
+@settings(**SETTINGS)
+@given(L=st.integers(1, 40), block=st.integers(1, 8), hetero=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_residual_index_equals_scan(L, block, hetero, seed) -> None:
+    from clustergym.core.placement import ResidualIndex
+
+    rng = np.random.default_rng(seed)
+    cap = rng.choice([1.0, 0.5, 0.75], size=L) if hetero else np.ones(L)
+    tol = 1e-9 * cap
+    # values on a coarse grid (exact ties), some within the 1e-12 tie window of each other
+    base = rng.choice([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0], size=L)
+    free = np.minimum(base + rng.choice([0.0, 0.0, 4e-13, 9e-13, 2e-12], size=L), cap)
+    idx = ResidualIndex(free, tol, block=block)
+    sizes = [0.0, 0.1, 0.25, 0.3, 0.3 + 1e-9, 0.5, 0.7, 1.0, 1.0 + 2e-9]
+    for step in range(60):
+        for x in sizes:
+            assert idx.tightest(x, 1e-12) == _ref_tightest(free, tol, x, 1e-12), (step, x)
+            assert idx.first(x) == _ref_first(free, tol, x), (step, x)
+        for _ in range(int(rng.integers(1, 4))):  # the owner changes some residuals in place
+            l = int(rng.integers(L))
+            free[l] = cap[l] - float(rng.choice([0.0, 0.1, 0.2, 0.3, 0.5, 0.7 + 5e-13, 1.0]))
+            idx.touch(l)
+
+
+@pytest.mark.parametrize("agent,params", [("bf-j", {}), ("bf-js", {}), ("fifo-ff", {}), ("fifo-ff", {"blocking": False})])
+def test_bfjs_agents_with_and_without_the_residual_index(agent, params, monkeypatch) -> None:
+    """Above bfjs.SMALL_L servers the slotted agents query a ResidualIndex; runs equal the NumPy scans'."""
+    import clustergym.baselines.bfjs as bfjs
+    from clustergym.agent_api import make_agent
+    from clustergym.evaluation import run_episode
+    from clustergym.scenarios import make_preset
+
+    sc = make_preset("uniform-sizes", num_servers=48, mean_service=8.0, alpha=0.97, horizon=150.0)
+    a = run_episode(sc, make_agent(agent, **params), seed=1)
+    monkeypatch.setattr(bfjs, "ResidualIndex", lambda *args, **kw: None)
+    b = run_episode(sc, make_agent(agent, **params), seed=1)
+    a.pop("wall_seconds"), b.pop("wall_seconds")
+    assert a == b and a["started"] > 1000

@@ -46,6 +46,10 @@ Servers are split into blocks of ``B`` consecutive indices.
   fits and scores are the scan's own expressions.  Random-fit needs every
   fitting server, so it scans the candidate blocks.
 
+:class:`ResidualIndex` does the same for a *scalar* residual capacity per server
+that its owner keeps (the bin-packing agents' own bookkeeping): the tightest
+server and the first server where a scalar size fits.
+
 Only the servers' *free* capacity is indexed.  A real job can also start in an
 empty reservation slot of its type; while a cluster has slots,
 :meth:`Cluster.select` uses the scan (DRA's and GPA's loss systems, where
@@ -62,7 +66,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from clustergym.core.cluster import Cluster
 
-__all__ = ["RULES", "scan_select", "scan_scores", "PlacementIndex", "block_size"]
+__all__ = ["RULES", "scan_select", "scan_scores", "PlacementIndex", "ResidualIndex", "block_size"]
 
 #: server rules: lowest index, largest score, smallest score, uniformly random (all among fitting servers)
 RULES = ("first-fit", "best-fit", "worst-fit", "random-fit")
@@ -459,3 +463,114 @@ class PlacementIndex:
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"PlacementIndex(L={self.cluster.num_servers}, B={self.B}, typed={self.typed})"
+
+
+class ResidualIndex:
+    """Exact "tightest server" and "first fit" queries over a scalar residual per server.
+
+    The owner keeps ``residual`` (an ``(L,)`` float array, changed in place) and calls
+    :meth:`touch` for every server it changes; the index catches up when queried.  Server
+    ``l`` fits a size ``x`` when ``fl(residual_l + tol_l) >= x``.  The answers are those
+    of the NumPy scans (``baselines/bfjs.py``):
+
+    * :meth:`tightest`: among the fitting servers, with ``m`` their smallest residual, the
+      lowest index whose residual is ``<= fl(m + tie)``;
+    * :meth:`first`: the lowest fitting index.
+
+    Per distinct ``tol`` value (one for identical servers), a sorted list of ``(key,
+    residual, l)`` with ``key = fl(residual + tol)``: the fitting servers are a suffix, and
+    along it the residual does not decrease (``key`` is monotone in the residual), so the
+    tightest window is read from the suffix's start, one distinct residual at a time.
+    :meth:`first` reads per-block maxima of the key.
+    """
+
+    def __init__(self, residual: np.ndarray, tol: np.ndarray, block: int | None = None):
+        from sortedcontainers import SortedList
+
+        self.residual = residual
+        self.tol = np.asarray(tol, dtype=np.float64)
+        L = self.tol.shape[0]
+        self.L = L
+        self.B = int(block) if block is not None else block_size(L)
+        self.nb = -(-L // self.B)
+        values, self.group = np.unique(self.tol, return_inverse=True)
+        self._tol = self.tol.tolist()
+        self._group = self.group.tolist()
+        self._lists = [SortedList() for _ in values]
+        self.key = np.full(self.nb * self.B, _NEG)   # padding never fits
+        self.bmax = np.full(self.nb, _NEG)
+        self._entry: list[tuple[float, float, int] | None] = [None] * L
+        self._dirty: set[int] = set(range(L))
+
+    def touch(self, server: int) -> None:
+        """``residual[server]`` changed."""
+        self._dirty.add(server)
+
+    def _sync(self) -> None:
+        dirty = self._dirty
+        if not dirty:
+            return
+        res = self.residual
+        if len(dirty) > max(64, self.L // 8):  # rebuild from scratch
+            r = np.asarray(res, dtype=np.float64)
+            k = r + self.tol  # the scans' fl(residual + tol)
+            self.key[:self.L] = k
+            for sl in self._lists:
+                sl.clear()
+            entries = list(zip(k.tolist(), r.tolist(), range(self.L)))
+            self._entry = entries  # type: ignore[assignment]
+            for e in entries:
+                self._lists[self._group[e[2]]].add(e)
+            self.bmax[:] = self.key.reshape(self.nb, self.B).max(axis=1)
+        else:
+            blocks = set()
+            for l in dirty:
+                r = float(res[l])
+                e = (r + self._tol[l], r, l)
+                old = self._entry[l]
+                if old != e:
+                    sl = self._lists[self._group[l]]
+                    if old is not None:
+                        sl.remove(old)
+                    sl.add(e)
+                    self._entry[l] = e
+                    self.key[l] = e[0]
+                    blocks.add(l // self.B)
+            B = self.B
+            for b in blocks:
+                self.bmax[b] = self.key[b * B:(b + 1) * B].max()
+        dirty.clear()
+
+    def first(self, x: float) -> int:
+        """The lowest index ``l`` with ``fl(residual_l + tol_l) >= x``, or -1."""
+        self._sync()
+        hit = self.bmax >= x
+        b = int(hit.argmax())
+        if not hit[b]:
+            return -1
+        return b * self.B + int((self.key[b * self.B:(b + 1) * self.B] >= x).argmax())
+
+    def tightest(self, x: float, tie: float) -> int:
+        """Among the servers where ``x`` fits, the lowest index with residual ``<= fl(m + tie)``,
+        ``m`` the smallest residual among them; -1 if ``x`` fits nowhere."""
+        self._sync()
+        starts = []
+        m = _POS
+        for sl in self._lists:
+            p = sl.bisect_left((x,))  # the first key >= x
+            if p < len(sl):
+                starts.append((sl, p))
+                m = min(m, sl[p][1])
+        if not starts:
+            return -1
+        thr = m + tie
+        best = self.L
+        for sl, p in starts:
+            n = len(sl)
+            while p < n:
+                k, r, l = sl[p]
+                if r > thr:
+                    break
+                best = min(best, l)  # the first entry of a residual value has its lowest index
+                p = sl.bisect_right((k, r, self.L))
+        return best
