@@ -450,3 +450,38 @@ def test_bfjs_agents_with_and_without_the_residual_index(agent, params, monkeypa
     b = run_episode(sc, make_agent(agent, **params), seed=1)
     a.pop("wall_seconds"), b.pop("wall_seconds")
     assert a == b and a["started"] > 1000
+
+
+# ============================================================================ bench --scale
+
+def test_bench_scale_cli_quick(monkeypatch, tmp_path) -> None:
+    """``clustergym bench --scale --quick --json --plot``: the rows, the ratios, the plot (sizes shrunk)."""
+    import clustergym.bench as bench
+    from typer.testing import CliRunner
+
+    from clustergym.cli import app
+
+    monkeypatch.setattr(bench, "SCALE_SERVERS", (20, 200))
+    plot = tmp_path / "scale.png"
+    res = CliRunner().invoke(app, ["bench", "--scale", "--quick", "--json", "--plot", str(plot)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    labels = {r["benchmark"] for r in doc["rows"]}
+    assert labels == {"best-fit", "first-fit", "rms-bf", "env-random"}
+    assert {r["servers"] for r in doc["rows"]} == {20, 200}
+    for r in doc["rows"]:
+        assert r["events"] > 0 and r["steps"] > 0 and r["bytes_per_server"] > 0 and len(r["digest"]) == 16
+    assert set(doc["ratios_to_200"]) == labels
+    assert plot.stat().st_size > 0 and doc["plot"] == str(plot)
+
+
+def test_bench_scale_digest_same_with_and_without_index(monkeypatch) -> None:
+    from clustergym.bench import bench_scale
+
+    kw = {"servers": (40,), "events": 1500, "steps": 300, "warmup": 0.3}
+    monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 0)
+    a = bench_scale(**kw)["rows"]
+    monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 10**9)
+    b = bench_scale(**kw)["rows"]
+    assert [(r["benchmark"], r["digest"], r["events"], r["steps"]) for r in a] == \
+        [(r["benchmark"], r["digest"], r["events"], r["steps"]) for r in b]
