@@ -271,11 +271,11 @@ class CommandMode(ActionMode):
         m[nk + self.num_args:] = True
         if sim.queueing == "loss":
             m[Cmd.ADMIT] = m[Cmd.REJECT] = sim.pending >= 0
-        elif sim.queue or sim.local_count.any():
+        elif sim.n_queued:  # = sim.queue or sim.local_count.any(), without a pass over the servers
             m[Cmd.PLACE] = True
             m[Cmd.REJECT] = True
             m[Cmd.ROUTE] = sim.queueing == "local" and bool(sim.queue)
-            m[Cmd.REPLACE] = bool(sim.cluster.count_dummy.any())
+            m[Cmd.REPLACE] = any(sim.dummies_by_type)  # = count_dummy.any(): some dummy job runs
         if sim.types.exact:
             m[Cmd.DUMMY] = m[Cmd.RESERVE] = True
             m[Cmd.RELEASE] = bool(sim.cluster.any_slots)
