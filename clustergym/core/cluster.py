@@ -67,12 +67,13 @@ class Cluster:
         self.real_usage = np.zeros(R)
         self.dummy_usage = np.zeros(R)
         self.empty_slot_usage = np.zeros(R)
-        self.real_on = np.zeros(L, dtype=np.int64)          #: real jobs on each server (all types)
-        self.servers_without_real = L                       #: servers where no real job runs
         # journal of changed servers: entry i is the (self._jbase + i)-th change since creation
         self._journal: list[int] = []
         self._jbase = 0
         self._jmax = max(4096, 4 * L)
+        self._nr_cursor = -1                                  # servers_without_real, kept from the journal
+        self._no_real = np.ones(L, dtype=bool)
+        self._n_no_real = L
         threshold = INDEX_MIN_SERVERS if index_min_servers is None else int(index_min_servers)
         self.indexed = L >= threshold  #: whether select/any_fit/fit_mask use the placement index
         self.placement = PlacementIndex(self, typed=exact_types)
@@ -80,9 +81,8 @@ class Cluster:
     def reset(self) -> None:
         for arr in (self.load, self.count_real, self.count_dummy, self.slots,
                     self.slots_filled, self.items, self.real_usage, self.dummy_usage,
-                    self.empty_slot_usage, self.real_on):
+                    self.empty_slot_usage):
             arr[...] = 0
-        self.servers_without_real = self.num_servers
         self.any_slots = False
         self.had_dummies = False
         self.invalidate()
@@ -91,9 +91,13 @@ class Cluster:
     def _touch(self, server: int) -> None:
         j = self._journal
         j.append(server)
-        if len(j) > self._jmax:  # nobody read it for long: consumers that lag rebuild from scratch
-            self._jbase += len(j)
-            j.clear()
+        if len(j) > self._jmax:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Nobody read the journal for long: drop it; consumers that lag rebuild from scratch."""
+        self._jbase += len(self._journal)
+        self._journal.clear()
 
     def changes_since(self, cursor: int) -> tuple[list[int] | None, int]:
         """Servers changed since ``cursor`` (with repeats), and the new cursor.
@@ -107,6 +111,22 @@ class Cluster:
         if cursor < base:
             return None, end
         return j[cursor - base:], end
+
+    @property
+    def servers_without_real(self) -> int:
+        """Servers on which no real job runs (dummies and slots do not count), kept from the journal."""
+        servers, self._nr_cursor = self.changes_since(self._nr_cursor)
+        if servers is None:
+            self._no_real = ~self.count_real.any(axis=1)
+            self._n_no_real = int(np.count_nonzero(self._no_real))
+        elif servers:
+            no_real, cr = self._no_real, self.count_real
+            for s in set(servers):
+                now = not cr[s].any()
+                if now != no_real[s]:
+                    no_real[s] = now
+                    self._n_no_real += 1 if now else -1
+        return self._n_no_real
 
     def invalidate(self) -> None:
         """Every consumer of the journal recomputes every server (after state was written directly)."""
@@ -183,11 +203,11 @@ class Cluster:
     # ------------------------------------------------------------------ updates
     def add_real(self, server: int, job_type: int, demand: np.ndarray) -> bool:
         """Start a real job; returns True if it fills a slot."""
-        self._touch(server)
+        j = self._journal
+        j.append(server)
+        if len(j) > self._jmax:
+            self._trim()
         self.count_real[server, job_type] += 1
-        if self.real_on[server] == 0:
-            self.servers_without_real -= 1
-        self.real_on[server] += 1
         self.items[server] += 1
         self.real_usage += demand
         if self.slot_usable_at(server, job_type, demand):
@@ -198,11 +218,11 @@ class Cluster:
         return False
 
     def remove_real(self, server: int, job_type: int, demand: np.ndarray, in_slot: bool) -> None:
-        self._touch(server)
+        j = self._journal
+        j.append(server)
+        if len(j) > self._jmax:
+            self._trim()
         self.count_real[server, job_type] -= 1
-        self.real_on[server] -= 1
-        if self.real_on[server] == 0:
-            self.servers_without_real += 1
         self.items[server] -= 1
         self.real_usage -= demand
         if in_slot:

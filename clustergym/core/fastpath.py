@@ -501,8 +501,6 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, objective: s
         if sim._chunks is None and sim._chunk is None:
             ist[I_CHUNKS_DONE] = 1
     # ---------------------------------------------------------------- write the state back
-    c.real_on[:] = c.count_real.sum(axis=1)
-    c.servers_without_real = int(np.count_nonzero(c.real_on == 0))
     c.invalidate()  # load and counts were written directly: journal consumers recompute every server
     sim.now = float(fs[F_NOW])
     I.elapsed = sim.now if sim.now > 0 else I.elapsed
