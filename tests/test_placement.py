@@ -221,8 +221,11 @@ import test_golden as golden_mod  # noqa: E402
 
 @pytest.fixture()
 def forced_index(monkeypatch):
-    """The placement index at every cluster size, 3 servers per block."""
+    """The placement index and incremental observations at every cluster size, 3 servers per block."""
+    import clustergym.envs.observation as observation_mod
+
     monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 0)
+    monkeypatch.setattr(observation_mod, "INCREMENTAL_MIN_SERVERS", 0)
     monkeypatch.setattr(placement_mod, "block_size", lambda L: 3)
 
 
@@ -350,7 +353,10 @@ def test_incremental_observation_equals_recomputed(monkeypatch, setup, seed, for
     from clustergym.envs import AdmissionEnv, ClusterEnv
     from clustergym.scenarios import resolve_scenario
 
+    import clustergym.envs.observation as observation_mod
+
     monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 0 if forced else 10**9)
+    monkeypatch.setattr(observation_mod, "INCREMENTAL_MIN_SERVERS", 0 if forced else 10**9)
     preset, params, kw = ENV_SETUPS[setup]
     sc = resolve_scenario(preset, **params)
     cls = AdmissionEnv if sc.queueing == "loss" else ClusterEnv
@@ -387,9 +393,10 @@ def test_incremental_observation_equals_recomputed(monkeypatch, setup, seed, for
 def test_observation_arrays_are_fresh_copies() -> None:
     from clustergym.envs import ClusterEnv
 
-    env = ClusterEnv("ec2", num_servers=300, horizon=5.0)
+    env = ClusterEnv("ec2", num_servers=1100, horizon=3.0)
     obs, _ = env.reset(seed=0)
     b = env.obs_builder
+    assert b._incremental and env.sim.cluster.index_active()
     for buf in (b._free, b._running, b._dummies):
         assert not any(np.shares_memory(buf, v) for v in obs.values())
     before = {k: v.copy() for k, v in obs.items()}

@@ -122,8 +122,8 @@ class _OneJobMode(ActionMode):
         if job < 0:
             return True  # the mask is then WAIT alone
         c = self.sim.cluster
-        if c.index_active():  # the placement index knows in O(1) whether the job fits anywhere
-            return not c.any_fit(int(self.sim.jobs.type[job]), self.sim.jobs.demand[job])
+        if c.indexed and not c.any_slots:  # the placement index knows in O(1) whether the job fits anywhere
+            return not c.placement.any_fit(int(self.sim.jobs.type[job]), self.sim.jobs.demand[job])
         return False
 
     def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
@@ -144,9 +144,11 @@ class _OneJobMode(ActionMode):
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
         job = self.job()
-        if job >= 0:  # one job: the cluster's own (L,) fit check (maintained by its placement index
-            sim = self.sim  # on large clusters), as _fit_matrix computes it
-            m[:-1] = sim.cluster.fit_mask(int(sim.jobs.type[job]), sim.jobs.demand[job])
+        if job >= 0:  # one job: the cluster's own (L,) fit check (Cluster.fit_mask: from its placement
+            sim = self.sim  # index on large clusters), as _fit_matrix computes it
+            c = sim.cluster
+            jt, d = int(sim.jobs.type[job]), sim.jobs.demand[job]
+            m[:-1] = c.placement.fit_mask(jt, d) if c.indexed and not c.any_slots else c.fits(jt, d)
         return m
 
 

@@ -22,12 +22,13 @@ key                shape       content
 ``action_mask``    (M,)        1 for valid actions of the action mode
 ================== =========== ===================================================
 
-The per-server arrays (``free``, ``running``, ``dummies``) are kept up to date
-incrementally: the builder reads the cluster's journal of changed servers
+On large clusters (``L >= INCREMENTAL_MIN_SERVERS``) the per-server arrays
+(``free``, ``running``, ``dummies``) are kept up to date incrementally: the
+builder reads the cluster's journal of changed servers
 (:meth:`~clustergym.core.cluster.Cluster.changes_since`) and recomputes only
 their rows, with the same expressions as a whole recomputation, so the values
-are identical.  Every observation holds fresh copies: a caller may keep or
-change one without affecting the next.
+are identical; below, recomputing them whole is cheaper.  Every observation
+holds fresh arrays: a caller may keep or change one without affecting the next.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ from gymnasium import spaces
 from clustergym.core.commands import EventKind
 from clustergym.core.simulator import Simulator
 
-__all__ = ["ObservationBuilder"]
+__all__ = ["ObservationBuilder", "INCREMENTAL_MIN_SERVERS"]
+
+#: from this many servers on, the per-server features are kept from the cluster's journal (measured: the
+#: whole recomputation is cheaper below about 1,000 servers, equal at 1,000, 25% dearer at 4,000)
+INCREMENTAL_MIN_SERVERS = 1024
 
 _EVENT_KINDS = (EventKind.COMPLETION, EventKind.ARRIVAL, EventKind.TICK, EventKind.WAKEUP, EventKind.START)
 _EVENT_INDEX = {k: i for i, k in enumerate(_EVENT_KINDS)}
@@ -59,10 +64,12 @@ class ObservationBuilder:
         cap = sim.cluster.capacity
         self._cap = np.where(cap > 0, cap, 1.0)
         self._cap_rows = self._cap.tolist()
-        # per-server features, maintained from the cluster's journal of changed servers
-        self._free = np.zeros((L, R), dtype=np.float32)
-        self._running = np.zeros((L, J), dtype=np.float32)
-        self._dummies = np.zeros((L, J), dtype=np.float32)
+        # per-server features, maintained from the cluster's journal of changed servers (large clusters)
+        self._incremental = L >= INCREMENTAL_MIN_SERVERS
+        n = L if self._incremental else 0
+        self._free = np.zeros((n, R), dtype=np.float32)
+        self._running = np.zeros((n, J), dtype=np.float32)
+        self._dummies = np.zeros((n, J), dtype=np.float32)
         self._cursor = -1
         self._full_at = max(8, L // 4)  # from this many changes on, recompute every row
         self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
@@ -124,7 +131,19 @@ class ObservationBuilder:
     def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
         sim = self.sim
         L = sim.num_servers
-        self._sync_servers()
+        if self._incremental:  # copies of the kept rows: a later step never changes them
+            self._sync_servers()
+            free, running, dummies = self._free.copy(), self._running.copy(), self._dummies.copy()
+        else:  # small clusters: the same values, computed whole into new arrays
+            c = sim.cluster
+            free = c.load / self._cap  # 1 - load/cap clipped to [0, 1], in place (np.clip's overhead is per call)
+            np.subtract(1.0, free, out=free)
+            np.maximum(free, 0.0, out=free)
+            np.minimum(free, 1.0, out=free)
+            free = free.astype(np.float32)
+            running = c.count_real.astype(np.float32)
+            # without reservation slots (any_slots False) the slot counts are all zero
+            dummies = (c.count_dummy + c.slots if c.any_slots else c.count_dummy).astype(np.float32)
         qjobs = np.zeros((self.K, self.F), dtype=np.float32)
         qmask = np.zeros(self.K, dtype=np.float32)
         ids = list(islice(sim.queue, self.K))
@@ -155,10 +174,10 @@ class ObservationBuilder:
             event_server[ev.server] = 1.0
         horizon = sim.horizon
         t = sim.now / horizon if math.isfinite(horizon) else 0.0
-        return {  # copies: a later step never changes an observation handed out
-            "free": self._free.copy(),
-            "running": self._running.copy(),
-            "dummies": self._dummies.copy(),
+        return {
+            "free": free,
+            "running": running,
+            "dummies": dummies,
             "queue_counts": sim.queued_by_type.astype(np.float32),
             "queue_jobs": qjobs,
             "queue_mask": qmask,
