@@ -162,8 +162,9 @@ class PlacementIndex:
             self.best_i = np.zeros((J, nb), dtype=np.int64)
             self.worst = np.zeros((J, nb))
             self.worst_i = np.zeros((J, nb), dtype=np.int64)
-            # blocks whose summaries of each kind are out of date
-            self._stale: dict[str, set[int]] = {k: set() for k in ("first", "best", "worst")}
+            # blocks whose summaries of each kind ("first", "best", "worst") are out of date, for the
+            # kinds queried so far (a kind's first query summarises every block)
+            self._stale: dict[str, set[int]] = {}
         # continuous engine (allocated at its first query)
         self._cont = False
         self._cont_stale: set[int] = set()
@@ -183,15 +184,21 @@ class PlacementIndex:
         B = self.B
         if servers is None:
             us: set[int] | range = range(self.L)
-            blocks: set[int] = set(range(self.nb))
         else:
             us = set(servers)
-            blocks = {s // B for s in us}
+        if self.typed and len(us) <= 4 and self._py_rows:  # the usual few servers per event, few types
+            for s in us:
+                self._row(s)
+            if self._stale or self._cont:
+                blocks = {s // B for s in us}
+                for k in self._stale.values():
+                    k.update(blocks)
+                if self._cont:
+                    self._cont_stale.update(blocks)
+            return
+        blocks = set(range(self.nb)) if servers is None else {s // B for s in us}
         if self.typed:
-            if len(us) <= 4 and self._py_rows:  # the usual few servers per event, few types
-                for s in us:
-                    self._row(s)
-            elif len(us) <= 4:  # one row at a time, basic indexing
+            if len(us) <= 4:  # one row at a time, basic indexing
                 load, lim, D, fit = self.cluster.load, self.limit, self.D, self.fit
                 score = self.score3.reshape(self.J, -1) if self.score3 is not None else None
                 for s in us:
@@ -225,7 +232,14 @@ class PlacementIndex:
         li = self.limit[s].tolist()
         Dl = self._Dl
         # fit: fl(load + d) <= limit in every resource
-        new = [all(x + d <= m for x, d, m in zip(ld, dj, li)) for dj in Dl]
+        new = []
+        for dj in Dl:
+            ok = True
+            for x, d, m in zip(ld, dj, li):
+                if not x + d <= m:
+                    ok = False
+                    break
+            new.append(ok)
         old = self.fit[:, s].tolist()
         if new != old:
             self.fit[:, s] = new
@@ -255,7 +269,9 @@ class PlacementIndex:
             (self.D[:, None, :] / cap[None, :, :]) * (load / cap)[None, :, :]).sum(axis=2)
 
     def _summaries(self, kind: str) -> None:
-        stale = self._stale[kind]
+        stale = self._stale.get(kind)
+        if stale is None:  # the first query of this kind: summarise every block
+            stale = self._stale[kind] = set(range(self.nb))
         if not stale:
             return
         if kind != "first" and self.score3 is None:
@@ -314,14 +330,21 @@ class PlacementIndex:
             return self._select_cont("first-fit", self._demand(job_type, demand), None) >= 0
         return self.total[j] > 0
 
-    def fit_mask(self, job_type: int, demand: np.ndarray | None = None) -> np.ndarray:
-        """``(L,)`` bool, a new array: the servers whose free capacity holds ``demand``."""
+    def fit_mask(self, job_type: int, demand: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """``(L,)`` bool: the servers whose free capacity holds ``demand``; a new array, or ``out``."""
         self.sync()
         j = self._type_of(job_type, demand)
         if j < 0:
             d = self._demand(job_type, demand)
-            return (self.cluster.load + d <= self.limit).all(axis=1)
-        return self.fit[j, :self.L].copy()
+            mask = (self.cluster.load + d <= self.limit).all(axis=1)
+            if out is None:
+                return mask
+            out[...] = mask
+            return out
+        if out is None:
+            return self.fit[j, :self.L].copy()
+        out[...] = self.fit[j, :self.L]
+        return out
 
     def _demand(self, job_type: int, demand: np.ndarray | None) -> np.ndarray:
         if demand is None:

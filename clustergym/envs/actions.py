@@ -148,7 +148,10 @@ class _OneJobMode(ActionMode):
             sim = self.sim  # index on large clusters), as _fit_matrix computes it
             c = sim.cluster
             jt, d = int(sim.jobs.type[job]), sim.jobs.demand[job]
-            m[:-1] = c.placement.fit_mask(jt, d) if c.indexed and not c.any_slots else c.fits(jt, d)
+            if c.indexed and not c.any_slots:
+                c.placement.fit_mask(jt, d, out=m[:-1])
+            else:
+                m[:-1] = c.fits(jt, d)
         return m
 
 

@@ -72,6 +72,7 @@ class ObservationBuilder:
         self._dummies = np.zeros((n, J), dtype=np.float32)
         self._cursor = -1
         self._full_at = max(8, L // 4)  # from this many changes on, recompute every row
+        self._dummy_rows = False
         self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
         inf = np.inf
         f32 = np.float32
@@ -110,13 +111,18 @@ class ObservationBuilder:
         self._running[rows] = c.count_real[rows]
         # slot counts are all zero while the cluster has never had reservation slots
         self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
+        if isinstance(rows, slice):
+            # the dummy rows stay all zero until a dummy or a slot appears (then they are kept, sticky)
+            self._dummy_rows = bool(c.had_dummies or c.any_slots)
 
     def _server_row(self, s: int) -> None:
         """:meth:`_server_rows` for one server, in Python floats (the same IEEE operations)."""
         c = self.sim.cluster
         self._free[s] = [min(max(1.0 - a / b, 0.0), 1.0) for a, b in zip(c.load[s].tolist(), self._cap_rows[s])]
         self._running[s] = c.count_real[s]
-        self._dummies[s] = c.count_dummy[s] + c.slots[s]
+        if self._dummy_rows or c.had_dummies or c.any_slots:  # else count_dummy and slots are all zero
+            self._dummy_rows = True
+            self._dummies[s] = c.count_dummy[s] + c.slots[s]
 
     def _sync_servers(self) -> None:
         servers, self._cursor = self.sim.cluster.changes_since(self._cursor)
