@@ -114,8 +114,7 @@ class TrunkReservation(Agent):
             return Command.wait()
         self._epoch = v.epoch
         tau = int(self.tau[v.job_type(job)])
-        if tau > 0:
-            if v.servers_without_real_jobs < tau:  # = count_nonzero(count_real.sum(axis=1) == 0)
-                return Command.reject()
+        if tau > 0 and v.servers_without_real_jobs < tau:  # = count_nonzero(count_real.sum(axis=1) == 0)
+            return Command.reject()
         s = v.select_server("best-fit", job, self.rng)  # = select_server("best-fit", v.fits(job), ...)
         return Command.admit(s) if s >= 0 else Command.reject()

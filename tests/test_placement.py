@@ -349,11 +349,10 @@ ENV_SETUPS = [
           max_examples=4)
 @given(seed=st.integers(0, 10_000), forced=st.booleans(), mutate=st.booleans())
 def test_incremental_observation_equals_recomputed(monkeypatch, setup, seed, forced, mutate) -> None:
+    import clustergym.envs.observation as observation_mod
     from clustergym.core.commands import Cmd
     from clustergym.envs import AdmissionEnv, ClusterEnv
     from clustergym.scenarios import resolve_scenario
-
-    import clustergym.envs.observation as observation_mod
 
     monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 0 if forced else 10**9)
     monkeypatch.setattr(observation_mod, "INCREMENTAL_MIN_SERVERS", 0 if forced else 10**9)
@@ -461,8 +460,8 @@ def test_residual_index_equals_scan(L, block, hetero, seed) -> None:
 @pytest.mark.parametrize("agent,params", [("bf-j", {}), ("bf-js", {}), ("fifo-ff", {}), ("fifo-ff", {"blocking": False})])
 def test_bfjs_agents_with_and_without_the_residual_index(agent, params, monkeypatch) -> None:
     """Above bfjs.SMALL_L servers the slotted agents query a ResidualIndex; runs equal the NumPy scans'."""
-    import clustergym.baselines.bfjs as bfjs
     from clustergym.agent_api import make_agent
+    from clustergym.baselines import bfjs
     from clustergym.evaluation import run_episode
     from clustergym.scenarios import make_preset
 
@@ -478,9 +477,9 @@ def test_bfjs_agents_with_and_without_the_residual_index(agent, params, monkeypa
 
 def test_bench_scale_cli_quick(monkeypatch, tmp_path) -> None:
     """``clustergym bench --scale --quick --json --plot``: the rows, the ratios, the plot (sizes shrunk)."""
-    import clustergym.bench as bench
     from typer.testing import CliRunner
 
+    from clustergym import bench
     from clustergym.cli import app
 
     monkeypatch.setattr(bench, "SCALE_SERVERS", (20, 200))

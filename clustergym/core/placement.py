@@ -66,7 +66,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from clustergym.core.cluster import Cluster
 
-__all__ = ["RULES", "scan_select", "scan_scores", "PlacementIndex", "ResidualIndex", "block_size"]
+__all__ = ["RULES", "PlacementIndex", "ResidualIndex", "block_size", "scan_scores", "scan_select"]
 
 #: server rules: lowest index, largest score, smallest score, uniformly random (all among fitting servers)
 RULES = ("first-fit", "best-fit", "worst-fit", "random-fit")
@@ -125,7 +125,7 @@ class PlacementIndex:
         typed: keep the per-type engine (for clusters whose jobs demand exactly their type's row).
     """
 
-    def __init__(self, cluster: "Cluster", block: int | None = None, typed: bool = True):
+    def __init__(self, cluster: Cluster, block: int | None = None, typed: bool = True):
         self.cluster = cluster
         L = cluster.num_servers
         self.B = int(block) if block is not None else block_size(L)

@@ -42,7 +42,7 @@ from gymnasium import spaces
 from clustergym.core.commands import EventKind
 from clustergym.core.simulator import Simulator
 
-__all__ = ["ObservationBuilder", "INCREMENTAL_MIN_SERVERS"]
+__all__ = ["INCREMENTAL_MIN_SERVERS", "ObservationBuilder"]
 
 #: from this many servers on, the per-server features are kept from the cluster's journal (measured: the
 #: whole recomputation is cheaper below about 1,000 servers, equal at 1,000, 25% dearer at 4,000)
