@@ -50,6 +50,7 @@ import numpy as np
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
+from clustergym.core.placement import scan_select
 from clustergym.core.simulator import EpochConfig
 from clustergym.envs.reward import ObjectiveReward
 from clustergym.errors import ConfigError
@@ -61,25 +62,10 @@ SERVER_RULES = ("first-fit", "best-fit", "random-fit")
 JOB_RULES = ("largest", "fifo", "random")
 
 
-def select_server(rule: str, fits: np.ndarray, demand: np.ndarray, load: np.ndarray, capacity: np.ndarray,
-                  rng: np.random.Generator) -> int:
-    """The server chosen by ``rule`` among those where ``fits`` (``(L,)`` bool), or -1.
-
-    Args:
-        demand: ``(R,)`` the job's demand.
-        load, capacity: ``(L, R)`` occupied and total capacity.
-    """
-    idx = np.flatnonzero(fits)
-    if idx.size == 0:
-        return -1
-    if rule == "first-fit":
-        return int(idx[0])
-    if rule == "random-fit":
-        return int(idx[rng.integers(idx.size)])
-    cap = capacity[idx]
-    cap = np.where(cap > 0, cap, 1.0)
-    score = ((demand / cap) * (load[idx] / cap)).sum(axis=1)
-    return int(idx[int(np.argmax(score))])
+#: ``select_server(rule, fits, demand, load, capacity, rng)``: the server chosen by ``rule`` among
+#: those where ``fits`` (``(L,)`` bool), or -1, by a scan.  The reference that the kernel's placement
+#: index reproduces (``ClusterView.select_server``, used by the agents below).
+select_server = scan_select
 
 
 class GreedyAgent(Agent):
@@ -172,11 +158,10 @@ class GreedyAgent(Agent):
 
     def _server_for(self, job: int) -> int:
         v = self.view
-        fits = v.fits(job)
         if v.queueing == "local":
             own = v.server_of(job)
-            return own if own >= 0 and fits[own] else -1
-        return select_server(self.server_rule, fits, v.demand(job), v.load, v.capacity, self.rng)
+            return own if own >= 0 and v.fits_at(job, own) else -1
+        return v.select_server(self.server_rule, job, self.rng)  # = select_server(rule, v.fits(job), ...)
 
     def _job_for(self, server: int) -> int:
         """The queued job to start on ``server`` by the job rule, or -1 if none fits."""
@@ -240,7 +225,7 @@ class _AdmitAgent(Agent):
         job = v.pending
         if job < 0:
             return Command.wait()
-        s = select_server(self.server_rule, v.fits(job), v.demand(job), v.load, v.capacity, self.rng)
+        s = v.select_server(self.server_rule, job, self.rng)  # = select_server(rule, v.fits(job), ...)
         return Command.admit(s) if s >= 0 else Command.reject()
 
 

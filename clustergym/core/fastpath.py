@@ -501,6 +501,7 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: flo
         if sim._chunks is None and sim._chunk is None:
             ist[I_CHUNKS_DONE] = 1
     # ---------------------------------------------------------------- write the state back
+    c.invalidate()  # load and counts were written directly: journal consumers recompute every server
     sim.now = float(fs[F_NOW])
     I.elapsed = sim.now if sim.now > 0 else I.elapsed
     I.queue, I.system, I.weighted_queue = float(fs[F_Q]), float(fs[F_SYS]), float(fs[F_WQ])

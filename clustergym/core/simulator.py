@@ -188,7 +188,7 @@ class Simulator:
         number(queue_cap, "queue_cap", lo=1, integer=True, allow_none=True)
         self.source = source
         self.types = source.types
-        self.cluster = Cluster(capacity, self.types.demand)
+        self.cluster = Cluster(capacity, self.types.demand, exact_types=self.types.exact)
         L, J = self.cluster.num_servers, self.types.num_types
         self.num_servers, self.num_resources, self.num_types = L, capacity.shape[1], J
         if speed is None:
@@ -210,6 +210,8 @@ class Simulator:
         # is known per type (None: check each job)
         self._type_fits = ((self.types.demand[:, None, :] <= self._limit[None, :, :]).all(axis=2).any(axis=1)
                            if self.types.exact else None)
+        # the distinct rows of the limits: "fits some empty server" without a pass over every server
+        self._limit_rows = np.unique(self._limit, axis=0)
         rates = source.arrival_rates()
         self.total_rate = float(np.sum(rates)) if rates is not None else None
         self._seeded = False
@@ -505,8 +507,7 @@ class Simulator:
         self._rate_time = t
         if self._type_fits is not None and self.queueing != "local" and self._type_fits[jtype]:
             return self._admit_arrival(job)  # exact types: this type's demand fits some server
-        can_hold = (demand <= self._limit).all(axis=1)
-        if not can_hold.any():
+        if not (demand <= self._limit_rows).all(axis=1).any():
             if self.impossible == "error":
                 raise ImpossibleJobError(
                     f"job {job} (arrival t={t:g}, type {jtype}) demands {demand.tolist()}, "
@@ -518,7 +519,7 @@ class Simulator:
         if self.queueing == "local":
             self._enqueue_central(job)
             if self.routing != "agent":
-                self._route(job, self._choose_route(job, can_hold))
+                self._route(job, self._choose_route(job, (demand <= self._limit).all(axis=1)))
             return job
         return self._admit_arrival(job)
 
@@ -888,6 +889,8 @@ class Simulator:
         load += c.slots @ c.type_demand
         assert sum(len(r) for r in self.running) == len(running), "a server lists a job that is not running"
         assert np.array_equal(count_real, c.count_real), "per-type real counts out of sync"
+        assert c.servers_without_real == int((count_real.sum(axis=1) == 0).sum()), \
+            "count of servers without real jobs out of sync"
         assert np.array_equal(count_dummy, c.count_dummy), "dummy counts out of sync"
         assert np.array_equal(filled, c.slots_filled), "filled slot counts out of sync"
         assert np.all(c.slots_filled <= c.slots), "more filled slots than slots"

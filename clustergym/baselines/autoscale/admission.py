@@ -26,7 +26,6 @@ import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.theory.autoscale import default_g, type_rewards
-from clustergym.baselines.greedy import select_server
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
@@ -104,9 +103,7 @@ class TrunkReservation(Agent):
             return Command.wait()
         self._epoch = v.epoch
         tau = int(self.tau[v.job_type(job)])
-        if tau > 0:
-            empty = int(np.count_nonzero(v.count_real.sum(axis=1) == 0))
-            if empty < tau:
-                return Command.reject()
-        s = select_server("best-fit", v.fits(job), v.demand(job), v.load, v.capacity, self.rng)
+        if tau > 0 and v.servers_without_real_jobs < tau:  # = count_nonzero(count_real.sum(axis=1) == 0)
+            return Command.reject()
+        s = v.select_server("best-fit", job, self.rng)  # = select_server("best-fit", v.fits(job), ...)
         return Command.admit(s) if s >= 0 else Command.reject()

@@ -97,6 +97,7 @@ from sortedcontainers import SortedList
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
+from clustergym.core.placement import ResidualIndex
 from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice
@@ -173,6 +174,9 @@ class SlottedAgent(Agent):
         self.used = [0.0] * L                             # scalar occupancy of each server
         self.free_np = np.array(self.cap)                 # mirror of cap - used (NumPy scans)
         self.tol_np = np.array(self.tol)
+        # large clusters, faithful mode: tightest/first-fit server queries from an index over free_np
+        # (clustergym.core.placement.ResidualIndex: the NumPy scans' answers without a pass over all L)
+        self._ridx = ResidualIndex(self.free_np, self.tol_np) if L > SMALL_L and not self.vector else None
         self.uvec = np.zeros((L, R))                      # vector mode: normalised usage
         self.on: list[dict[int, None]] = [{} for _ in range(L)]   # jobs on each server
         self.n_on = np.zeros(L, dtype=np.int64)
@@ -254,6 +258,8 @@ class SlottedAgent(Agent):
         self.n_on[l] = len(on)
         self.used[l] = sum(self.occ[i] for i in on) if on else 0.0
         self.free_np[l] = self.cap[l] - self.used[l]
+        if self._ridx is not None:
+            self._ridx.touch(l)
         if self.vector:
             self.uvec[l] = np.sum([self.dvec[i] for i in on], axis=0) if on else 0.0
         self.server_synced(l)
@@ -315,6 +321,8 @@ class SlottedAgent(Agent):
         self.n_on[l] += 1
         self.used[l] += self.occ[i]
         self.free_np[l] = self.cap[l] - self.used[l]
+        if self._ridx is not None:
+            self._ridx.touch(l)
         if self.vector:
             self.uvec[l] += self.dvec[i]
         self.placed(i, l)
@@ -352,6 +360,8 @@ class SlottedAgent(Agent):
     def tightest(self, i: int, servers: Iterable[int] | None = None) -> int:
         """"Tightest server for job i" (BF-J, §IV-A): least residual among the servers where it fits;
         ties to the smallest index.  -1 if it fits nowhere."""
+        if servers is None and self._ridx is not None:  # = the NumPy scan below, from the index
+            return self._ridx.tightest(self.occ[i], TIE)
         if servers is None and (self.L > SMALL_L or self.vector):
             ok = np.flatnonzero(self._fit_mask(i))
             if ok.size == 0:
@@ -368,6 +378,8 @@ class SlottedAgent(Agent):
 
     def first_fit(self, i: int, servers: Iterable[int] | None = None) -> int:
         """The smallest-index server where job ``i`` fits, or -1."""
+        if servers is None and self._ridx is not None:  # = the NumPy scan below, from the index
+            return self._ridx.first(self.occ[i])
         if servers is None and self.L > SMALL_L:
             ok = np.flatnonzero(self._fit_mask(i))
             return int(ok[0]) if ok.size else -1
