@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from clustergym.core.objectives import headline_metric
 from clustergym.errors import ConfigError, ScenarioError
@@ -39,6 +38,8 @@ def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[
     mean = float(v.mean())
     if v.size < 2:
         return mean, math.nan
+    from scipy import stats  # here: scipy.stats costs ~1 s of import time, which `run` does not need
+
     return mean, float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
 
 
@@ -49,6 +50,8 @@ def t_lower_limit(values: Sequence[float] | np.ndarray, level: float) -> float:
     mean = float(a.mean())
     if a.size < 2 or a.std(ddof=1) == 0:
         return mean
+    from scipy import stats
+
     return mean - float(stats.t.ppf(level, a.size - 1)) * float(a.std(ddof=1)) / math.sqrt(a.size)
 
 
