@@ -7,6 +7,7 @@ progress and messages go to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -24,6 +25,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
 err = Console(stderr=True)
 out = Console()
+
+
+@app.callback()
+def _global_options(
+    no_trace_cache: bool = typer.Option(False, "--no-trace-cache",
+                                        help="parse trace files instead of reading parsed tables from the on-disk "
+                                             "trace cache (sets CLUSTERGYM_TRACE_CACHE=off for this command and "
+                                             "its worker processes)"),
+) -> None:
+    """Multi-resource cluster scheduling: environments, baselines, comparisons."""
+    if no_trace_cache:
+        from clustergym.traces.diskcache import ENV_VAR
+
+        os.environ[ENV_VAR] = "off"
 
 
 def _print_json(doc: Any) -> None:

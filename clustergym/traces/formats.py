@@ -26,14 +26,14 @@ from clustergym.traces.google import (
 from clustergym.traces.table import TraceTable
 
 PathLike = str | os.PathLike[str]
-from clustergym.traces.cache import google_events
+from clustergym.traces.cache import google_table
 
 __all__ = ["FORMATS", "filter_names", "load_trace"]
 
 # ---------------------------------------------------------------------------------------------- formats
 
 def _google_loader(path: PathLike | None = None, trace_dir: PathLike | None = None, **opts: Any) -> TraceTable:
-    return google_tasks(google_events(trace_dir, path), **opts)
+    return google_table(trace_dir, path, **opts)
 
 
 def _path_loader(fn: Callable[..., TraceTable], path_arg: str = "path") -> Callable[..., TraceTable]:
