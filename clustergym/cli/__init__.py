@@ -385,6 +385,18 @@ def bench_cmd(
                       f"identical metrics: {rp['identical_metrics']}")
         elif "simpy" in rp:
             out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
+        wp = rp.get("whole_process")
+        if wp is not None:
+            for ph in ("cold", "warm", "simpy"):
+                if ph in wp:
+                    r = wp[ph]
+                    name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
+                    out.print(f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
+                              f"peak RSS {r['peak_rss_mb']:.0f} MB")
+            if "speedup" in wp:
+                q = wp["speedup"]
+                out.print(f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
+                          f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)")
     pp = results.get("ppo")
     if pp is not None:
         out.print(f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
