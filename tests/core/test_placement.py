@@ -236,7 +236,8 @@ def golden() -> dict:
 
 #: the golden runs of the agents that ask the kernel for a server (the others never query the index)
 INDEXED_CASES = [c for c in golden_mod.RUN_CASES
-                 if c[2] in ("best-fit", "first-fit", "random-fit", "best-fit-admit") or c[2].startswith("rms")]
+                 if c[2] in ("best-fit", "first-fit", "random-fit", "best-fit-admit", "lotes-greedy")
+                 or c[2].startswith("rms")]
 
 
 @pytest.mark.parametrize("case", INDEXED_CASES, ids=lambda c: f"{c[0]}-{c[2]}{'-' + str(c[3]) if c[3] else ''}")
