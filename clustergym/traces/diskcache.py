@@ -41,7 +41,8 @@ Trust
     recorded.  Anything else (a truncated, overwritten or bit-flipped file, a file from another
     format version) is reported with a warning, deleted and rebuilt from the sources.  Errors of
     the cache itself (a read-only or full disk) never fail a run: the table is built and returned,
-    and the cache is not used for the rest of the process.
+    and the cache is not used for the rest of the process.  So is an install without pyarrow (a
+    core dependency, so only a broken install): one warning saying so, then every table is parsed.
 
 Size
     After a write, the least recently used files (by modification time, refreshed on every hit) are
@@ -63,8 +64,19 @@ from typing import Any
 from clustergym._cache import Cache
 from clustergym.traces.table import FilterReport, TraceTable
 
-__all__ = ["ENV_VAR", "MAX_MB_VAR", "FORMAT_VERSION", "RACY_SECONDS", "cache_dir", "set_trace_cache",
-           "file_digest", "code_digest", "table_key", "cached_table", "TraceCacheWarning"]
+__all__ = [
+    "ENV_VAR",
+    "FORMAT_VERSION",
+    "MAX_MB_VAR",
+    "RACY_SECONDS",
+    "TraceCacheWarning",
+    "cache_dir",
+    "cached_table",
+    "code_digest",
+    "file_digest",
+    "set_trace_cache",
+    "table_key",
+]
 
 ENV_VAR = "CLUSTERGYM_TRACE_CACHE"
 MAX_MB_VAR = "CLUSTERGYM_TRACE_CACHE_MAX_MB"
@@ -295,6 +307,14 @@ def _prune(d: Path, keep: Path) -> None:
                 pass
 
 
+def _parquet_available() -> bool:
+    """pyarrow is a core dependency; a broken install without it runs without the cache (warned
+    once, the run goes on) instead of failing, or deleting cache files it merely cannot read."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
 def _give_up(what: str, e: BaseException) -> None:
     _broken.append(what)
     warnings.warn(f"trace cache: cannot {what} ({e}); running without it in this process "
@@ -315,6 +335,10 @@ def cached_table(loader: str, files: Sequence[str | os.PathLike[str]], options: 
     """
     d = cache_dir()
     if d is None:
+        return build()
+    if not _parquet_available():
+        _give_up(f"use {d}", ImportError("pyarrow, which reads and writes its Parquet files, is not installed; "
+                                          "pip install 'pyarrow>=14'"))
         return build()
     try:
         key = table_key(loader, files, options, code, memo_dir=d)

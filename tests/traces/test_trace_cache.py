@@ -253,3 +253,23 @@ def test_file_digests_are_remembered_only_for_settled_files(tmp_path, monkeypatc
     time.sleep(0.05)
     f.write_bytes(b"1,2,4\n")  # a write changes the stamps: the remembered digest is not used
     assert dc.file_digest(f, memo) == hashlib.sha256(b"1,2,4\n").hexdigest()
+
+
+def test_without_pyarrow_the_run_goes_on_without_the_cache(cache_dir, monkeypatch):
+    """A broken install without pyarrow: one clear warning, the table parsed, no file touched."""
+    import sys
+
+    tcache.google_table(FIX, lifecycle="strict")  # a valid file, written while pyarrow is there
+    written = _tables(cache_dir)
+    assert len(written) == 1
+    tcache.clear_cache()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` now raises ImportError
+    try:
+        with pytest.warns(dc.TraceCacheWarning, match="pyarrow.*not installed"):
+            t = tcache.google_table(FIX, lifecycle="strict")
+        _same(t, _fresh(FIX, lifecycle="strict"))
+        assert _tables(cache_dir) == written  # the file it cannot read is kept, not "rebuilt"
+        assert dc.cache_dir() is None  # given up for the rest of the process: no second warning
+    finally:
+        dc.set_trace_cache(None)
+        tcache.clear_cache()
