@@ -277,7 +277,8 @@ def reproduce_cmd(
                                                      "for a quick look, the verdicts then mean little"),
     set_: list[str] = typer.Option([], "--set", help="claim setting key=value (repeatable): rms.google_n, "
                                                      "rms.google_scalings, lotes.machines, lotes.horizon, "
-                                                     "lotes.instances, lotes.google_n; see the README"),
+                                                     "lotes.instances, lotes.google_n, "
+                                                     "autoscale.google_servers, autoscale.google_n; see the README"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -288,7 +289,8 @@ def reproduce_cmd(
     Settings (--set key=value; defaults give the documented figures): rms.google_n (10000; 0 = the whole slice)
     and rms.google_scalings (0.5,1,1.5) for rms-fig8; lotes.machines (50 per configuration), lotes.horizon
     (6 h), lotes.instances (2 per Phi) for the LoTES generated-data claims; lotes.google_n (0 = all) for
-    lotes-google-*.
+    lotes-google-*; autoscale.google_servers (300) and autoscale.google_n (60000; 0 = all) for
+    autoscale-google-trace-ordering.
     """
     from clustergym.reproduce import CLAIMS, ReproduceConfig, load_claims, run_claims
     from clustergym.runner import available_workers

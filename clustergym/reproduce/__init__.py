@@ -88,6 +88,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("lotes.horizon", 6.0, "float", 0, "LoTES generated data: hours per run (paper: 100)", above=True),
     Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)"),
     Setting("lotes.google_n", 0, "int", 0, "lotes-google-*: the first N trace attempts; 0 = all"),
+    Setting("autoscale.google_servers", 300, "int", 1, "autoscale-google-trace-ordering: unit servers "
+                                                       "(Fig. 6 of the paper shows 1000)"),
+    Setting("autoscale.google_n", 60_000, "int", 0, "autoscale-google-trace-ordering: the first N completed "
+                                                    "tasks; 0 = the whole slice"),
 )}
 
 
