@@ -15,14 +15,16 @@ Server selection (§3.2): First-Fit takes the lowest-index server; Random-Fit a
 uniformly random one; Best-Fit the *tightest*, scored as the inner product of
 the job's demand and the server's occupied resources, each normalised by the
 server's capacity (§6 item 11): ``score = sum_d (s_d / C_d) (u_d / C_d)``;
-ties go to the lowest index.  With one resource and equal capacities this is
+ties go to the lowest index (scores within ``SCORE_RTOL`` of the best are
+ties, :func:`clustergym.core.cluster.argbest`, so rounding never overrides the
+rule).  With one resource and equal capacities this is
 classic Best-Fit (least residual capacity).
 
 Job selection at a completion (§6 item 12; the paper leaves it open):
 ``largest`` (default for Best-Fit; it reproduces the Fig. 1b trap) takes the
 largest fitting job (demand summed over resources, normalised by the server's
-capacity), ``fifo`` (default for First-Fit and Random-Fit) the oldest fitting
-job, ``random`` a uniformly random fitting job type (or job, for untyped
+capacity; ties, up to ``SCORE_RTOL``, to the oldest), ``fifo`` (default for
+First-Fit and Random-Fit) the oldest fitting job, ``random`` a uniformly random fitting job type (or job, for untyped
 workloads).  For typed workloads only the head of each type queue is a
 candidate, so jobs of one type start in arrival order.
 
@@ -48,6 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements, register_agent
+from clustergym.core.cluster import argbest, best_mask
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
@@ -77,7 +80,7 @@ def select_server(rule: str, fits: np.ndarray, demand: np.ndarray, load: np.ndar
     cap = capacity[idx]
     cap = np.where(cap > 0, cap, 1.0)
     score = ((demand / cap) * (load[idx] / cap)).sum(axis=1)
-    return int(idx[int(np.argmax(score))])
+    return int(idx[argbest(score)])  # the tightest; ties (up to SCORE_RTOL) to the lowest index
 
 
 class GreedyAgent(Agent):
@@ -207,8 +210,7 @@ class GreedyAgent(Agent):
         if self.select_job == "random":
             return int(fit_ids[self.rng.integers(fit_ids.size)])
         size = (v.demands(fit_ids) / cap).sum(axis=1)
-        best = np.flatnonzero(size == size.max())
-        return int(fit_ids[best].min())  # the oldest among the largest
+        return int(fit_ids[best_mask(size)].min())  # the oldest among the largest (ties up to SCORE_RTOL)
 
 
 @register_agent("first-fit")

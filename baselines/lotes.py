@@ -70,7 +70,7 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from clustergym.agent_api import Agent, AgentRequirements, register_agent
-from clustergym.core.cluster import FIT_RTOL
+from clustergym.core.cluster import FIT_RTOL, score_ranks
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
@@ -520,7 +520,8 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
     """Round one configuration's LP ``x`` to integers summing to ``n_j`` (lotes.md §2.3.4, §5 A7).
 
     ``q_j = sum_i (x_ij - floor(x_ij))`` machines left by flooring go, one each, to the bins
-    with the largest fractional parts (ties by bin index).
+    with the largest fractional parts (ties by bin index; fractional parts within ``SCORE_RTOL`` of
+    the machine count are ties, :func:`clustergym.core.cluster.score_ranks`).
     """
     x = np.asarray(x, dtype=float)
     base = np.floor(x + 1e-9)
@@ -531,7 +532,7 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
         for i in np.argsort(-out, kind="stable")[:(-q)]:
             out[i] -= 1
         return out
-    order = np.argsort(-frac, kind="stable")
+    order = np.lexsort((np.arange(frac.size), score_ranks(-frac, scale=max(1.0, float(np.max(np.abs(x), initial=0.0))))))
     out = base.astype(np.int64)
     for i in order[:q]:
         out[i] += 1
