@@ -31,8 +31,8 @@ Phi = 0.009 and 0.015); Omega in {0, 0.1, 0.2, 0.3} at 0.90 and 0.95 lambda*
 runs are shared between claims (computed once per process).
 
 Instability (§5 A23): a run is unstable if it hit its queue cap, or the
-kernel's trend test fires (OLS slope of the queue over the second half > 1% of
-the arrival rate), or the slope over the second half is positive at the 5%
+kernel's instability test says so (a one-sided batch-means test on the queue
+trend over the second half, see docs/metrics.md), or the slope over the second half is positive at the 5%
 level *and* the final queue exceeds 10 x max(1, the median queue of the first
 10%).
 

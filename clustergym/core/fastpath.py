@@ -55,9 +55,11 @@ _QUEUED, _RUNNING, _COMPLETED, _REJECTED = (int(JobStatus.QUEUED), int(JobStatus
 
 def supported(sim: "Simulator", server_rule: str, scan: int | None, objective: str) -> bool:
     """Whether the compiled path reproduces this run: numba on, a scan window, First-/Best-Fit,
-    a central queue without agent clocks, reservation slots or dummies, and a fresh episode."""
+    a central queue without agent clocks, reservation slots or dummies, no warm-up (its snapshot
+    of the integrals is taken by the step loop only), and a fresh episode."""
     e = sim.epochs
     return (accel.enabled() and scan is not None and server_rule in ("first-fit", "best-fit")
+            and sim.warmup == 0
             and sim.queueing == "central" and e.arrivals and e.completions
             and e.tick_rate == 0 and e.tick_period == 0 and not sim.validate
             and not sim.cluster.any_slots and sim.n_epochs == 0 and not sim._heap and sim.n_queued == 0

@@ -44,6 +44,10 @@ class Scenario:
         job_memory: ``full`` (default: every job's row kept, exact per-job statistics) or
             ``bounded`` (rows of finished jobs released, streaming statistics; see
             :mod:`clustergym.core.jobs`).  ``--set job_memory=bounded`` on any preset.
+        warmup: warm-up deletion (simulated time, default 0): the run's time averages cover
+            ``[warmup, horizon]`` and its per-job statistics the jobs arriving at or after
+            ``warmup`` (see :class:`~clustergym.core.simulator.Simulator`; docs/metrics.md).
+            ``--set warmup=T`` on any preset, ``warmup: T`` in a scenario file.
         description: one line for ``clustergym list``.
         params: the parameters the scenario was built from (for reports).
     """
@@ -62,6 +66,7 @@ class Scenario:
     speed: np.ndarray | None = None
     clairvoyant: bool = False
     job_memory: str = "full"
+    warmup: float = 0.0
     description: str = ""
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -79,6 +84,13 @@ class Scenario:
             raise ScenarioError("job_memory", f"expected 'full' or 'bounded', got {self.job_memory!r}")
         if not (self.horizon > 0):
             raise ScenarioError("horizon", f"must be > 0, got {self.horizon}")
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, (int, float, np.integer, np.floating)):
+            raise ScenarioError("warmup", f"expected a number (simulated time), got {self.warmup!r}")
+        object.__setattr__(self, "warmup", float(self.warmup))
+        if not (math.isfinite(self.warmup) and self.warmup >= 0):
+            raise ScenarioError("warmup", f"must be a finite time >= 0, got {self.warmup!r}")
+        if not self.warmup < self.horizon:
+            raise ScenarioError("warmup", f"must be shorter than the horizon ({self.horizon:g}), got {self.warmup:g}")
         # every job type must fit at least one empty server (rms.md §1.4 assumption)
         types = self.source.types
         if types.exact:
@@ -107,6 +119,8 @@ class Scenario:
             return self
         if not (horizon > 0) or math.isnan(horizon):
             raise ScenarioError("horizon", f"must be > 0, got {horizon}")
+        if not self.warmup < horizon:
+            raise ScenarioError("horizon", f"{horizon:g} is not longer than the warm-up ({self.warmup:g})")
         return replace(self, horizon=float(horizon))
 
     def make_simulator(self, epochs: EpochConfig | None = None, *, validate: bool = False,
@@ -123,6 +137,7 @@ class Scenario:
             rate_window=rate_window if rate_window is not None else self._rate_window(),
             validate=validate,
             job_memory=self.job_memory,
+            warmup=self.warmup,
         )
 
     def _rate_window(self) -> float:
