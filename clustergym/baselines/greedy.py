@@ -15,14 +15,16 @@ Server selection (RMS paper §III): First-Fit takes the lowest-index server; Ran
 uniformly random one; Best-Fit the *tightest*, scored as the inner product of
 the job's demand and the server's occupied resources, each normalised by the
 server's capacity (docs/papers/rms.md#best-fit): ``score = sum_d (s_d / C_d) (u_d / C_d)``;
-ties go to the lowest index.  With one resource and equal capacities this is
+ties go to the lowest index (scores within ``SCORE_RTOL`` of the best are
+ties, :func:`clustergym.core.scores.argbest`, so rounding never overrides the
+rule).  With one resource and equal capacities this is
 classic Best-Fit (least residual capacity).
 
 Job selection at a completion (the paper leaves it open; docs/papers/rms.md#job-selection):
 ``largest`` (default for Best-Fit; it reproduces the Fig. 1b trap) takes the
 largest fitting job (demand summed over resources, normalised by the server's
-capacity), ``fifo`` (default for First-Fit and Random-Fit) the oldest fitting
-job, ``random`` a uniformly random fitting job type (or job, for untyped
+capacity; ties, up to ``SCORE_RTOL``, to the oldest), ``fifo`` (default for
+First-Fit and Random-Fit) the oldest fitting job, ``random`` a uniformly random fitting job type (or job, for untyped
 workloads).  For typed workloads only the head of each type queue is a
 candidate, so jobs of one type start in arrival order.
 
@@ -48,6 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.core.scores import argbest, best_mask
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.placement import scan_select
@@ -186,8 +189,7 @@ class GreedyAgent(Agent):
         if self.select_job == "random":
             return int(fit_ids[self.rng.integers(fit_ids.size)])
         size = (v.demands(fit_ids) / cap).sum(axis=1)
-        best = np.flatnonzero(size == size.max())
-        return int(fit_ids[best].min())  # the oldest among the largest
+        return int(fit_ids[best_mask(size)].min())  # the oldest among the largest (ties up to SCORE_RTOL)
 
 
 class FirstFit(GreedyAgent):

@@ -45,6 +45,17 @@ def _print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(_jsonable(doc), indent=2) + "\n")
 
 
+# --warmup T (run, compare): the scenario parameter `warmup`, passed like --set warmup=T
+_WARMUP_HELP = "warm-up deletion: time averages over [T, horizon], per-job statistics of jobs arriving from T on"
+
+
+def _with_warmup(sparams: dict[str, Any], warmup: float | None) -> None:
+    if warmup is not None:
+        if "warmup" in sparams and sparams["warmup"] != warmup:
+            raise ConfigError("warmup", f"--warmup {warmup:g} and --set warmup={sparams['warmup']} disagree")
+        sparams["warmup"] = warmup
+
+
 def _fail(e: Exception) -> None:
     err.print(f"[bold red]error:[/] {e}", highlight=False)
     raise typer.Exit(2)
@@ -84,6 +95,7 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed"),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="override the simulated horizon"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Run one agent on one scenario and report its metrics."""
     from clustergym.agent_api import make_agent
@@ -92,6 +104,7 @@ def run_cmd(
 
     try:
         sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+        _with_warmup(sparams, warmup)
         sc = resolve_scenario(scenario, **sparams)
         ag = make_agent(agent, **aparams)
         if not json_out:
@@ -132,6 +145,7 @@ def compare_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="write results.csv, results.parquet, "
                                                                "summary.csv and a plot here"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
     from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
@@ -142,6 +156,7 @@ def compare_cmd(
     param, values, skipped = None, [None], {}
     try:
         sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+        _with_warmup(sparams, warmup)
         if aparams:
             raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
         number(seeds, "--seeds", lo=1, error=ConfigError)

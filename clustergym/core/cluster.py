@@ -19,15 +19,23 @@ builder) learn what changed without looking at every server.  With
 ``L >= INDEX_MIN_SERVERS`` servers, :meth:`Cluster.select`, :meth:`Cluster.any_fit`
 and :meth:`Cluster.fit_mask` answer from the placement index; below, a vectorised
 scan is as fast.  Both give the same answers.
+
+Score ties between computed scores (Best-Fit tightness and the agents' scores) follow
+:mod:`clustergym.core.scores`.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
 from clustergym.core.placement import PlacementIndex, scan_select
+from clustergym.core.scores import SCORE_RTOL, argbest, best_mask, score_ranks, score_tol
 
-__all__ = ["Cluster", "FIT_RTOL", "INDEX_MIN_SERVERS", "fit_limit"]
+__all__ = ["Cluster", "FIT_RTOL", "INDEX_MIN_SERVERS", "fit_limit", "SCORE_RTOL", "score_tol", "best_mask", "argbest",
+           "score_ranks"]
 
 FIT_RTOL = 1e-9
 #: from this many servers on, server selection and fit sets come from the placement index (below, the

@@ -63,6 +63,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from clustergym.core.scores import argbest, score_tol
+
 if TYPE_CHECKING:  # pragma: no cover
     from clustergym.core.cluster import Cluster
 
@@ -100,9 +102,8 @@ def scan_select(rule: str, fits: np.ndarray, demand: np.ndarray, load: np.ndarra
     cap = capacity[idx]
     cap = np.where(cap > 0, cap, 1.0)
     score = ((demand / cap) * (load[idx] / cap)).sum(axis=1)
-    if rule == "worst-fit":
-        return int(idx[int(np.argmin(score))])
-    return int(idx[int(np.argmax(score))])
+    # the tightest (the loosest for worst-fit); scores within SCORE_RTOL of it are ties, to the lowest index
+    return int(idx[argbest(score, largest=rule != "worst-fit")])
 
 
 def block_size(num_servers: int) -> int:
@@ -158,10 +159,8 @@ class PlacementIndex:
             self._py_rows = R < 8 and J * R <= 48
             self._Dl = self.D.tolist()
             self.first = np.zeros((J, nb), dtype=np.int64)
-            self.best = np.zeros((J, nb))
-            self.best_i = np.zeros((J, nb), dtype=np.int64)
-            self.worst = np.zeros((J, nb))
-            self.worst_i = np.zeros((J, nb), dtype=np.int64)
+            self.best = np.zeros((J, nb))      # per block: the largest score of a fitting server
+            self.worst = np.zeros((J, nb))     # and the smallest
             # blocks whose summaries of each kind ("first", "best", "worst") are out of date, for the
             # kinds queried so far (a kind's first query summarises every block)
             self._stale: dict[str, set[int]] = {}
@@ -297,13 +296,9 @@ class PlacementIndex:
             return
         S = self.score3[:, bl]  # type: ignore[index]
         if kind == "best":
-            m = np.where(F, S, _NEG)
-            self.best[:, bl] = m.max(axis=ax)
-            self.best_i[:, bl] = base + m.argmax(axis=ax)  # the first (lowest index) maximum
+            self.best[:, bl] = np.where(F, S, _NEG).max(axis=ax)
         else:
-            m = np.where(F, S, _POS)
-            self.worst[:, bl] = m.min(axis=ax)
-            self.worst_i[:, bl] = base + m.argmin(axis=ax)
+            self.worst[:, bl] = np.where(F, S, _POS).min(axis=ax)
 
     # ------------------------------------------------------------------ queries
     def _type_of(self, job_type: int, demand: np.ndarray | None) -> int:
@@ -369,8 +364,15 @@ class PlacementIndex:
         if rule == "best-fit":
             self._summaries("best")
             row = self.best[j]
-            b = int(row.argmax())          # the first block holding the largest score
-            return int(self.best_i[j, b]) if row[b] != _NEG else -1
+            b = int(row.argmax())          # a block holding the largest score
+            if row[b] == _NEG:
+                return -1
+            # scores within SCORE_RTOL of the best are ties, to the lowest index (scan_select's argbest):
+            # the first block whose maximum reaches the threshold, then its first server that does
+            thr = row[b] - score_tol(row[b])
+            b = int(np.argmax(row >= thr))
+            s = self.score3[j, b]  # type: ignore[index]
+            return b * self.B + int(np.argmax(self.fit3[j, b] & (s >= thr)))
         if rule == "first-fit":
             self._summaries("first")
             f = int(self.first[j].min())
@@ -379,7 +381,12 @@ class PlacementIndex:
             self._summaries("worst")
             row = self.worst[j]
             b = int(row.argmin())
-            return int(self.worst_i[j, b]) if row[b] != _POS else -1
+            if row[b] == _POS:
+                return -1
+            thr = row[b] + score_tol(row[b])
+            b = int(np.argmax(row <= thr))
+            s = self.score3[j, b]  # type: ignore[index]
+            return b * self.B + int(np.argmax(self.fit3[j, b] & (s <= thr)))
         if rule == "random-fit":
             n = self.total[j]
             if n == 0:
@@ -473,14 +480,34 @@ class PlacementIndex:
             s, v = int(a + i[k]), sc[k]
             if best < 0 or (v < best_score if worst else v > best_score) or (v == best_score and s < best):
                 best, best_score = s, v
-        return best
+        if best < 0:
+            return -1
+        # scores within SCORE_RTOL of the best are ties, to the lowest index (scan_select's argbest): the
+        # first server, in index order over the blocks whose bound reaches the threshold, that does
+        tol = score_tol(best_score)
+        thr = best_score + tol if worst else best_score - tol
+        for o in np.argsort(cand, kind="stable").tolist():
+            if (bound[o] > thr) if worst else (bound[o] < thr):
+                continue
+            b = int(cand[o])
+            a, e = self.starts[b], self.ends[b]
+            ok = (load[a:e] + demand <= self.limit[a:e]).all(axis=1)
+            i = np.flatnonzero(ok)
+            if i.size == 0:
+                continue
+            cap = self.capn[a:e][i]
+            sc = ((demand / cap) * (load[a:e][i] / cap)).sum(axis=1)
+            hit = np.flatnonzero(sc <= thr if worst else sc >= thr)
+            if hit.size:
+                return int(a + i[hit[0]])
+        return best  # not reached: the best server itself meets the threshold
 
     # ------------------------------------------------------------------ introspection
     def nbytes(self) -> int:
         """Bytes held by the index's arrays (0 before the first query)."""
         if not self._ready:
             return 0
-        names = ("fit3", "score3", "cnt", "first", "best", "best_i", "worst", "worst_i", "c_minload", "c_maxv",
+        names = ("fit3", "score3", "cnt", "first", "best", "worst", "c_minload", "c_maxv",
                  "c_minv", "c_maxabs", "c_maxlim", "capn", "starts", "ends")
         return int(sum(a.nbytes for n in names if isinstance(a := getattr(self, n, None), np.ndarray)))
 
@@ -573,9 +600,10 @@ class ResidualIndex:
             return -1
         return b * self.B + int((self.key[b * self.B:(b + 1) * self.B] >= x).argmax())
 
-    def tightest(self, x: float, tie: float) -> int:
-        """Among the servers where ``x`` fits, the lowest index with residual ``<= fl(m + tie)``,
-        ``m`` the smallest residual among them; -1 if ``x`` fits nowhere."""
+    def tightest(self, x: float, scale: float = 0.0) -> int:
+        """Among the servers where ``x`` fits, the lowest index with residual ``<= fl(m + tol)``,
+        ``m`` the smallest residual among them and ``tol = score_tol(m, scale)`` (ties as
+        ``argbest(largest=False, scale=scale)``); -1 if ``x`` fits nowhere."""
         self._sync()
         starts = []
         m = _POS
@@ -586,7 +614,7 @@ class ResidualIndex:
                 m = min(m, sl[p][1])
         if not starts:
             return -1
-        thr = m + tie
+        thr = m + score_tol(m, scale)
         best = self.L
         for sl, p in starts:
             n = len(sl)
