@@ -126,7 +126,7 @@ def run_case(preset: str, params: dict, agent: str, aparams: dict, seed: int, ho
 
 
 def env_case(preset: str, kwargs: dict, steps: int, seed: int = 0) -> dict:
-    from clustergym.envs import ClusterEnv, AdmissionEnv
+    from clustergym.envs import AdmissionEnv, ClusterEnv
     from clustergym.scenarios import resolve_scenario
 
     kw = dict(kwargs)

@@ -53,16 +53,26 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
 
-__all__ = ["run_benchmarks", "bench_replay", "replay_command", "bench_ppo_share", "bench_memory", "bench_scale",
-           "plot_scale", "REPLAY_SCAN", "SCALE_SERVERS"]
+__all__ = [
+    "REPLAY_SCAN",
+    "SCALE_SERVERS",
+    "bench_memory",
+    "bench_ppo_share",
+    "bench_replay",
+    "bench_scale",
+    "plot_scale",
+    "replay_command",
+    "run_benchmarks",
+]
 
 REPLAY_SCAN = 64
 #: the SimPy reference, run as ``python -m clustergym.bench.simpy_bestfit`` (needs the ``bench`` extra)
@@ -134,7 +144,6 @@ def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
 
 def _replay_child(first_n: int | None, servers: int) -> None:
     """In a child process: the replay through clustergym; prints one JSON line."""
-    import resource
 
     from clustergym.agent_api import make_agent
     from clustergym.core import accel
@@ -280,9 +289,8 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
     """Share of ``MaskablePPO.learn`` wall time spent in the environment on ``ec2`` (CPU torch, seed 0)."""
     import gymnasium as gym
     import torch
-    from sb3_contrib import MaskablePPO
-
     from gymnasium.wrappers import FlattenObservation
+    from sb3_contrib import MaskablePPO
 
     from clustergym.envs import ClusterEnv
 
@@ -441,8 +449,7 @@ def _per_server_bytes(env: Any) -> tuple[float, float]:
 
 def _scale_kernel_row(label: str, agent_name: str, params: dict[str, Any], L: int, events: int, warmup: float,
                       seed: int = 0) -> dict[str, Any]:
-    from clustergym.agent_api import make_agent
-    from clustergym.agent_api import make_env_for
+    from clustergym.agent_api import make_agent, make_env_for
 
     p = {k: (float(v.split()[0]) * L if isinstance(v, str) and v.endswith(" L") else v) for k, v in params.items()}
     sc = make_preset("ec2", num_servers=L, zeta=0.9, horizon=1e9, queue_cap=None)

@@ -148,8 +148,16 @@ def compare_cmd(
     warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
-                                   worker_count, write_results)
+    from clustergym.runner import (
+        add_lp_bound,
+        compatible_agents,
+        headline_metric,
+        plan,
+        run_cells,
+        summarize,
+        worker_count,
+        write_results,
+    )
     from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
@@ -458,7 +466,7 @@ def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
         out.print(f"plot: {res['plot']}")
 
 
-from clustergym.cli.trace import trace_cmd  # noqa: E402
+from clustergym.cli.trace import trace_cmd
 
 app.command("trace")(trace_cmd)
 

@@ -32,8 +32,18 @@ import yaml
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.runner import Cell, run_rows
 
-__all__ = ["Claim", "CLAIMS", "claim", "load_claims", "run_claims", "ReproduceConfig", "Setting", "SETTINGS",
-           "RUNS", "episodes"]
+__all__ = [
+    "CLAIMS",
+    "RUNS",
+    "SETTINGS",
+    "Claim",
+    "ReproduceConfig",
+    "Setting",
+    "claim",
+    "episodes",
+    "load_claims",
+    "run_claims",
+]
 
 
 # ============================================================================================ settings
@@ -248,8 +258,8 @@ def _new_runs(cells: list[Cell]) -> int:
 @claim("rms-ec2-boundary", "rms",
        "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (§VII-A)")
 def _ec2_boundary(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.theory.capacity import boundary_point, capacity_scale
     from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
+    from clustergym.theory.capacity import boundary_point, capacity_scale
 
     cap = np.tile(EC2_SERVER, (20, 1))
     v = boundary_point(EC2_TYPES, cap)

@@ -28,15 +28,29 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import make_agent
-from clustergym.theory.autoscale import (ConfigSpace, critical_loads, global_greedy, instance_of, lp_upper_bound,
-                                     worst_case_family)
+from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.runner import Cell, Probe, run_episode
 from clustergym.runner.stats import mean_ci
-from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.scenarios import make_preset
+from clustergym.theory.autoscale import (
+    ConfigSpace,
+    critical_loads,
+    global_greedy,
+    instance_of,
+    lp_upper_bound,
+    worst_case_family,
+)
 
-__all__ = ["windowed_reward", "window_cell", "policy_table", "dra_series", "trace_experiment", "random_instance_ratios",
-           "syn4_space", "SYN4_RHO_EXACT"]
+__all__ = [
+    "SYN4_RHO_EXACT",
+    "dra_series",
+    "policy_table",
+    "random_instance_ratios",
+    "syn4_space",
+    "trace_experiment",
+    "window_cell",
+    "windowed_reward",
+]
 
 PAPER = "autoscale"
 _T_DEFAULT, _T0_DEFAULT = 25.0, 10.0  # horizon and warm-up of the reference runs
@@ -44,7 +58,11 @@ SYN4_RHO_EXACT = (Fraction(2), Fraction(1, 2), Fraction(4, 3), Fraction(1))
 
 
 def syn4_space() -> ConfigSpace:
-    from clustergym.scenarios.presets.autoscale import SYN4_REWARDS, SYN4_SERVER, SYN4_TYPES
+    from clustergym.scenarios.presets.autoscale import (
+        SYN4_REWARDS,
+        SYN4_SERVER,
+        SYN4_TYPES,
+    )
 
     return ConfigSpace.additive(SYN4_TYPES, SYN4_SERVER, SYN4_REWARDS)
 
@@ -180,7 +198,14 @@ def _syn4_critical(config: ReproduceConfig) -> tuple[Any, Any, bool]:
        "Introduction and Example 1 (§1, §3.1): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
        "K^(g) of Example 1 = {(2,1),(2,0),(0,2),0}")
 def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.scenarios.presets.autoscale import EX1_REWARDS, EX1_SERVER, EX1_TYPES, INTRO_REWARDS, INTRO_SERVER, INTRO_TYPES
+    from clustergym.scenarios.presets.autoscale import (
+        EX1_REWARDS,
+        EX1_SERVER,
+        EX1_TYPES,
+        INTRO_REWARDS,
+        INTRO_SERVER,
+        INTRO_TYPES,
+    )
 
     intro = ConfigSpace.additive(INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS)
     ex1 = ConfigSpace.additive(EX1_TYPES, EX1_SERVER, EX1_REWARDS)

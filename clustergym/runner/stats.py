@@ -19,8 +19,16 @@ from clustergym.core.objectives import headline_metric
 from clustergym.errors import ConfigError, ScenarioError
 from clustergym.scenarios import Scenario
 
-__all__ = ["mean_ci", "t_lower_limit", "summarize", "SUMMARY_METRICS", "headline_metric", "add_lp_bound",
-           "check_lp_bound", "reward_per_server_table"]
+__all__ = [
+    "SUMMARY_METRICS",
+    "add_lp_bound",
+    "check_lp_bound",
+    "headline_metric",
+    "mean_ci",
+    "reward_per_server_table",
+    "summarize",
+    "t_lower_limit",
+]
 
 #: the metrics :func:`summarize` reports by default
 SUMMARY_METRICS = ("mean_queue_length", "mean_wait", "p99_wait", "reward_rate", "mean_weighted_completion")
@@ -38,7 +46,9 @@ def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[
     mean = float(v.mean())
     if v.size < 2:
         return mean, math.nan
-    from scipy import stats  # here: scipy.stats costs ~1 s of import time, which `run` does not need
+    from scipy import (
+        stats,  # here: scipy.stats costs ~1 s of import time, which `run` does not need
+    )
 
     return mean, float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from clustergym.errors import ScenarioError
-from clustergym.validation import choice
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
     load_alibaba_gpu_v2025,
@@ -24,6 +23,7 @@ from clustergym.traces.google import (
     google_tasks,
 )
 from clustergym.traces.table import TraceTable
+from clustergym.validation import choice
 
 PathLike = str | os.PathLike[str]
 from clustergym.traces.cache import google_table

@@ -216,7 +216,7 @@ def test_journal_overflow_and_reset_rebuild() -> None:
 # ============================================================================ whole runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the golden figures
-import test_golden as golden_mod  # noqa: E402
+import test_golden as golden_mod
 
 
 @pytest.fixture()
@@ -274,9 +274,8 @@ def test_large_cluster_index_and_scan_agree(agent, monkeypatch) -> None:
 
 
 def test_fast_path_leaves_a_consistent_index(forced_index) -> None:
-    from clustergym.agent_api import make_agent
+    from clustergym.agent_api import make_agent, make_env_for
     from clustergym.core import accel
-    from clustergym.agent_api import make_env_for
     from clustergym.scenarios import make_preset
 
     if not accel.available():

@@ -49,13 +49,13 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
-from clustergym.validation import boolean, choice
-from clustergym.core.cluster import fit_limit
 from clustergym.theory.lotes import LotesPlan, plan_for
+from clustergym.validation import boolean, choice
 
 __all__ = ["ArrivalExitDispatcher", "LoTES", "QueueMirror"]
 

@@ -39,14 +39,13 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.core.scores import argbest
+from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd
+from clustergym.core.scores import argbest
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.validation import number, positive
-
-from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
-from clustergym.core.cluster import fit_limit
 
 __all__ = ["TetrisTran"]
 
