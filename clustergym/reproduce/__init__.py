@@ -82,6 +82,8 @@ class Setting:
 
         if self.kind == "floats":
             items = value.split(",") if isinstance(value, str) else value
+            if isinstance(items, (int, float, np.integer, np.floating)) and not isinstance(items, bool):
+                items = [items]  # one value (``--set rms.google_scalings=1.5`` reads as a number)
             if not isinstance(items, (list, tuple)) or not items:
                 raise bad("expected a non-empty list of numbers such as 0.5,1,1.5")
             return tuple(number(v.strip() if isinstance(v, str) else v, float) for v in items)

@@ -127,6 +127,8 @@ def test_config_parses_settings_and_keeps_the_defaults():
     c = ReproduceConfig(settings=ReproduceConfig.parse_sets(["lotes.machines=10", "rms.google_scalings=0.5,1",
                                                               "rms.google_n=0"]))
     assert c.get("lotes.machines") == 10 and c.get("rms.google_scalings") == (0.5, 1.0)
+    one = ReproduceConfig(settings=ReproduceConfig.parse_sets(["rms.google_scalings=1.5"]))
+    assert one.get("rms.google_scalings") == (1.5,)  # one scaling: a list of one, not an error
     assert c.get("rms.google_n") == 0 and c.get("lotes.instances") == SETTINGS["lotes.instances"].default == 2
     with pytest.raises(ConfigError, match="lotes.horizon: expected a number"):
         ReproduceConfig(settings={"lotes.horizon": [2]})
