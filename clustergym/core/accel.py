@@ -21,7 +21,7 @@ __all__ = ["available", "enabled", "forced", "njit"]
 try:  # pragma: no cover - depends on the install
     import numba as _numba
 except ImportError:  # pragma: no cover
-    _numba = None
+    _numba = None  # type: ignore[assignment]
 
 _override: bool | None = None
 

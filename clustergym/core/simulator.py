@@ -161,6 +161,9 @@ class Simulator:
             unchanged.  0 (default): everything from time 0, exactly as without the option.
     """
 
+    _chunks: Iterator[ArrivalChunk] | None   # None once the source is exhausted
+    _arrival_seed: np.random.SeedSequence   # see __getstate__
+
     def __init__(
         self,
         capacity: np.ndarray,
@@ -217,8 +220,10 @@ class Simulator:
         self._limit = self.cluster._limit
         # with exact types every job of type j demands types.demand[j]: whether it fits some server
         # is known per type (None: check each job)
-        self._type_fits = ((self.types.demand[:, None, :] <= self._limit[None, :, :]).all(axis=2).any(axis=1)
-                           if self.types.exact else None)
+        self._type_fits: np.ndarray | None = None
+        if self.types.exact:
+            fits = np.less_equal(self.types.demand[:, None, :], self._limit[None, :, :])
+            self._type_fits = fits.all(axis=2).any(axis=1)
         # the distinct rows of the limits: "fits some empty server" without a pass over every server
         self._limit_rows = np.unique(self._limit, axis=0)
         rates = source.arrival_rates()
@@ -299,7 +304,7 @@ class Simulator:
         self.rate_estimate = np.zeros(J)
         self._rate_time = 0.0
         # arrival stream
-        self._chunks: Iterator[ArrivalChunk] | None = iter(self.source.chunks(self.rng_arrivals))
+        self._chunks = iter(self.source.chunks(self.rng_arrivals))
         self._chunks_pulled = 0
         self._chunk: ArrivalChunk | None = None
         self._ct: list[float] = []
