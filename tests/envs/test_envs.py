@@ -59,7 +59,7 @@ def _small(env_id: str) -> float:
     if name in SMALL_HORIZON:
         return SMALL_HORIZON[name]
     if clustergym.PRESETS[name].needs_traces:
-        pytest.skip(f"{name}: a trace-driven preset (covered by tests/test_traces.py)")
+        pytest.skip(f"{name}: a trace-driven preset (covered by tests/traces/test_traces.py)")
     try:
         sc = make_preset(name)
     except TraceNotFoundError as e:
