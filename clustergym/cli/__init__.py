@@ -7,6 +7,7 @@ progress and messages go to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -24,6 +25,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
 err = Console(stderr=True)
 out = Console()
+
+
+@app.callback()
+def _global_options(
+    no_trace_cache: bool = typer.Option(False, "--no-trace-cache",
+                                        help="parse trace files instead of reading parsed tables from the on-disk "
+                                             "trace cache (sets CLUSTERGYM_TRACE_CACHE=off for this command and "
+                                             "its worker processes)"),
+) -> None:
+    """Multi-resource cluster scheduling: environments, baselines, comparisons."""
+    if no_trace_cache:
+        from clustergym.traces.diskcache import ENV_VAR
+
+        os.environ[ENV_VAR] = "off"
 
 
 def _print_json(doc: Any) -> None:
@@ -133,8 +148,16 @@ def compare_cmd(
     warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
-                                   worker_count, write_results)
+    from clustergym.runner import (
+        add_lp_bound,
+        compatible_agents,
+        headline_metric,
+        plan,
+        run_cells,
+        summarize,
+        worker_count,
+        write_results,
+    )
     from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
@@ -277,7 +300,8 @@ def reproduce_cmd(
                                                      "for a quick look, the verdicts then mean little"),
     set_: list[str] = typer.Option([], "--set", help="claim setting key=value (repeatable): rms.google_n, "
                                                      "rms.google_scalings, lotes.machines, lotes.horizon, "
-                                                     "lotes.instances, lotes.google_n; see the README"),
+                                                     "lotes.instances, lotes.google_n, "
+                                                     "autoscale.google_servers, autoscale.google_n; see the README"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -288,7 +312,8 @@ def reproduce_cmd(
     Settings (--set key=value; defaults give the documented figures): rms.google_n (10000; 0 = the whole slice)
     and rms.google_scalings (0.5,1,1.5) for rms-fig8; lotes.machines (50 per configuration), lotes.horizon
     (6 h), lotes.instances (2 per Phi) for the LoTES generated-data claims; lotes.google_n (0 = all) for
-    lotes-google-*.
+    lotes-google-*; autoscale.google_servers (300) and autoscale.google_n (60000; 0 = all) for
+    autoscale-google-trace-ordering.
     """
     from clustergym.reproduce import CLAIMS, ReproduceConfig, load_claims, run_claims
     from clustergym.runner import available_workers
@@ -385,6 +410,18 @@ def bench_cmd(
                       f"identical metrics: {rp['identical_metrics']}")
         elif "simpy" in rp:
             out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
+        wp = rp.get("whole_process")
+        if wp is not None:
+            for ph in ("cold", "warm", "simpy"):
+                if ph in wp:
+                    r = wp[ph]
+                    name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
+                    out.print(f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
+                              f"peak RSS {r['peak_rss_mb']:.0f} MB")
+            if "speedup" in wp:
+                q = wp["speedup"]
+                out.print(f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
+                          f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)")
     pp = results.get("ppo")
     if pp is not None:
         out.print(f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
@@ -429,7 +466,7 @@ def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
         out.print(f"plot: {res['plot']}")
 
 
-from clustergym.cli.trace import trace_cmd  # noqa: E402
+from clustergym.cli.trace import trace_cmd
 
 app.command("trace")(trace_cmd)
 
