@@ -380,6 +380,9 @@ def bench_cmd(
 from clustergym.cli.trace import trace_cmd  # noqa: E402
 
 app.command("trace")(trace_cmd)
+from clustergym.cli.benchmark import benchmark_cmd  # noqa: E402
+
+app.command("benchmark")(benchmark_cmd)
 
 
 def main() -> None:
