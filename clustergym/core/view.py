@@ -231,6 +231,33 @@ class ClusterView:
         """Whether ``server``'s free capacity holds a type-``job_type`` job (the kernel's tolerance)."""
         return self._sim.cluster.fits_free_at(server, self._sim.types.demand[job_type])
 
+    # --- server selection (from the kernel's placement index on large clusters; same answers as a scan)
+    def select_server(self, rule: str, job: int, rng: np.random.Generator | None = None) -> int:
+        """The server ``rule`` chooses among :meth:`fits` for ``job``, or -1.
+
+        Rules (:data:`clustergym.core.placement.RULES`): ``first-fit`` (lowest index),
+        ``best-fit`` (largest ``sum_r (d_r / C_r) (load_r / C_r)``, ties to the lowest index),
+        ``worst-fit`` (smallest, ties to the lowest index), ``random-fit`` (one ``rng.integers``
+        draw over the fitting servers in index order).  Equal to
+        ``clustergym.core.placement.scan_select(rule, self.fits(job), ...)``.
+        """
+        jobs = self._sim.jobs
+        return self._sim.cluster.select(rule, int(jobs.type[job]), jobs.demand[job], rng)
+
+    def select_server_for_type(self, rule: str, job_type: int, rng: np.random.Generator | None = None) -> int:
+        """As :meth:`select_server` for a type-``job_type`` demand among :meth:`fits_type` (free capacity)."""
+        return self._sim.cluster.select(rule, job_type, self._sim.types.demand[job_type], rng, free_only=True)
+
+    def fits_anywhere(self, job: int) -> bool:
+        """Whether ``job`` can start on some server now (``fits(job).any()``)."""
+        jobs = self._sim.jobs
+        return self._sim.cluster.any_fit(int(jobs.type[job]), jobs.demand[job])
+
+    @property
+    def servers_without_real_jobs(self) -> int:
+        """Servers on which no real job runs (dummies and slots do not count)."""
+        return self._sim.cluster.servers_without_real
+
     def demands(self, jobs: np.ndarray | list[int]) -> np.ndarray:
         """``(n, R)`` demands of the given jobs (a new array)."""
         return self._sim.jobs.demand[np.asarray(jobs, dtype=np.int64)]

@@ -35,8 +35,8 @@ run is a :class:`~clustergym.runner.Cell` run by the runner (``--workers``,
 ``--ray``); runs are shared between claims (computed once per process).
 
 Instability (the paper judges it from its plots; here): a run is unstable if it hit its queue cap, or the
-kernel's trend test fires (OLS slope of the queue over the second half > 1% of
-the arrival rate), or the slope over the second half is positive at the 5%
+kernel's instability test says so (a one-sided batch-means test on the queue
+trend over the second half, see docs/metrics.md), or the slope over the second half is positive at the 5%
 level *and* the final queue exceeds 10 x max(1, the median queue of the first
 10%).
 

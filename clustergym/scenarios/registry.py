@@ -73,10 +73,11 @@ def make_preset(name: str, **params: Any) -> Scenario:
         raise ScenarioError("scenario", f"unknown scenario {name!r}; presets are {sorted(PRESETS)}")
     preset = PRESETS[name]
     allowed = preset.defaults()
-    job_memory = params.pop("job_memory", None)  # a kernel option every preset takes
+    # kernel options every preset takes
+    kernel = {k: params.pop(k) for k in ("job_memory", "warmup") if k in params}
     for key in params:
         if key not in allowed:
             raise ScenarioError(f"params.{key}", f"scenario {name!r} has no parameter {key!r}; "
-                                                 f"it takes {sorted(allowed) + ['job_memory']}")
+                                                 f"it takes {sorted(allowed) + ['job_memory', 'warmup']}")
     sc = preset.build(**params)
-    return sc if job_memory is None else dataclasses.replace(sc, job_memory=job_memory)
+    return dataclasses.replace(sc, **kernel) if kernel else sc

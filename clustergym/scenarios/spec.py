@@ -46,6 +46,10 @@ class Scenario:
         job_memory: ``full`` (default: every job's row kept, exact per-job statistics) or
             ``bounded`` (rows of finished jobs released, streaming statistics; see
             :mod:`clustergym.core.jobs`).  ``--set job_memory=bounded`` on any preset.
+        warmup: warm-up deletion (simulated time, default 0): the run's time averages cover
+            ``[warmup, horizon]`` and its per-job statistics the jobs arriving at or after
+            ``warmup`` (see :class:`~clustergym.core.simulator.Simulator`; docs/metrics.md).
+            ``--set warmup=T`` on any preset, ``warmup: T`` in a scenario file.
         description: one line for ``clustergym list``.
         params: the parameters the scenario was built from (for reports).
     """
@@ -64,6 +68,7 @@ class Scenario:
     speed: np.ndarray | None = None
     clairvoyant: bool = False
     job_memory: str = "full"
+    warmup: float = 0.0
     description: str = ""
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -78,6 +83,9 @@ class Scenario:
         objective(self.objective)  # a ScenarioError naming the options
         choice(self.job_memory, "job_memory", JOB_MEMORY_MODES)
         number(self.horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
+        object.__setattr__(self, "warmup", number(self.warmup, "warmup", lo=0.0))
+        if not self.warmup < self.horizon:
+            raise ScenarioError("warmup", f"must be shorter than the horizon ({self.horizon:g}), got {self.warmup:g}")
         # every job type must fit at least one empty server (the RMS paper's assumption, §II)
         types = self.source.types
         if types.exact:
@@ -104,7 +112,10 @@ class Scenario:
         """The same scenario with another horizon (``None`` keeps it)."""
         if horizon is None:
             return self
-        return replace(self, horizon=number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True))
+        horizon = number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
+        if not self.warmup < horizon:
+            raise ScenarioError("horizon", f"{horizon:g} is not longer than the warm-up ({self.warmup:g})")
+        return replace(self, horizon=horizon)
 
     def make_simulator(self, epochs: EpochConfig | None = None, *, validate: bool = False,
                        rate_window: float | None = None) -> Simulator:
@@ -120,6 +131,7 @@ class Scenario:
             rate_window=rate_window if rate_window is not None else self._rate_window(),
             validate=validate,
             job_memory=self.job_memory,
+            warmup=self.warmup,
         )
 
     def _rate_window(self) -> float:

@@ -53,6 +53,7 @@ import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.cluster import fit_limit
+from clustergym.core.scores import score_ranks
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
@@ -103,14 +104,16 @@ def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.nda
 
 def priority_order(key: str, ids: np.ndarray, r: np.ndarray, p: np.ndarray, w: np.ndarray,
                    u: np.ndarray) -> np.ndarray:
-    """``ids`` sorted by ``(score, r_j, id)`` (deterministic ties: docs/papers/mris.md#event-times).
+    """``ids`` sorted by ``(score, r_j, id)`` (deterministic ties, up to ``SCORE_RTOL``: docs/papers/mris.md#event-times).
 
-    ``r, p, w, u`` are indexed by job id."""
+    Scores within ``SCORE_RTOL`` of each other are ties (:func:`clustergym.core.cluster.score_ranks`):
+    ``u_j`` is a sum of demands normalised by the capacity, so keys equal in exact arithmetic can
+    differ in the last bits.  ``r, p, w, u`` are indexed by job id."""
     ids = np.asarray(ids, dtype=np.int64)
     if ids.size == 0:
         return ids
     s = sort_scores(key, r[ids], p[ids], w[ids], u[ids])
-    return ids[np.lexsort((ids, r[ids], s))]
+    return ids[np.lexsort((ids, r[ids], score_ranks(s)))]
 
 
 # ================================================================================== offline reference
@@ -180,8 +183,7 @@ def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact"
             zeta = R * M * g
             Ja = np.array(J)
             B = Ja[select_batch(knapsack, w[Ja], vol[Ja], zeta, eps=eps, method=exact_method)]
-            L = sorted(B.tolist(), key=lambda j: (sort_scores(key, r[j:j + 1], p[j:j + 1], w[j:j + 1],
-                                                                 u[j:j + 1])[0], r[j], j))
+            L = priority_order(key, B, r, p, w, u).tolist()
             scans: list[tuple[int, float, list[int]]] = []
             clock = [g] * M
             while L:
