@@ -12,7 +12,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -33,7 +33,7 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
 
 
-def _tasks(text: Optional[str]) -> Optional[list[str]]:
+def _tasks(text: str | None) -> list[str] | None:
     if text is None:
         return None
     names = [t.strip() for t in text.split(",") if t.strip()]
@@ -114,19 +114,19 @@ def _print_reference(doc: dict[str, Any]) -> None:
 
 
 def benchmark_cmd(
-    specs: Optional[list[str]] = typer.Argument(None, help="a registered agent or a model saved by `clustergym "
+    specs: list[str] | None = typer.Argument(None, help="a registered agent or a model saved by `clustergym "
                                                            "train` (OUT/model.zip); several models are training "
                                                            "seeds of one method"),
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="comma-separated task names (default: every task "
+    tasks: str | None = typer.Option(None, "--tasks", help="comma-separated task names (default: every task "
                                                               "that can run here)"),
     seeds: int = typer.Option(30, "--seeds", help="evaluation seeds (the suite's first N, at most 100)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (default: the available "
+    workers: int | None = typer.Option(None, "--workers", help="worker processes (default: the available "
                                                                   "cores; 1 runs in this process)"),
     reference: bool = typer.Option(False, "--reference", help="regenerate the reference scores (random and every "
                                                               "compatible baseline) of --tasks (default all)"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="draw the normalized scores to this file (.png, "
+    plot: Path | None = typer.Option(None, "--plot", help="draw the normalized scores to this file (.png, "
                                                              ".svg); without an agent, the reference's"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="write results.csv and summary.json here (with "
+    out_dir: Path | None = typer.Option(None, "--out", help="write results.csv and summary.json here (with "
                                                                "--reference: reference.json, instead of the "
                                                                "package's)"),
     markdown: bool = typer.Option(False, "--markdown", help="print the reference scores as Markdown "
@@ -135,7 +135,8 @@ def benchmark_cmd(
 ) -> None:
     """Score an agent or saved models on the suite's tasks, normalized against the reference baselines."""
     from clustergym.runner import worker_count
-    from clustergym.suite import EVAL_SEEDS, task as get_task
+    from clustergym.suite import EVAL_SEEDS
+    from clustergym.suite import task as get_task
     from clustergym.validation import number
 
     try:
@@ -149,7 +150,8 @@ def benchmark_cmd(
         if not reference and not specs and plot is None and not markdown:
             raise ConfigError("agent", "give an agent or model to benchmark, --reference, --plot FILE or --markdown")
         if markdown and not reference and not specs:
-            from clustergym.suite.reference import load_reference, markdown as to_markdown
+            from clustergym.suite.reference import load_reference
+            from clustergym.suite.reference import markdown as to_markdown
 
             sys.stdout.write(to_markdown(load_reference()))
             if plot is None:
@@ -169,17 +171,16 @@ def benchmark_cmd(
         raise typer.Exit(2)
 
 
-def _progress():  # noqa: ANN202 - a rich Progress
+def _progress():
     from rich.progress import Progress
 
     return Progress(console=_err, transient=True)
 
 
-def _regenerate(task_names: Optional[list[str]], seeds: int, workers: int, out_dir: Optional[Path],
-                plot: Optional[Path], json_out: bool) -> None:
-    from clustergym.suite.reference import build_reference, write_reference
-
+def _regenerate(task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None,
+                plot: Path | None, json_out: bool) -> None:
     from clustergym.suite import TASKS
+    from clustergym.suite.reference import build_reference, write_reference
 
     t0 = time.perf_counter()
     target = None if out_dir is None else out_dir / "reference.json"
@@ -207,8 +208,8 @@ def _regenerate(task_names: Optional[list[str]], seeds: int, workers: int, out_d
     _err.print(f"reference of {len(doc['tasks'])} tasks in {wall:.0f} s on {workers} workers -> {path}")
 
 
-def _benchmark(specs: list[str], task_names: Optional[list[str]], seeds: int, workers: int, out_dir: Optional[Path],
-               plot: Optional[Path], json_out: bool) -> None:
+def _benchmark(specs: list[str], task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None,
+               plot: Path | None, json_out: bool) -> None:
     from clustergym.suite.benchmark import evaluate
 
     t0 = time.perf_counter()

@@ -19,10 +19,32 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from clustergym.suite.tasks import EVAL_SEEDS, REFERENCE_SEEDS, SUITE_VERSION, TASKS, Task, eval_seeds, find_task, task, task_names
+from clustergym.suite.tasks import (
+    EVAL_SEEDS,
+    REFERENCE_SEEDS,
+    SUITE_VERSION,
+    TASKS,
+    Task,
+    eval_seeds,
+    find_task,
+    task,
+    task_names,
+)
 
-__all__ = ["Task", "TASKS", "task", "find_task", "task_names", "eval_seeds", "EVAL_SEEDS", "REFERENCE_SEEDS",
-           "SUITE_VERSION", "SUITE_IDS", "register_suite", "make_task_env"]
+__all__ = [
+    "EVAL_SEEDS",
+    "REFERENCE_SEEDS",
+    "SUITE_IDS",
+    "SUITE_VERSION",
+    "TASKS",
+    "Task",
+    "eval_seeds",
+    "find_task",
+    "make_task_env",
+    "register_suite",
+    "task",
+    "task_names",
+]
 
 
 def register_suite() -> list[str]:
@@ -34,7 +56,7 @@ def register_suite() -> list[str]:
     return [t.id for t in TASKS.values()]
 
 
-def make_task_env(task: str | Task, **kwargs):  # noqa: ANN201 - a TaskEnv (imported lazily)
+def make_task_env(task: str | Task, **kwargs):
     """The environment of a suite task; see :func:`clustergym.suite.env.make_task_env`."""
     from clustergym.suite.env import make_task_env as make
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["iqm", "aggregate", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED"]
+__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "aggregate", "iqm"]
 
 #: bootstrap resamples (rliable's default is 2,000 for plots and 50,000 for tables)
 BOOTSTRAP_RESAMPLES = 2000

@@ -19,10 +19,16 @@ from clustergym.agent_api import make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.runner import mean_ci, run_rows
 from clustergym.suite.aggregate import aggregate
-from clustergym.suite.reference import load_reference, normalized, task_cells, traces_available
-from clustergym.suite.tasks import TASKS, Task, eval_seeds, task as get_task
+from clustergym.suite.reference import (
+    load_reference,
+    normalized,
+    task_cells,
+    traces_available,
+)
+from clustergym.suite.tasks import TASKS, Task, eval_seeds
+from clustergym.suite.tasks import task as get_task
 
-__all__ = ["select_tasks", "check_agent", "evaluate"]
+__all__ = ["check_agent", "evaluate", "select_tasks"]
 
 
 def select_tasks(names: Sequence[str] | None, reference: dict[str, Any] | None = None) -> tuple[list[Task], dict[str, str]]:

@@ -52,9 +52,10 @@ from gymnasium import spaces
 from clustergym.core.commands import Command
 from clustergym.core.objectives import objective
 from clustergym.envs import make_env
-from clustergym.suite.tasks import Task, task as get_task
+from clustergym.suite.tasks import Task
+from clustergym.suite.tasks import task as get_task
 
-__all__ = ["TaskEnv", "make_task_env", "window_metrics", "OBSERVATION_KEYS", "FEATURE_CAP"]
+__all__ = ["FEATURE_CAP", "OBSERVATION_KEYS", "TaskEnv", "make_task_env", "window_metrics"]
 
 #: the observation's keys, in order
 OBSERVATION_KEYS = ("free", "running", "dummies", "queue_counts", "queue_jobs", "queue_mask", "event", "event_server",

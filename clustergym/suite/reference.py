@@ -22,17 +22,37 @@ import math
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from clustergym.errors import ClusterGymError, ConfigError
-from clustergym.runner import Cell, Probe, compatible_agents, mean_ci, run_rows
+from clustergym.runner import Cell, Probe, compatible_agents, mean_ci, plan, run_rows
 from clustergym.suite.env import window_metrics
-from clustergym.suite.tasks import REFERENCE_SEEDS, SUITE_VERSION, TASKS, Task, eval_seeds, task as get_task
+from clustergym.suite.tasks import (
+    REFERENCE_SEEDS,
+    SUITE_VERSION,
+    TASKS,
+    Task,
+    eval_seeds,
+)
+from clustergym.suite.tasks import task as get_task
 
-__all__ = ["REFERENCE_PATH", "EXCLUDED", "task_cells", "reference_agents", "task_rows", "summarize_task",
-           "build_reference", "load_reference", "write_reference", "normalized", "reference_table",
-           "traces_available", "markdown"]
+__all__ = [
+    "EXCLUDED",
+    "REFERENCE_PATH",
+    "build_reference",
+    "load_reference",
+    "markdown",
+    "normalized",
+    "reference_agents",
+    "reference_table",
+    "summarize_task",
+    "task_cells",
+    "task_rows",
+    "traces_available",
+    "write_reference",
+]
 
 #: the shipped reference scores
 REFERENCE_PATH = Path(__file__).with_name("reference.json")
@@ -65,11 +85,12 @@ def traces_available() -> bool:
 
 
 def task_cells(t: Task, agents: Sequence[str], seeds: Iterable[int]) -> list[Cell]:
-    """One cell per (agent, seed): the task's episode, scored by the ``task`` probe."""
-    seeds = [int(s) for s in seeds]
+    """One cell per (agent, seed): the task's episode, scored by the ``task`` probe.  The cells are
+    :func:`clustergym.runner.plan`'s, so an agent registered in this process (not in clustergym)
+    travels to the worker processes with its cell."""
     probe = (("task", Probe(window_metrics)),)
-    return [Cell(t.preset, agent, seed, params=t.params, horizon=t.horizon, env=t.id, probes=probe)
-            for agent in agents for seed in seeds]
+    return [replace(c, env=t.id, probes=probe)
+            for c in plan(t.preset, agents, seeds=seeds, horizon=t.horizon, params=dict(t.params))]
 
 
 def reference_agents(t: Task) -> tuple[list[str], dict[str, str]]:
@@ -108,7 +129,7 @@ def summarize_task(t: Task, rows: Sequence[dict[str, Any]], seeds: Sequence[int]
 def _best(agents: dict[str, Any], oracle: bool) -> str | None:
     cands = [(a["mean"], name) for name, a in agents.items()
              if name != "random" and a["oracle"] == oracle and math.isfinite(a["mean"])]
-    return max(cands)[1] if cands else None
+    return min(cands, key=lambda c: (-c[0], c[1]))[1] if cands else None  # ties: the first name
 
 
 def task_entry(t: Task, agents: dict[str, Any], skipped: dict[str, str], wall: float) -> dict[str, Any]:
@@ -208,8 +229,8 @@ def markdown(doc: dict[str, Any]) -> str:
     def f(x: Any, d: int = 4) -> str:
         return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}g}"
 
-    lines = [f"Scores on the {len(doc['seeds'])} reference seeds ({doc['seeds'][0]}–{doc['seeds'][-1]}): mean ± "
-             "95% Student-t half-width; higher is better (costs are negated).", "",
+    lines = [(f"Scores on the {len(doc['seeds'])} reference seeds ({doc['seeds'][0]}–{doc['seeds'][-1]}): mean ± "
+             "95% Student-t half-width; higher is better (costs are negated)."), "",
              "| task | metric | random | best non-oracle baseline | best oracle | oracle, normalized |",
              "|---|---|---|---|---|---|"]
     for name, e in doc["tasks"].items():
@@ -221,8 +242,8 @@ def markdown(doc: dict[str, Any]) -> str:
         lines.append(f"| `{name}` | {e['metric']} | {f(e['random'])} ± {f(a['random']['ci95'], 2)} | {best} | {orc} "
                      f"| {norm} |")
     for name, e in doc["tasks"].items():
-        lines += ["", f"<details><summary><code>{name}</code>: all {len(e['agents'])} agents "
-                      f"({e['metric']}, sign {e['sign']:+g})</summary>", "",
+        lines += ["", (f"<details><summary><code>{name}</code>: all {len(e['agents'])} agents "
+                      f"({e['metric']}, sign {e['sign']:+g})</summary>"), "",
                   "| agent | oracle | score | 95% CI ± | normalized | vs best oracle | steps |", "|---|---|---|---|---|---|---|"]
         for agent, a in e["agents"].items():
             lines.append(f"| `{agent}` | {'yes' if a['oracle'] else ''} | {f(a['mean'])} | {f(a['ci95'], 2)} | "

@@ -25,8 +25,17 @@ from typing import Any
 
 from clustergym.errors import ConfigError
 
-__all__ = ["Task", "TASKS", "task", "find_task", "task_names", "EVAL_SEEDS", "REFERENCE_SEEDS", "SUITE_VERSION",
-           "eval_seeds"]
+__all__ = [
+    "EVAL_SEEDS",
+    "REFERENCE_SEEDS",
+    "SUITE_VERSION",
+    "TASKS",
+    "Task",
+    "eval_seeds",
+    "find_task",
+    "task",
+    "task_names",
+]
 
 #: the version of the suite (the tasks' ``-v`` number)
 SUITE_VERSION = 1
@@ -182,8 +191,7 @@ def task_names() -> list[str]:
 def find_task(name: str) -> Task | None:
     """The task called ``name`` (a name, ``<name>-v<version>`` or the Gymnasium id), or ``None``."""
     key = name.strip()
-    if key.startswith("clustergym/"):
-        key = key[len("clustergym/"):]
+    key = key.removeprefix("clustergym/")
     if key in TASKS:
         return TASKS[key]
     base, sep, ver = key.rpartition("-v")

@@ -52,7 +52,7 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message):
 
 def test_bad_task_exits_2_from_a_real_process():
     proc = subprocess.run([sys.executable, "-m", "clustergym", "benchmark", "random", "--tasks", "rms-trp"],
-                          capture_output=True, text=True, cwd=ROOT, env={**__import__("os").environ,
+                          capture_output=True, text=True, cwd=ROOT, check=False, env={**__import__("os").environ,
                                                                          "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2 and "unknown suite task 'rms-trp'" in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr
@@ -128,3 +128,21 @@ def test_train_refuses_scenario_parameters_on_a_task(tmp_path):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, num_servers=3)
     with pytest.raises(ConfigError, match="fixes its scenario and horizon"):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, horizon=3)
+
+
+def test_a_new_agent_registered_in_python_is_benchmarked_on_worker_processes():
+    """The documented way to score a new agent: register it, then evaluate it by name.  The cells
+    carry its factory to the worker processes, which have never heard of it."""
+    from clustergym.agent_api import AGENTS, register_agent
+    from clustergym.baselines.greedy import FirstFit
+
+    class MyFirstFit(FirstFit):
+        """First-Fit under another name (a user's agent, defined outside clustergym)."""
+
+    register_agent("test-my-first-fit", MyFirstFit)
+    try:
+        res = evaluate(["test-my-first-fit"], ["rms-trap"], seeds=2, workers=2)
+    finally:
+        AGENTS.pop("test-my-first-fit")
+    run = res["tasks"]["rms-trap"]["runs"]["test-my-first-fit"]
+    assert run["scores"] == load_reference()["tasks"]["rms-trap"]["agents"]["first-fit"]["scores"][:2]

@@ -15,7 +15,14 @@ import pytest
 
 import clustergym  # noqa: F401  (registers the ids)
 from clustergym.errors import ConfigError
-from clustergym.suite import EVAL_SEEDS, SUITE_IDS, TASKS, find_task, make_task_env, task
+from clustergym.suite import (
+    EVAL_SEEDS,
+    SUITE_IDS,
+    TASKS,
+    find_task,
+    make_task_env,
+    task,
+)
 from clustergym.suite.env import FEATURE_CAP, OBSERVATION_KEYS, window_metrics
 from clustergym.suite.reference import traces_available
 
@@ -97,11 +104,11 @@ def test_an_unmasked_agent_completes_episodes(name):
     episode reaches its horizon well within the step bound."""
     t = TASKS[name]
     env = gym.make(t.id)
-    obs, _ = env.reset(seed=11)
+    env.reset(seed=11)
     rng = np.random.default_rng(1)
     steps, invalid, done = 0, 0, False
     while not done:
-        obs, reward, term, trunc, info = env.step(int(rng.integers(env.action_space.n)))
+        _, _, term, trunc, info = env.step(int(rng.integers(env.action_space.n)))
         steps += 1
         invalid += bool(info["invalid_action"])
         done = term or trunc
@@ -114,8 +121,8 @@ def test_an_unmasked_agent_completes_episodes(name):
 def test_the_step_bound_is_reported_as_truncation():
     env = gym.make("clustergym/rms-trap-v1", max_episode_steps=50)
     env.reset(seed=0)
-    for i in range(50):
-        _, _, term, trunc, info = env.step(env.unwrapped.action_space.n - 1)  # WAIT
+    for _ in range(50):
+        _, _, term, trunc, _ = env.step(env.unwrapped.action_space.n - 1)  # WAIT
     assert trunc and not term
     m = window_metrics(env)
     assert not m["complete"] and m["window"] < TASKS["rms-trap"].horizon
@@ -185,7 +192,7 @@ def test_rewards_pay_the_objective_and_the_score_is_the_window_metric():
     t = TASKS["rms-trap"]
     env = gym.make(t.id)
     obs, _ = env.reset(seed=5)
-    total, penalties, done = 0.0, 0.0, False
+    total, done = 0.0, False
     while not done:
         obs, r, term, trunc, info = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
         total += r
