@@ -168,7 +168,7 @@ def benchmark_cmd(
             _benchmark(specs, task_names, seeds, workers, out_dir, plot, json_out)
     except ClusterGymError as e:
         _err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
 
 
 def _progress():

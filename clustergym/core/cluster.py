@@ -26,9 +26,6 @@ Score ties between computed scores (Best-Fit tightness and the agents' scores) f
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import numpy as np
 
 from clustergym.core.placement import PlacementIndex, scan_select
@@ -88,7 +85,7 @@ class Cluster:
         self._jbase = 0
         self._jmax = max(4096, 4 * L)
         self._nr_cursor = -1                                  # servers_without_real, kept from the journal
-        self._no_real = np.ones(L, dtype=bool)
+        self._no_real: np.ndarray = np.ones(L, dtype=bool)
         self._n_no_real = L
         threshold = INDEX_MIN_SERVERS if index_min_servers is None else int(index_min_servers)
         self.indexed = L >= threshold  #: whether select/any_fit/fit_mask use the placement index
@@ -133,7 +130,7 @@ class Cluster:
         """Servers on which no real job runs (dummies and slots do not count), kept from the journal."""
         servers, self._nr_cursor = self.changes_since(self._nr_cursor)
         if servers is None:
-            self._no_real = ~self.count_real.any(axis=1)
+            self._no_real = ~self.count_real.any(axis=1)  # type: ignore[assignment]  # numpy stubs: a bool array
             self._n_no_real = int(np.count_nonzero(self._no_real))
         elif servers:
             no_real, cr = self._no_real, self.count_real

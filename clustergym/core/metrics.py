@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -33,10 +34,10 @@ class TimeIntegrals:
     weighted_system: float = 0.0    #: ∫ sum of weights of real jobs in system
     weighted_queue: float = 0.0     #: ∫ sum of weights of waiting jobs
     reward: float = 0.0             #: ∫ sum of reward rates of running real jobs
-    queue_by_type: np.ndarray = field(default=None)  # type: ignore[assignment]
-    real_usage: np.ndarray = field(default=None)  # type: ignore[assignment]
-    dummy_usage: np.ndarray = field(default=None)  # type: ignore[assignment]
-    empty_slot_usage: np.ndarray = field(default=None)  # type: ignore[assignment]
+    queue_by_type: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    real_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    dummy_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    empty_slot_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
 
     def __post_init__(self) -> None:
         self.reset()
@@ -125,7 +126,7 @@ def stability_test(times: np.ndarray, values: np.ndarray, total_rate: float | No
     t = np.asarray(times, dtype=np.float64)
     q = np.asarray(values, dtype=np.float64)
     nan = float("nan")
-    out = {"verdict": "undetermined", "slope": nan, "t": nan, "p_value": nan, "batches": 0, "cycles": 0}
+    out: dict[str, Any] = {"verdict": "undetermined", "slope": nan, "t": nan, "p_value": nan, "batches": 0, "cycles": 0}
     if t.size == 0:
         return out
     stop = float(t[-1]) if end is None else float(end)

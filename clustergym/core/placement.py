@@ -569,14 +569,14 @@ class ResidualIndex:
                 sl.clear()
             entries = list(zip(k.tolist(), r.tolist(), range(self.L)))
             self._entry = entries  # type: ignore[assignment]
-            for e in entries:
-                self._lists[self._group[e[2]]].add(e)
+            for entry in entries:
+                self._lists[self._group[entry[2]]].add(entry)
             self.bmax[:] = self.key.reshape(self.nb, self.B).max(axis=1)
         else:
             blocks = set()
             for l in dirty:
-                r = float(res[l])
-                e = (r + self._tol[l], r, l)
+                rl = float(res[l])
+                e = (rl + self._tol[l], rl, l)
                 old = self._entry[l]
                 if old != e:
                     sl = self._lists[self._group[l]]

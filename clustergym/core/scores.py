@@ -74,7 +74,7 @@ def score_ranks(scores: Any, *, scale: float = 0.0) -> np.ndarray:
     # group's smallest score exceeds the tolerance (grouping against the leader, not the neighbour)
     chain = np.flatnonzero(~brk)
     if chain.size:
-        lead = None
+        lead = 0.0  # set at the first pair of every chain
         prev = -2
         for i in chain.tolist():  # pairs (i, i+1) that are close to each other
             if i != prev + 1:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -28,9 +29,9 @@ from clustergym.core.cluster import Cluster
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JOB_MEMORY_MODES, JobStatus, JobTable
 from clustergym.core.metrics import QueueTrace, TimeIntegrals, stability_test
+from clustergym.core.source import ArrivalChunk, ArrivalSource
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
 from clustergym.validation import choice, number
-from clustergym.core.source import ArrivalChunk, ArrivalSource
 
 __all__ = ["EpochConfig", "SLOT_EPOCHS", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
 
@@ -86,7 +87,7 @@ class EpochConfig:
             raise ScenarioError("epochs", "give tick_rate (Poisson clock) or tick_period (periodic clock), not both")
         number(self.tick_offset, "epochs.tick_offset", lo=0.0, allow_inf=True)
 
-    def merged(self, other: "EpochConfig") -> "EpochConfig":
+    def merged(self, other: EpochConfig) -> EpochConfig:
         """The union of two epoch configurations (an agent's needs on top of a scenario's)."""
         return EpochConfig(
             arrivals=self.arrivals or other.arrivals,
@@ -161,6 +162,9 @@ class Simulator:
             unchanged.  0 (default): everything from time 0, exactly as without the option.
     """
 
+    _chunks: Iterator[ArrivalChunk] | None   # None once the source is exhausted
+    _arrival_seed: np.random.SeedSequence   # see __getstate__
+
     def __init__(
         self,
         capacity: np.ndarray,
@@ -217,8 +221,10 @@ class Simulator:
         self._limit = self.cluster._limit
         # with exact types every job of type j demands types.demand[j]: whether it fits some server
         # is known per type (None: check each job)
-        self._type_fits = ((self.types.demand[:, None, :] <= self._limit[None, :, :]).all(axis=2).any(axis=1)
-                           if self.types.exact else None)
+        self._type_fits: np.ndarray | None = None
+        if self.types.exact:
+            fits = np.less_equal(self.types.demand[:, None, :], self._limit[None, :, :])
+            self._type_fits = fits.all(axis=2).any(axis=1)
         # the distinct rows of the limits: "fits some empty server" without a pass over every server
         self._limit_rows = np.unique(self._limit, axis=0)
         rates = source.arrival_rates()
@@ -299,7 +305,7 @@ class Simulator:
         self.rate_estimate = np.zeros(J)
         self._rate_time = 0.0
         # arrival stream
-        self._chunks: Iterator[ArrivalChunk] | None = iter(self.source.chunks(self.rng_arrivals))
+        self._chunks = iter(self.source.chunks(self.rng_arrivals))
         self._chunks_pulled = 0
         self._chunk: ArrivalChunk | None = None
         self._ct: list[float] = []

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from itertools import islice
-
 from typing import Any
 
 import numpy as np
@@ -182,17 +181,6 @@ class HeadServerMode(_OneJobMode):
             return Command.wait()
         return Command.place(self.job(), a)
 
-    def malformed(self, action: Any) -> str | None:
-        """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
-        decodes such an action.  Booleans are refused although Python counts them as integers."""
-        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
-            return f"{action!r} is a boolean, not an action of {self.space}"
-        try:
-            ok = bool(self.space.contains(action))
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else f"{action!r} is not an action of {self.space}"
-
     def encode(self, command: Command) -> int | None:
         if command.kind == Cmd.WAIT:
             return self.sim.num_servers
@@ -236,17 +224,6 @@ class SlotServerMode(ActionMode):
         win = self.window()
         return Command.place(win[k] if k < len(win) else -1, server)
 
-    def malformed(self, action: Any) -> str | None:
-        """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
-        decodes such an action.  Booleans are refused although Python counts them as integers."""
-        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
-            return f"{action!r} is a boolean, not an action of {self.space}"
-        try:
-            ok = bool(self.space.contains(action))
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else f"{action!r} is not an action of {self.space}"
-
     def encode(self, command: Command) -> int | None:
         L = self.sim.num_servers
         if command.kind == Cmd.WAIT:
@@ -270,17 +247,6 @@ class AdmitMode(_OneJobMode):
         if a == self.sim.num_servers:
             return Command.reject() if self.sim.pending >= 0 else Command.wait()
         return Command.admit(a)
-
-    def malformed(self, action: Any) -> str | None:
-        """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
-        decodes such an action.  Booleans are refused although Python counts them as integers."""
-        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
-            return f"{action!r} is a boolean, not an action of {self.space}"
-        try:
-            ok = bool(self.space.contains(action))
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else f"{action!r} is not an action of {self.space}"
 
     def encode(self, command: Command) -> int | None:
         pending = self.sim.pending >= 0

@@ -140,6 +140,7 @@ class ObservationBuilder:
     def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
         sim = self.sim
         L = sim.num_servers
+        free: np.ndarray
         if self._incremental:  # copies of the kept rows: a later step never changes them
             self._sync_servers()
             free, running, dummies = self._free.copy(), self._running.copy(), self._dummies.copy()

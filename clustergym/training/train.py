@@ -33,8 +33,9 @@ import functools
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -75,9 +76,8 @@ def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: d
     """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
     task: ``gymnasium.make`` of its id), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
     in SB3's ``Monitor`` (episode stats)."""
-    from stable_baselines3.common.monitor import Monitor
-
     from gymnasium.wrappers import FlattenObservation
+    from stable_baselines3.common.monitor import Monitor
 
     from clustergym.envs import make_env
     from clustergym.suite import find_task
@@ -229,7 +229,6 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
     from clustergym.scenarios import resolve_scenario
-
     from clustergym.suite import find_task
 
     # ---- 1. arguments: scenario (or suite task), env and algorithm settings

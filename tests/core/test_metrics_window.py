@@ -19,13 +19,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clustergym.agent_api import make_agent
+from clustergym.agent_api import make_agent, make_env_for
 from clustergym.cli import app
 from clustergym.core import accel
 from clustergym.core import metrics as M
 from clustergym.core.jobs import JobStatus
 from clustergym.errors import ScenarioError
-from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.scenarios import load_scenario_file, make_preset
 from clustergym.scenarios.spec import Scenario

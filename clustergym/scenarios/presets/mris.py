@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
 from clustergym._cache import Cache
+from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError
-from clustergym.validation import choice, number, positive
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.mris import MRISInstance
+from clustergym.validation import choice, number, positive
 
 __all__ = ["instance_scenario", "lemma41_instance", "patience_instance", "mris_lemma41", "mris_patience", "mris_poisson",
            "mris_alibaba",

@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from clustergym.core.simulator import SLOT_EPOCHS
-from clustergym.validation import number, positive
+from clustergym.scenarios.spec import Scenario
 from clustergym.traces import transforms as T
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
     load_alibaba_gpu_v2023_nodes,
 )
+from clustergym.traces.cache import cached, file_stamp, google_table
 from clustergym.traces.google import (
     load_google_machines,
     machine_configurations,
@@ -43,12 +44,11 @@ from clustergym.traces.google import (
 )
 from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
+from clustergym.traces.transforms import pow_half_names
+from clustergym.validation import number, positive
 from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
-from clustergym.scenarios.spec import Scenario
-from clustergym.traces.cache import cached, file_stamp, google_table
-from clustergym.traces.transforms import pow_half_names
 
 # ---------------------------------------------------------------------------------------------- helpers
 
