@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -93,9 +93,9 @@ def run_cmd(
     agent: str = typer.Option(..., "--agent", help="registered agent name (see `clustergym list`)"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value; agent.key=value for the agent"),
     seed: int = typer.Option(0, "--seed"),
-    horizon: Optional[float] = typer.Option(None, "--horizon", help="override the simulated horizon"),
+    horizon: float | None = typer.Option(None, "--horizon", help="override the simulated horizon"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Run one agent on one scenario and report its metrics."""
     from clustergym.agent_api import make_agent
@@ -134,18 +134,18 @@ def compare_cmd(
                                                      "'all' (alone or in the list): every registered agent that can run on the scenario"),
     seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
-    horizon: Optional[float] = typer.Option(None, "--horizon"),
-    sweep_: Optional[str] = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
-    reference: Optional[str] = typer.Option(None, "--reference", help="agent the paired differences are taken "
+    horizon: float | None = typer.Option(None, "--horizon"),
+    sweep_: str | None = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
+    reference: str | None = typer.Option(None, "--reference", help="agent the paired differences are taken "
                                                                       "against (default: the first agent)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes (default: the "
+    workers: int | None = typer.Option(None, "--workers", help="local worker processes (default: the "
                                                                   "available cores; 1 runs in this process)"),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="write results.csv, results.parquet, "
+    out_dir: Path | None = typer.Option(None, "--out", help="write results.csv, results.parquet, "
                                                                "summary.csv and a plot here"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
     from clustergym.runner import (
@@ -255,19 +255,19 @@ def train_cmd(
     timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="model.zip, model.json, checkpoints/, tb/, eval.csv"),
     policy: str = typer.Option("equivariant", "--policy", help="mlp (flattened observation) or equivariant"),
-    envs: Optional[int] = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
+    envs: int | None = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
     seed: int = typer.Option(0, "--seed"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
-    eval_horizon: Optional[float] = typer.Option(None, "--eval-horizon", help="evaluation episode length "
+    eval_horizon: float | None = typer.Option(None, "--eval-horizon", help="evaluation episode length "
                                                                               "(default: the training horizon)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
+    resume: Path | None = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
                                                      "horizon, reward_scale; algo.<name>=v for the algorithm; "
                                                      "policy.work_conserving=true"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
-    warm_start: Optional[str] = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
+    warm_start: str | None = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
                                                                          "(behaviour cloning), e.g. best-fit"),
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
@@ -290,10 +290,10 @@ def train_cmd(
 def reproduce_cmd(
     claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),
     all_: bool = typer.Option(False, "--all", help="run every registered claim"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
+    workers: int | None = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
                                                                   "(default: min(2, available cores); 1 runs in "
                                                                   "this process); the figures do not depend on it"),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
     scale: float = typer.Option(1.0, "--scale", help="multiply the simulated horizons of the simulation claims "
                                                      "(RMS, BF-J/S, auto-scaling, LoTES generated data); below 1 "
@@ -368,7 +368,7 @@ def bench_cmd(
                                       help="also sample RSS over a run of this many events (e.g. 10000000)"),
     scale: bool = typer.Option(False, "--scale",
                                help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
+    plot: Path | None = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.bench import run_benchmarks
@@ -436,7 +436,7 @@ def bench_cmd(
                       f"growth {slope} bytes/job")
 
 
-def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
+def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
     from clustergym.bench import bench_scale, plot_scale
 
     kw = {"events": 2_000, "steps": 1_000, "warmup": 0.05} if quick else {}
@@ -469,6 +469,9 @@ def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
 from clustergym.cli.trace import trace_cmd
 
 app.command("trace")(trace_cmd)
+from clustergym.cli.benchmark import benchmark_cmd  # noqa: E402
+
+app.command("benchmark")(benchmark_cmd)
 
 
 def main() -> None:
