@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.errors import ConfigError
+from clustergym.errors import ConfigError, require_extra
 
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
 
@@ -32,6 +32,7 @@ VECNORM_NAME = "vecnormalize.pkl"
 
 
 def algo_classes() -> dict[str, Any]:
+    require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import A2C, DQN, PPO
 
@@ -150,6 +151,7 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     if params:
         raise ConfigError(f"agent.{next(iter(params))}", f"a trained model takes no parameter "
                                                          f"{next(iter(params))!r}")
+    require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     import torch as th
 
     # one observation at a time: one thread is fastest, and on a busy machine several threads are

@@ -33,7 +33,7 @@ import pandas as pd
 from clustergym.agent_api import AgentRequirements
 from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, vecnormalize_path
 from clustergym.envs.actions import default_action_mode
-from clustergym.errors import ConfigError
+from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
 
@@ -191,6 +191,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
             ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``
             and ``policy.*`` (``policy.work_conserving=true``).
     """
+    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     import torch as th
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize

@@ -30,7 +30,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import truncnorm
 
 from clustergym import validation
 from clustergym.errors import ScenarioError
@@ -481,6 +480,8 @@ class TruncatedNormalDemand(DemandDist):
         self._a = (self.low - self.loc) / safe
         self._b = (self.high - self.loc) / safe
         self._safe_scale = safe
+        from scipy.stats import truncnorm  # scipy.stats takes ~1 s to import: only where it is used
+
         realised = self.loc + safe * truncnorm.mean(self._a, self._b)
         self._mean = np.where(self._pos, realised, self.loc)
 
@@ -497,6 +498,8 @@ class TruncatedNormalDemand(DemandDist):
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         u = rng.random((int(n), self.num_resources))
+        from scipy.stats import truncnorm
+
         x = truncnorm.ppf(u, self._a, self._b, loc=self.loc, scale=self._safe_scale)
         x = np.where(self._pos, x, self.loc)
         # Float guard only: the law's support is [low, high]; ppf may overshoot by an ulp.

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.validation import matrix, number
 from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.workloads.poisson import check_job_type
+
+if TYPE_CHECKING:  # pandas is imported where a frame is read (it takes ~0.5 s)
+    import pandas as pd
 
 __all__ = ["ReplaySource", "TimeScaled"]
 
@@ -278,6 +280,8 @@ class ReplaySource:
             try:
                 return s.to_numpy(dtype=np.float64, na_value=np.nan)
             except (TypeError, ValueError):
+                import pandas as pd
+
                 coerced = pd.to_numeric(s, errors="coerce")
                 bad = np.flatnonzero((coerced.isna() & s.notna()).to_numpy())
                 i = int(bad[0])
