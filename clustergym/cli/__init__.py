@@ -7,11 +7,13 @@ progress and messages go to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
@@ -20,7 +22,60 @@ from clustergym.cli.values import parse_pairs, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.validation import number
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+#: click's UsageError as typer raises it (typer >= 0.24 vendors click)
+_USAGE_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class _Commands(typer.core.TyperGroup):
+    """The one error path of every command.
+
+    A :class:`ClusterGymError` (a bad scenario, setting, file or model), an :class:`OSError` (a file
+    that cannot be read or written) and a malformed option (click's usage errors) exit with code 2
+    and a message on stderr, never a traceback; with ``--json`` stdout also gets one JSON document
+    ``{"error": {"type", "field", "message"}}``.  Ctrl-C exits with 130 (the message says what was
+    kept); anything else is a bug in clustergym, reported as such with code 1
+    (``CLUSTERGYM_DEBUG=1`` shows its traceback).
+    """
+
+    json_requested = False
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        _Commands.json_requested = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+        return super().main(args, *a, **kw)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except _USAGE_ERRORS as e:  # typer prints it (with the usage line) and exits with 2
+            param = getattr(e, "param", None)
+            _json_error("UsageError", (param.opts[0] if getattr(param, "opts", None) else getattr(param, "name", None)),
+                        e.format_message())
+            raise
+        except ClusterGymError as e:
+            _fail(e)
+        except OSError as e:
+            _fail(e, field=getattr(e, "filename", None))
+        except KeyboardInterrupt as e:
+            msg = str(e) or "interrupted"
+            err.print(f"[bold red]interrupted:[/] ", end="")
+            err.print(msg, markup=False, highlight=False)
+            _json_error("Interrupted", None, msg)
+            raise typer.Exit(130) from None
+        except Exception as e:  # a bug: say so, without a traceback unless asked for
+            if os.environ.get("CLUSTERGYM_DEBUG"):
+                raise
+            msg = f"{type(e).__name__}: {e}"
+            err.print("[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
+                      "CLUSTERGYM_DEBUG=1 shows the traceback): ", end="")
+            err.print(msg, markup=False, highlight=False)
+            _json_error("InternalError", None, msg)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Commands,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
 err = Console(stderr=True)
 out = Console()
@@ -30,8 +85,18 @@ def _print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(_jsonable(doc), indent=2) + "\n")
 
 
-def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {e}", highlight=False)
+def _json_error(kind: str, field: str | None, message: str) -> None:
+    if _Commands.json_requested:
+        sys.stdout.write(json.dumps({"error": {"type": kind, "field": field or None, "message": message}},
+                                    indent=2) + "\n")
+
+
+def _fail(e: Exception, field: str | None = None) -> None:
+    """Report a user-facing error (stderr; with --json also stdout) and exit with code 2."""
+    msg = str(e)
+    err.print("[bold red]error:[/] ", end="")
+    err.print(msg, markup=False, highlight=False)
+    _json_error(type(e).__name__, getattr(e, "field", None) or field, msg)
     raise typer.Exit(2)
 
 

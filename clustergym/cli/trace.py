@@ -18,7 +18,7 @@ from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli.values import parse_pairs
-from clustergym.errors import ClusterGymError
+from clustergym.errors import ClusterGymError, ConfigError
 
 __all__ = ["trace_cmd"]
 
@@ -33,6 +33,18 @@ def _window(text: str) -> tuple[float | None, float | None]:
         return (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
     except ValueError:
         raise ClusterGymError(f"--window {text!r}: START and END must be numbers of seconds") from None
+
+
+def _priorities(text: str) -> str | list[int]:
+    """``--priorities``: a band name, or comma-separated priority numbers (0..11)."""
+    if not text[:1].isdigit():
+        return text  # a band: the loader names the bands it knows
+    parts = [p.strip() for p in text.split(",")]
+    bad = [p for p in parts if not p.isdigit()]
+    if bad:
+        raise ConfigError("--priorities", f"{text!r}: expected a band name or comma-separated integers "
+                                          f"(e.g. 9,10,11), got {bad[0]!r}")
+    return [int(p) for p in parts]
 
 
 def _fmt(v: Any) -> str:
@@ -100,8 +112,7 @@ def trace_cmd(
             if window is not None:
                 opts["window"] = _window(window)
             if priorities is not None:
-                opts["priorities"] = ([int(p) for p in priorities.split(",")] if priorities[:1].isdigit()
-                                      else priorities)
+                opts["priorities"] = _priorities(priorities)
             if lifecycle is not None:
                 opts["lifecycle"] = lifecycle
             if not json_out:
@@ -114,9 +125,10 @@ def trace_cmd(
         if plot is not None:
             plot_summary(data, plot, bin_width=bin_width)
             summary["plot"] = str(plot)
-    except (ClusterGymError, ValueError) as e:
-        _err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+    except ClusterGymError:
+        raise  # the command line's error path: exit 2, and one JSON error document with --json
+    except ValueError as e:  # a loader's own check of an option
+        raise ConfigError(str(e)) from None
     if json_out:
         sys.stdout.write(json.dumps(_jsonable(summary), indent=2) + "\n")
         return
