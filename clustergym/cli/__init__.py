@@ -142,10 +142,11 @@ def run_cmd(
 
     try:
         sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
-        sc = resolve_scenario(scenario, **sparams)
+        sc = resolve_scenario(scenario, **sparams).with_horizon(horizon)
+        number(seed, "--seed", lo=0, integer=True, error=ConfigError)
         ag = make_agent(agent, **aparams)
         if not json_out:
-            err.print(f"running {agent} on {sc.name} (seed {seed}, horizon {horizon or sc.horizon:g})")
+            err.print(f"running {agent} on {sc.name} (seed {seed}, horizon {sc.horizon:g})")
         result = run_episode(sc, ag, seed=seed, horizon=horizon, agent_name=agent)
     except ClusterGymError as e:
         _fail(e)

@@ -89,9 +89,12 @@ def trend_unstable(times: np.ndarray, values: np.ndarray, total_rate: float | No
         return False
     half = len(times) // 2
     t, q = times[half:], values[half:]
-    if np.ptp(t) == 0:
+    span = float(np.ptp(t))
+    if not span > 0:
         return False
-    slope = np.polyfit(t, q, 1)[0]
+    # the fit on times rescaled to [0, 1] (the slope per unit time is its slope / span): a horizon of
+    # 1e-300 gives times whose squares underflow, where polyfit's own scaling fails (LAPACK errors)
+    slope = np.polyfit((t - t[0]) / span, q, 1)[0] / span
     return bool(slope > 0.01 * total_rate)
 
 

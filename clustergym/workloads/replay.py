@@ -343,6 +343,9 @@ class ReplaySource:
         """Not defined for traces."""
         return None
 
+    #: a job table drains: an infinite horizon ends when its last job has left
+    finite = True
+
 
 class TimeScaled:
     """``source`` with every arrival time multiplied by ``factor`` (alpha > 0).
@@ -366,6 +369,11 @@ class TimeScaled:
     @property
     def types(self) -> TypeInfo:  # type: ignore[override]
         return self.source.types
+
+    @property
+    def finite(self) -> bool:
+        """Finite when the wrapped source is."""
+        return bool(getattr(self.source, "finite", False))
 
     def chunks(self, rng: np.random.Generator) -> Iterator[ArrivalChunk]:
         """The wrapped chunks with ``time * factor``."""
