@@ -91,6 +91,21 @@ def _json_error(kind: str, field: str | None, message: str) -> None:
                                     indent=2) + "\n")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clustergym")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def pd_frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
 def _fail(e: Exception, field: str | None = None) -> None:
     """Report a user-facing error (stderr; with --json also stdout) and exit with code 2."""
     msg = str(e)
@@ -167,10 +182,11 @@ def run_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    scenario: str = typer.Argument(..., help="preset name or scenario file"),
-    agents: str = typer.Option(..., "--agents", help="comma-separated agent names or model paths; "
+    scenario: Optional[str] = typer.Argument(None, help="preset name or scenario file (not with --resume)"),
+    agents: Optional[str] = typer.Option(None, "--agents", help="comma-separated agent names or model paths; "
                                                      "'all' (alone or in the list): every registered agent that can run on the scenario"),
-    seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="number of seeds (0..N-1), the same for every agent "
+                                                              "(default 5)"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
     horizon: Optional[float] = typer.Option(None, "--horizon"),
     sweep_: Optional[str] = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
@@ -180,72 +196,161 @@ def compare_cmd(
                                                                   "available cores; 1 runs in this process)"),
     ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="write results.csv, results.parquet, "
-                                                               "summary.csv and a plot here"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="a new or empty folder: run.json and cells.jsonl "
+                                                               "(every episode as it finishes), then results.csv, "
+                                                               "results.parquet, summary.csv and a plot"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the interrupted or failed run in this "
+                                                                 "folder (its run.json): only the missing episodes run"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
-    """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
-                                   worker_count, write_results)
+    """Compare agents on the same seeds (common random numbers), with 95% confidence intervals.
+
+    Every input and the --out folder are checked before anything runs.  With --out, each episode is
+    kept as it finishes; after Ctrl-C or a failure, `clustergym compare --resume DIR` runs only the
+    missing ones and writes the same tables as an uninterrupted run.
+    """
+    from clustergym.runner import (EvaluationError, RunFolder, add_lp_bound, compatible_agents, headline_metric,
+                                   missing_outputs, plan, run_rows, summarize, worker_count, write_results)
     from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
-    param, values, skipped = None, [None], {}
-    try:
-        sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
-        if aparams:
-            raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
-        number(seeds, "--seeds", lo=1, error=ConfigError)
-        workers = worker_count(workers, "--workers")
-        if sweep_ is not None:
-            if "=" not in sweep_:
-                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
-            param, raw = sweep_.split("=", 1)
-            values = [parse_value(v) for v in raw.split(",") if v.strip()]
-            if not param or not values:
-                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
-        sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
-        requested = [a.strip() for a in agents.split(",") if a.strip()]
-        if not requested:
-            raise ClusterGymError(f"--agents {agents!r}: expected agent names, model paths or 'all'")
-        named = [a for a in requested if a != "all"]
-        names, bad = compatible_agents(sc, named)
-        if bad:
-            raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()))
-        if "all" in requested:  # every other registered agent that runs here, after the named ones
-            others, skipped = compatible_agents(sc)
-            names += [a for a in others if a not in names]
-            if not others:
-                raise ClusterGymError(f"--agents all: no registered agent can run on {sc.name!r}")
-        reference = reference or names[0]
-        if reference not in names:
-            raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
-        if not json_out:
-            for a, why in skipped.items():
-                err.print(f"skipped {a}: {why}", highlight=False)
-        cells = plan(scenario, names, seeds=range(seeds), horizon=horizon, params=sparams,
-                     sweep=(param, values) if param else None)
-        from rich.progress import Progress
+    workers = worker_count(workers, "--workers")
+    given = {"SCENARIO": scenario, "--agents": agents, "--seeds": seeds, "--set": list(set_) or None,
+             "--horizon": horizon, "--sweep": sweep_, "--reference": reference}
+    folder = None
+    if resume is not None:
+        if out_dir is not None and Path(out_dir).resolve() != Path(resume).resolve():
+            raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
+        if overwrite:
+            raise ConfigError("--overwrite", "--resume continues a run; --overwrite starts a new one: choose one")
+        folder = RunFolder.resume(resume)
+        recorded = folder.config["compare"]["argv"]
+        for opt, value in given.items():
+            if value is not None and value != recorded.get(opt):
+                raise ConfigError(opt, f"{resume} was run with {opt} {recorded.get(opt)!r}; --resume continues it "
+                                       f"with its own settings (drop {opt}, or start a new run with --out)")
+        given = dict(recorded)
+        scenario, agents, seeds, set_, horizon = (given["SCENARIO"], given["--agents"], given["--seeds"],
+                                                  given["--set"] or [], given["--horizon"])
+        sweep_, reference = given["--sweep"], given["--reference"]
+    if scenario is None or agents is None:
+        raise ConfigError("SCENARIO" if scenario is None else "--agents",
+                          "a scenario and --agents are required (or --resume DIR of an earlier run)")
+    seeds = 5 if seeds is None else seeds
 
-        with Progress(console=err, transient=True) as prog:
-            task = prog.add_task("runs", total=len(cells))
+    # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
+    param, values, skipped = None, [None], {}
+    sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+    if aparams:
+        raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
+    number(seeds, "--seeds", lo=1, integer=True, error=ConfigError)
+    if sweep_ is not None:
+        param, _, raw = sweep_.partition("=")
+        values = [parse_value(v) for v in raw.split(",") if v.strip()]
+        if not param or not values:
+            raise ConfigError("--sweep", f"{sweep_!r}: expected key=v1,v2,...")
+        if len(set(map(repr, values))) < len(values):
+            raise ConfigError("--sweep", f"{sweep_!r}: a value is listed twice")
+        if param in sparams:
+            raise ConfigError("--sweep", f"{param} is also given with --set: sweep it or set it, not both")
+    scenarios = []
+    for v in values:
+        try:
+            sc_v = resolve_scenario(scenario, **sparams, **({param: v} if param else {}))
+            scenarios.append(sc_v.with_horizon(horizon).check_run_size())
+        except ClusterGymError as e:
+            if param is None:
+                raise
+            raise ConfigError("--sweep", f"{param}={v}: {e}") from None
+    sc = scenarios[0]
+    requested = [a.strip() for a in agents.split(",") if a.strip()]
+    if not requested:
+        raise ConfigError("--agents", f"{agents!r}: expected agent names, model paths or 'all'")
+    twice = sorted({a for a in requested if requested.count(a) > 1})
+    if twice:
+        raise ConfigError("--agents", f"{', '.join(twice)} listed twice: each agent is compared once (the runs "
+                                      "of a name listed twice would be pooled into one row)")
+    named = [a for a in requested if a != "all"]
+    for sc_v, v in zip(scenarios, values):
+        names, bad = compatible_agents(sc_v, named)
+        if bad:
+            where = f" at {param}={v}" if param else ""
+            raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()) + where)
+    if "all" in requested:  # every other registered agent that runs here, after the named ones
+        others, skipped = compatible_agents(sc)
+        names += [a for a in others if a not in names]
+        if not others:
+            raise ClusterGymError(f"--agents all: no registered agent can run on {sc.name!r}")
+    reference = reference or names[0]
+    if reference not in names:
+        raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
+    cells = plan(scenario, names, seeds=range(seeds), horizon=horizon, params=sparams,
+                 sweep=(param, values) if param else None)
+    if folder is not None:
+        folder.check_plan(cells)
+    elif out_dir is not None:
+        folder = RunFolder.create(out_dir, {"compare": {"argv": given, "scenario": sc.name, "agents": names,
+                                                        "seeds": seeds, "cells": len(cells)},
+                                            "clustergym": _version()}, overwrite=overwrite)
+    if folder is not None and not json_out:
+        for name, why in missing_outputs().items():
+            err.print(f"note: {name} will not be written ({why})", highlight=False)
+    if not json_out:
+        for a, why in skipped.items():
+            err.print(f"skipped {a}: {why}", highlight=False)
+        if folder is not None and folder.rows:
+            err.print(f"resuming {folder.path}: {len(folder.rows)} of {len(cells)} episodes kept, "
+                      f"{len(cells) - len(folder.rows)} to run", highlight=False)
+
+    # ---- run, keeping each finished episode in the folder
+    from rich.progress import Progress
+
+    def keep(i: int, row: dict[str, Any]) -> None:
+        if folder is not None:
+            folder.append(i, cells[i], row)
+
+    try:
+        with Progress(console=err, transient=True, disable=json_out) as prog:
+            task = prog.add_task("runs", total=len(cells), completed=len(folder.rows) if folder else 0)
 
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            runs = run_cells(cells, workers=workers, ray=ray_address, progress=tick)
-        metric = headline_metric(sc.objective)
-        summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
-    except ClusterGymError as e:
-        _fail(e)
-        return
+            rows = run_rows(cells, workers=workers, ray=ray_address, progress=tick,
+                            done=folder.rows if folder is not None else None, on_row=keep)
+    except KeyboardInterrupt:
+        if folder is None:
+            raise KeyboardInterrupt("nothing kept (with --out DIR every finished episode is kept, and "
+                                    "`clustergym compare --resume DIR` continues)") from None
+        folder.set_status("interrupted")
+        raise KeyboardInterrupt(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; continue with "
+                                f"`clustergym compare --resume {folder.path}`") from None
+    except Exception as e:
+        if folder is None:
+            raise
+        folder.set_status("failed", error=f"{type(e).__name__}: {e}")
+        if not isinstance(e, ClusterGymError):
+            err.print(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}", highlight=False)
+            raise
+        raise EvaluationError(f"{e}\n{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; fix the problem "
+                      f"and continue with `clustergym compare --resume {folder.path}`") from None
+    if folder is not None:
+        rows = folder.ordered_rows(len(cells))  # the kept rows: a resumed run gives the same tables
+    runs = pd_frame(rows)
+    metric = headline_metric(sc.objective)
+    summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
     if param is None:
         add_lp_bound(summary, sc)
-    if out_dir is not None:
-        write_results(out_dir, runs, summary, metric=metric, param=param,
-                      title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+    written: list[Path] = []
+    if folder is not None:
+        written = write_results(folder.path, runs, summary, metric=metric, param=param,
+                                title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+        folder.add_files([p.name for p in written])
+        folder.set_status("complete")
     if json_out:
         _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names, "reference": reference,
+                     "out": str(folder.path) if folder is not None else None,
                      "skipped": skipped, "sweep": param, "values": values if param else None,
                      "metric": metric, "summary": summary.to_dict("records"), "runs": runs.to_dict("records")})
         return
@@ -272,8 +377,8 @@ def compare_cmd(
             t.add_row(r["agent"], f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
                       f"{r['ratio_to_lp_bound']:.4f}")
         out.print(t)
-    if out_dir is not None:
-        err.print(f"wrote results.csv, results.parquet, summary.csv and a plot to {out_dir}")
+    if folder is not None:
+        err.print(f"wrote {', '.join(p.name for p in written)} to {folder.path}", highlight=False)
 
 
 @app.command("train")
