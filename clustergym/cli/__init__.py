@@ -383,19 +383,24 @@ def compare_cmd(
 
 @app.command("train")
 def train_cmd(
-    scenario: str = typer.Argument(..., help="preset name or scenario file"),
-    algo: str = typer.Option(..., "--algo", help="ppo, maskable-ppo, dqn or a2c"),
+    scenario: Optional[str] = typer.Argument(None, help="preset name or scenario file (not needed with --resume)"),
+    algo: Optional[str] = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
     timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
-    out_dir: Path = typer.Option(Path("runs/train"), "--out", help="model.zip, model.json, checkpoints/, tb/, eval.csv"),
-    policy: str = typer.Option("equivariant", "--policy", help="mlp (flattened observation) or equivariant"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="a new or empty folder (default runs/train): "
+                                                               "model.zip, model.json, checkpoints/, tb/, eval.csv"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
+    policy: Optional[str] = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant "
+                                                                "(default)"),
     envs: Optional[int] = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
     eval_horizon: Optional[float] = typer.Option(None, "--eval-horizon", help="evaluation episode length "
                                                                               "(default: the training horizon)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="continue a run: a checkpoint .zip or the run "
+                                                                 "folder; its scenario, --set settings, algorithm "
+                                                                 "and policy are restored from its model.json"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
                                                      "horizon, reward_scale; algo.<name>=v for the algorithm; "
                                                      "policy.work_conserving=true"),
@@ -405,18 +410,18 @@ def train_cmd(
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
 ) -> None:
-    """Train an RL agent; the saved OUT/model.zip runs anywhere an agent name does."""
-    try:
-        from clustergym.training.train import train
+    """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
+    from clustergym.errors import require_extra
 
-        params = parse_pairs(set_)
-        agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
-        train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
-              eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds), eval_horizon=eval_horizon,
-              resume=resume, progress_bar=progress, warm_start=warm_start, warm_start_steps=warm_start_steps,
-              warm_start_epochs=warm_start_epochs, **params)
-    except ClusterGymError as e:
-        _fail(e)
+    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
+    from clustergym.training.train import train
+
+    params = parse_pairs(set_)
+    agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
+    train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
+          overwrite=overwrite, eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds),
+          eval_horizon=eval_horizon, resume=resume, progress_bar=progress, warm_start=warm_start,
+          warm_start_steps=warm_start_steps, warm_start_epochs=warm_start_epochs, **params)
 
 
 @app.command("reproduce")

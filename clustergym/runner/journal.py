@@ -35,7 +35,7 @@ import numpy as np
 from clustergym.errors import ConfigError
 from clustergym.runner.cells import Cell
 
-__all__ = ["RunFolder", "RUN_FILE", "CELLS_FILE", "cell_id", "atomic_write"]
+__all__ = ["RunFolder", "RUN_FILE", "CELLS_FILE", "cell_id", "atomic_write", "check_writable"]
 
 RUN_FILE = "run.json"
 CELLS_FILE = "cells.jsonl"
@@ -83,7 +83,8 @@ def atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
         raise
 
 
-def _check_writable(path: Path, what: str) -> None:
+def check_writable(path: Path, what: str) -> None:
+    """``path`` is (or becomes) a folder this process can write in; else a ConfigError naming ``what``."""
     if path.exists() and not path.is_dir():
         raise ConfigError(what, f"{path} is an existing file, not a folder")
     try:
@@ -136,7 +137,7 @@ class RunFolder:
                         (path / name).unlink(missing_ok=True)
             else:
                 (path / CELLS_FILE).unlink(missing_ok=True)
-        _check_writable(path, option)
+        check_writable(path, option)
         folder = cls(path, dict(config), {}, {})
         folder.config.setdefault("status", "running")
         folder.config.setdefault("files", [])
@@ -162,7 +163,7 @@ class RunFolder:
                 raise ValueError("not the run.json of clustergym compare")
         except (ValueError, UnicodeDecodeError) as e:
             raise ConfigError(option, f"{meta}: damaged ({e})") from None
-        _check_writable(path, option)
+        check_writable(path, option)
         rows, ids = {}, {}
         journal = path / CELLS_FILE
         lines = journal.read_text().split("\n") if journal.exists() else []
