@@ -322,6 +322,10 @@ def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None,
     from clustergym.core import accel
     from clustergym.errors import require_extra
 
+    from clustergym.validation import number
+    from clustergym.errors import ConfigError
+
+    number(memory_events, "--memory-events", lo=0, integer=True, error=ConfigError)
     if ppo:  # checked before anything runs
         require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "bench's PPO share (--ppo; --no-ppo skips it)")
     out: dict[str, Any] = {

@@ -30,9 +30,40 @@ def _window(text: str) -> tuple[float | None, float | None]:
         raise ClusterGymError(f"--window {text!r}: expected START:END in seconds (either may be empty)")
     lo, hi = text.split(":", 1)
     try:
-        return (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+        start, end = (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
     except ValueError:
-        raise ClusterGymError(f"--window {text!r}: START and END must be numbers of seconds") from None
+        raise ConfigError("--window", f"{text!r}: START and END must be numbers of seconds") from None
+    if start is not None and end is not None and not start < end:
+        raise ConfigError("--window", f"{text!r}: START must be before END (the window [START, END) would keep "
+                                      "no job)")
+    return start, end
+
+
+def _check_plot_target(plot: Path) -> None:
+    """``--plot``: checked before the trace is read (which can take minutes)."""
+    from clustergym.errors import require_extra
+
+    require_extra("matplotlib", "plot", "trace --plot")
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = plot.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise ConfigError("--plot", f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
+                                    f"{', '.join('.' + f for f in sorted(formats))}")
+    parent = plot.parent if str(plot.parent) else Path(".")
+    if plot.is_dir():
+        raise ConfigError("--plot", f"{plot} is a folder; give a file name such as {plot / 'trace.png'}")
+    if not parent.is_dir():
+        raise ConfigError("--plot", f"{plot}: the folder {parent} does not exist")
+    existed = plot.exists()
+    try:  # the one sure test: open it for writing (an existing file is left as it is)
+        with open(plot, "ab"):
+            pass
+    except OSError as e:
+        raise ConfigError("--plot", f"{plot}: cannot write there ({e.strerror or e})") from None
+    if not existed:
+        plot.unlink(missing_ok=True)
 
 
 def _priorities(text: str) -> str | list[int]:
@@ -82,6 +113,8 @@ def trace_cmd(
     from clustergym.traces.summary import plot_summary, summarize, trace_data
 
     trace_presets = sorted(name for name, p in PRESETS.items() if p.needs_traces)
+    if plot is not None:
+        _check_plot_target(plot)
     try:
         if trace in trace_presets:
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:

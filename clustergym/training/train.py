@@ -306,6 +306,7 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
             raise ConfigError(f"algo.{key}", f"{algo} has no setting {key!r}; it takes {', '.join(sorted(accepted))}")
     if policy_params and policy != "equivariant":
         raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
+    make_train_env(scenario, scenario_params, env_kwargs, policy).close()  # env settings fail here, not in a worker
     if warm_start and (policy != "equivariant" or algo == "dqn"):
         raise ConfigError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
                                         "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
