@@ -26,16 +26,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from clustergym.errors import ConfigError
 from clustergym.runner.cells import Cell
 
-__all__ = ["RunFolder", "RUN_FILE", "CELLS_FILE", "cell_id", "atomic_write", "check_writable"]
+__all__ = ["CELLS_FILE", "RUN_FILE", "RunFolder", "atomic_write", "cell_id", "check_writable"]
 
 RUN_FILE = "run.json"
 CELLS_FILE = "cells.jsonl"
@@ -72,9 +74,9 @@ def cell_id(cell: Cell) -> str:
 
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
     """``write(tmp)`` to a temporary file beside ``path``, then rename it over ``path``: a reader
-    (or a later resume) sees the old file or the whole new one, never half of it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    (or a later resume) sees the old file or the whole new one, never half of it.  The writer
+    creates the temporary file, so it gets the usual permissions (the umask's, not mkstemp's 0600)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         write(Path(tmp))
         os.replace(tmp, path)
@@ -108,7 +110,7 @@ class RunFolder:
     # ------------------------------------------------------------------------------ opening
     @classmethod
     def create(cls, path: str | Path, config: dict[str, Any], *, overwrite: bool = False,
-               option: str = "--out") -> "RunFolder":
+               option: str = "--out") -> RunFolder:
         """A new run in ``path`` (checked and written before anything runs).
 
         Raises:
@@ -146,7 +148,7 @@ class RunFolder:
         return folder
 
     @classmethod
-    def resume(cls, path: str | Path, option: str = "--resume") -> "RunFolder":
+    def resume(cls, path: str | Path, option: str = "--resume") -> RunFolder:
         """An earlier run of ``path``: its configuration and the rows of its finished cells.
 
         Raises:
@@ -160,8 +162,8 @@ class RunFolder:
         try:
             config = json.loads(meta.read_text())
             if not isinstance(config, dict) or not isinstance(config.get("compare"), dict):
-                raise ValueError("not the run.json of clustergym compare")
-        except (ValueError, UnicodeDecodeError) as e:
+                raise TypeError("not the run.json of clustergym compare")
+        except (ValueError, TypeError, UnicodeDecodeError) as e:
             raise ConfigError(option, f"{meta}: damaged ({e})") from None
         check_writable(path, option)
         rows, ids = {}, {}
@@ -174,7 +176,7 @@ class RunFolder:
                 entry = json.loads(line)
                 i, cid, row = int(entry["index"]), str(entry["cell"]), entry["row"]
                 if not isinstance(row, dict):
-                    raise ValueError("the row is not an object")
+                    raise TypeError("the row is not an object")
             except (ValueError, KeyError, TypeError) as e:
                 if n == len(lines) or (n == len(lines) - 1 and not lines[-1].strip()):
                     break  # the last line, cut by the interruption: that cell runs again

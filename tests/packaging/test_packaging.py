@@ -5,15 +5,14 @@ plots and Parquet are extras, and a feature that needs a missing extra says whic
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from clustergym.errors import ConfigError, MissingExtraError, require_extra
 
@@ -87,7 +86,7 @@ def test_core_is_the_env_install_and_training_is_an_extra():
 
 def _loaded_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         check=False, capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -142,7 +141,7 @@ def test_cli_without_the_train_extra_says_which_extra(tmp_path, args, extra):
         (tmp_path / "runs" / "x" / "model.zip").write_bytes(b"PK")
     out = subprocess.run([sys.executable, "-c", code, *args, "--json"] if args[0] != "train" else
                          [sys.executable, "-c", code, *args, "--out", str(tmp_path / "t")],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         check=False, capture_output=True, text=True, timeout=300, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 2, out.stderr
     assert f"pip install 'clustergym[{extra}]'" in " ".join((out.stderr + out.stdout).split())

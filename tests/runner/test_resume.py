@@ -172,3 +172,26 @@ def test_resume_refuses_a_folder_of_another_plan_and_a_damaged_journal(tmp_path)
     cut = json.loads(lines[-1])["index"]
     assert sorted(folder.rows) == sorted({0, 1, 2} - {cut})
     assert _cli("compare", "--resume", str(tmp_path / "nothing-here"))[0] == 2
+
+
+def test_atomic_write_keeps_the_usual_permissions(tmp_path):
+    """Result files are written through a temporary file and a rename; they get the permissions of
+    any new file (the umask's), not the owner-only 0600 of a mkstemp file; a failing writer leaves
+    neither the target nor its temporary file."""
+    from clustergym.runner.journal import atomic_write
+
+    umask = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a.csv", lambda p: p.write_text("x\n"))
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "a.csv").read_text() == "x\n"
+    assert (tmp_path / "a.csv").stat().st_mode & 0o777 == 0o644
+
+    def fail(p):
+        p.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        atomic_write(tmp_path / "b.csv", fail)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["a.csv"]
