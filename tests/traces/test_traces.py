@@ -401,6 +401,22 @@ def test_malformed_non_numeric(tmp_path):
         load_azure_v1(FIX, split="dev", flavors_path=tmp_path / "v1.dev.txt.gz", durations=False)
 
 
+
+def test_malformed_nan_field_and_header_only_csv(tmp_path):
+    """A nan or inf where a number belongs names its line and 1-based column; a CSV with a header
+    and no data line says it holds no job (issue #17)."""
+    lines = _part0_lines()
+    f = lines[99].split(",")
+    f[9] = "nan"
+    lines[99] = ",".join(f)
+    with pytest.raises(TraceFormatError, match=r"line 100, field 'CPU request' \(column 10\): not a finite number: "
+                                               r"'nan'"):
+        read_task_events(_write_gz(tmp_path / "part-00000-of-00500.csv.gz", lines))
+    pods = (FIX / "alibaba-gpu-v2023" / "openb_pod_list_default.csv").read_text().splitlines()
+    (tmp_path / "pods.csv").write_text(pods[0] + "\n")
+    with pytest.raises(TraceFormatError, match=r"pods\.csv: no data line after the header: the file holds no job"):
+        load_alibaba_gpu_v2023(path=tmp_path / "pods.csv")
+
 def test_malformed_negative_duration(tmp_path):
     # Google: a FINISH stamped before its SCHEDULE
     ev = read_task_events(G / "task_events" / "part-00000-of-00500.csv.gz")
