@@ -15,14 +15,16 @@ Server selection (RMS paper §III): First-Fit takes the lowest-index server; Ran
 uniformly random one; Best-Fit the *tightest*, scored as the inner product of
 the job's demand and the server's occupied resources, each normalised by the
 server's capacity (docs/papers/rms.md#best-fit): ``score = sum_d (s_d / C_d) (u_d / C_d)``;
-ties go to the lowest index.  With one resource and equal capacities this is
+ties go to the lowest index (scores within ``SCORE_RTOL`` of the best are
+ties, :func:`clustergym.core.scores.argbest`, so rounding never overrides the
+rule).  With one resource and equal capacities this is
 classic Best-Fit (least residual capacity).
 
 Job selection at a completion (the paper leaves it open; docs/papers/rms.md#job-selection):
 ``largest`` (default for Best-Fit; it reproduces the Fig. 1b trap) takes the
 largest fitting job (demand summed over resources, normalised by the server's
-capacity), ``fifo`` (default for First-Fit and Random-Fit) the oldest fitting
-job, ``random`` a uniformly random fitting job type (or job, for untyped
+capacity; ties, up to ``SCORE_RTOL``, to the oldest), ``fifo`` (default for
+First-Fit and Random-Fit) the oldest fitting job, ``random`` a uniformly random fitting job type (or job, for untyped
 workloads).  For typed workloads only the head of each type queue is a
 candidate, so jobs of one type start in arrival order.
 
@@ -50,6 +52,8 @@ import numpy as np
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
+from clustergym.core.placement import scan_select
+from clustergym.core.scores import best_mask
 from clustergym.core.simulator import EpochConfig
 from clustergym.envs.reward import ObjectiveReward
 from clustergym.errors import ConfigError
@@ -61,25 +65,10 @@ SERVER_RULES = ("first-fit", "best-fit", "random-fit")
 JOB_RULES = ("largest", "fifo", "random")
 
 
-def select_server(rule: str, fits: np.ndarray, demand: np.ndarray, load: np.ndarray, capacity: np.ndarray,
-                  rng: np.random.Generator) -> int:
-    """The server chosen by ``rule`` among those where ``fits`` (``(L,)`` bool), or -1.
-
-    Args:
-        demand: ``(R,)`` the job's demand.
-        load, capacity: ``(L, R)`` occupied and total capacity.
-    """
-    idx = np.flatnonzero(fits)
-    if idx.size == 0:
-        return -1
-    if rule == "first-fit":
-        return int(idx[0])
-    if rule == "random-fit":
-        return int(idx[rng.integers(idx.size)])
-    cap = capacity[idx]
-    cap = np.where(cap > 0, cap, 1.0)
-    score = ((demand / cap) * (load[idx] / cap)).sum(axis=1)
-    return int(idx[int(np.argmax(score))])
+#: ``select_server(rule, fits, demand, load, capacity, rng)``: the server chosen by ``rule`` among
+#: those where ``fits`` (``(L,)`` bool), or -1, by a scan.  The reference that the kernel's placement
+#: index reproduces (``ClusterView.select_server``, used by the agents below).
+select_server = scan_select
 
 
 class GreedyAgent(Agent):
@@ -172,11 +161,10 @@ class GreedyAgent(Agent):
 
     def _server_for(self, job: int) -> int:
         v = self.view
-        fits = v.fits(job)
         if v.queueing == "local":
             own = v.server_of(job)
-            return own if own >= 0 and fits[own] else -1
-        return select_server(self.server_rule, fits, v.demand(job), v.load, v.capacity, self.rng)
+            return own if own >= 0 and v.fits_at(job, own) else -1
+        return v.select_server(self.server_rule, job, self.rng)  # = select_server(rule, v.fits(job), ...)
 
     def _job_for(self, server: int) -> int:
         """The queued job to start on ``server`` by the job rule, or -1 if none fits."""
@@ -201,8 +189,7 @@ class GreedyAgent(Agent):
         if self.select_job == "random":
             return int(fit_ids[self.rng.integers(fit_ids.size)])
         size = (v.demands(fit_ids) / cap).sum(axis=1)
-        best = np.flatnonzero(size == size.max())
-        return int(fit_ids[best].min())  # the oldest among the largest
+        return int(fit_ids[best_mask(size)].min())  # the oldest among the largest (ties up to SCORE_RTOL)
 
 
 class FirstFit(GreedyAgent):
@@ -240,7 +227,7 @@ class _AdmitAgent(Agent):
         job = v.pending
         if job < 0:
             return Command.wait()
-        s = select_server(self.server_rule, v.fits(job), v.demand(job), v.load, v.capacity, self.rng)
+        s = v.select_server(self.server_rule, job, self.rng)  # = select_server(rule, v.fits(job), ...)
         return Command.admit(s) if s >= 0 else Command.reject()
 
 

@@ -8,7 +8,8 @@ completion:
 
 * the scan takes a snapshot of the first 64 queued jobs (oldest first; an arriving job has
   joined the tail), and places each one that fits somewhere on the *tightest* server: the
-  largest score ``sum_d demand_d * load_d`` (capacities are 1), ties to the lowest index;
+  largest score ``sum_d demand_d * load_d`` (capacities are 1), ties to the lowest index (scores
+  within a relative 1e-9 of the largest are ties, as clustergym's ``SCORE_RTOL``);
 * a job fits where ``load + demand <= capacity * (1 + 1e-9) + 1e-12`` in every resource
   (clustergym's rounding tolerance); a server's load is reset to exactly 0 when it empties;
 * at equal times completions come before arrivals (clustergym's event order): completion
@@ -36,6 +37,7 @@ import simpy
 from simpy.core import URGENT
 
 RTOL, ATOL = 1e-9, 1e-12  # clustergym.core.cluster.FIT_RTOL and its absolute slack
+SCORE_RTOL = 1e-9         # clustergym.core.cluster.SCORE_RTOL: scores this close are a tie
 
 
 def load_jobs(first_n: int | None = None, trace_dir: str | None = None):
@@ -85,7 +87,8 @@ def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, serv
                 continue
             cap = capacity[idx]
             score = ((d / cap) * (load[idx] / cap)).sum(axis=1)
-            s = int(idx[int(np.argmax(score))])
+            top = score.max()  # ties within clustergym's SCORE_RTOL of the largest score: the lowest index
+            s = int(idx[int(np.argmax(score >= top - SCORE_RTOL * abs(top)))])
             del queue[j]
             load[s] += d
             jobs_on[s] += 1

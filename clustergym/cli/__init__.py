@@ -60,7 +60,7 @@ class _Commands(typer.core.TyperGroup):
             _fail(e, field=getattr(e, "filename", None))
         except KeyboardInterrupt as e:
             msg = str(e) or "interrupted"
-            err.print(f"[bold red]interrupted:[/] ", end="")
+            err.print("[bold red]interrupted:[/] ", end="")
             err.print(msg, markup=False, highlight=False)
             _json_error("Interrupted", None, msg)
             raise typer.Exit(130) from None
@@ -83,6 +83,17 @@ out = Console()
 
 def _print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(_jsonable(doc), indent=2) + "\n")
+
+
+# --warmup T (run, compare): the scenario parameter `warmup`, passed like --set warmup=T
+_WARMUP_HELP = "warm-up deletion: time averages over [T, horizon], per-job statistics of jobs arriving from T on"
+
+
+def _with_warmup(sparams: dict[str, Any], warmup: float | None) -> None:
+    if warmup is not None:
+        if "warmup" in sparams and sparams["warmup"] != warmup:
+            raise ConfigError("warmup", f"--warmup {warmup:g} and --set warmup={sparams['warmup']} disagree")
+        sparams["warmup"] = warmup
 
 
 def _json_error(kind: str, field: str | None, message: str) -> None:
@@ -149,6 +160,7 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed"),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="override the simulated horizon"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Run one agent on one scenario and report its metrics."""
     from clustergym.agent_api import make_agent
@@ -157,6 +169,7 @@ def run_cmd(
 
     try:
         sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+        _with_warmup(sparams, warmup)
         sc = resolve_scenario(scenario, **sparams).with_horizon(horizon)
         number(seed, "--seed", lo=0, integer=True, error=ConfigError)
         ag = make_agent(agent, **aparams)
@@ -203,6 +216,7 @@ def compare_cmd(
     resume: Optional[Path] = typer.Option(None, "--resume", help="continue the interrupted or failed run in this "
                                                                  "folder (its run.json): only the missing episodes run"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals.
 
@@ -210,14 +224,25 @@ def compare_cmd(
     kept as it finishes; after Ctrl-C or a failure, `clustergym compare --resume DIR` runs only the
     missing ones and writes the same tables as an uninterrupted run.
     """
-    from clustergym.runner import (EvaluationError, RunFolder, add_lp_bound, compatible_agents, headline_metric,
-                                   missing_outputs, plan, run_rows, summarize, worker_count, write_results)
+    from clustergym.runner import (
+        EvaluationError,
+        RunFolder,
+        add_lp_bound,
+        compatible_agents,
+        headline_metric,
+        missing_outputs,
+        plan,
+        run_rows,
+        summarize,
+        worker_count,
+        write_results,
+    )
     from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
     workers = worker_count(workers, "--workers")
     given = {"SCENARIO": scenario, "--agents": agents, "--seeds": seeds, "--set": list(set_) or None,
-             "--horizon": horizon, "--sweep": sweep_, "--reference": reference}
+             "--horizon": horizon, "--sweep": sweep_, "--reference": reference, "--warmup": warmup}
     folder = None
     if resume is not None:
         if out_dir is not None and Path(out_dir).resolve() != Path(resume).resolve():
@@ -233,7 +258,7 @@ def compare_cmd(
         given = dict(recorded)
         scenario, agents, seeds, set_, horizon = (given["SCENARIO"], given["--agents"], given["--seeds"],
                                                   given["--set"] or [], given["--horizon"])
-        sweep_, reference = given["--sweep"], given["--reference"]
+        sweep_, reference, warmup = given["--sweep"], given["--reference"], given.get("--warmup")
     if scenario is None or agents is None:
         raise ConfigError("SCENARIO" if scenario is None else "--agents",
                           "a scenario and --agents are required (or --resume DIR of an earlier run)")
@@ -242,6 +267,7 @@ def compare_cmd(
     # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
     param, values, skipped = None, [None], {}
     sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+    _with_warmup(sparams, warmup)
     if aparams:
         raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
     number(seeds, "--seeds", lo=1, integer=True, error=ConfigError)
@@ -502,9 +528,18 @@ def bench_cmd(
     ppo: bool = typer.Option(True, "--ppo/--no-ppo", help="share of MaskablePPO training time spent in the env"),
     memory_events: int = typer.Option(0, "--memory-events",
                                       help="also sample RSS over a run of this many events (e.g. 10000000)"),
+    scale: bool = typer.Option(False, "--scale",
+                               help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.bench import run_benchmarks
+
+    if scale:
+        _bench_scale(json_out, quick, plot)
+        return
+    if plot is not None:
+        raise ConfigError("--plot", "is a plot of the scale benchmark: give it with --scale")
 
     results = run_benchmarks(quick=quick, log=None if json_out else err.print, replay=replay,
                              full_replay=full_replay, ppo=ppo, memory_events=memory_events)
@@ -551,6 +586,39 @@ def bench_cmd(
                       f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, "
                       f"{mm['rss_end_mb']:.0f} MB at the end; "
                       f"growth {slope} bytes/job")
+
+
+def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
+    from clustergym.bench import bench_scale, plot_scale
+    from clustergym.cli.trace import _check_plot_target
+
+    if plot is not None:
+        _check_plot_target(plot, "bench --scale --plot")
+    kw = {"events": 2_000, "steps": 1_000, "warmup": 0.05} if quick else {}
+    res = bench_scale(log=None if json_out else err.print, **kw)
+    if plot is not None:
+        res["plot"] = str(plot_scale(res, plot))
+    if json_out:
+        _print_json(res)
+        return
+    t = Table(title=f"clustergym bench --scale (ec2; warm-up {res['warmup']:g} time units, then "
+                    f"{res['events']:,} events or {res['steps']:,} env steps)")
+    for c in ("bench", "L", "events/s", "events/CPU-s", "steps/s", "steps/CPU-s", "env.step steps/CPU-s",
+              "bytes/server"):
+        t.add_column(c, justify="left" if c == "bench" else "right")
+    for r in res["rows"]:
+        env = r.get("env_steps_per_cpu_second")
+        t.add_row(r["benchmark"], f"{r['servers']:,}", f"{r['events_per_second']:,.0f}",
+                  f"{r['events_per_cpu_second']:,.0f}", f"{r['steps_per_second']:,.0f}",
+                  f"{r['steps_per_cpu_second']:,.0f}", "" if env is None else f"{env:,.0f}",
+                  f"{r['bytes_per_server']:,.0f}")
+    out.print(t)
+    for label, q in res["ratios_to_200"].items():
+        extra = (f"; env.step alone {q['env_only']:.2f} (wall), {q['env_only_cpu']:.2f} (CPU)"
+                 if "env_only" in q else "")
+        out.print(f"{label}: rate at L={q['servers']:,} / rate at L=200 = {q['wall']:.2f} (wall), {q['cpu']:.2f} (CPU){extra}")
+    if "plot" in res:
+        out.print(f"plot: {res['plot']}")
 
 
 from clustergym.cli.trace import trace_cmd  # noqa: E402

@@ -39,11 +39,11 @@ def _window(text: str) -> tuple[float | None, float | None]:
     return start, end
 
 
-def _check_plot_target(plot: Path) -> None:
-    """``--plot``: checked before the trace is read (which can take minutes)."""
+def _check_plot_target(plot: Path, command: str = "trace --plot") -> None:
+    """``--plot``: checked before the trace is read or the benchmark runs (which can take minutes)."""
     from clustergym.errors import require_extra
 
-    require_extra("matplotlib", "plot", "trace --plot")
+    require_extra("matplotlib", "plot", command)
     from matplotlib.figure import Figure
 
     formats = Figure().canvas.get_supported_filetypes()

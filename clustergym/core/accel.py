@@ -13,15 +13,15 @@ Use :func:`enabled` to ask whether compiled paths are active now, and
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["available", "enabled", "forced", "njit"]
 
 try:  # pragma: no cover - depends on the install
     import numba as _numba
 except ImportError:  # pragma: no cover
-    _numba = None
+    _numba = None  # type: ignore[assignment]
 
 _override: bool | None = None
 

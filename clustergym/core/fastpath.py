@@ -15,7 +15,7 @@ Exactness: the same floating-point operations in the same order as
 ``Simulator.advance``/``_start``/``_end_job``, ``Cluster`` and the env's
 rewards (numba compiles without fast-math), so every metric, the return and
 the step count are bit-identical; ``tests/test_golden.py`` and
-``tests/test_fastpath.py`` check this against the ordinary path.
+``tests/core/test_fastpath.py`` check this against the ordinary path.
 
 :func:`supported` says when the path applies; :func:`run_scan_episode` runs it.
 It is used by :func:`clustergym.runner.episode.run_episode` when numba is
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from clustergym.core import accel
+from clustergym.core.cluster import SCORE_RTOL
 from clustergym.core.commands import EventKind
 from clustergym.core.jobs import JobStatus
 
@@ -53,11 +54,13 @@ _QUEUED, _RUNNING, _COMPLETED, _REJECTED = (int(JobStatus.QUEUED), int(JobStatus
                                             int(JobStatus.COMPLETED), int(JobStatus.REJECTED))
 
 
-def supported(sim: "Simulator", server_rule: str, scan: int | None, integral: str) -> bool:
+def supported(sim: Simulator, server_rule: str, scan: int | None, integral: str) -> bool:
     """Whether the compiled path reproduces this run: numba on, a scan window, First-/Best-Fit,
-    a central queue without agent clocks, reservation slots or dummies, and a fresh episode."""
+    a central queue without agent clocks, reservation slots or dummies, no warm-up (its snapshot
+    of the integrals is taken by the step loop only), and a fresh episode."""
     e = sim.epochs
     return (accel.enabled() and scan is not None and server_rule in ("first-fit", "best-fit")
+            and sim.warmup == 0
             and sim.queueing == "central" and e.arrivals and e.completions
             and e.tick_rate == 0 and e.tick_period == 0 and not sim.validate
             and not sim.cluster.any_slots and sim.n_epochs == 0 and not sim._heap and sim.n_queued == 0
@@ -115,11 +118,14 @@ def _bf_score(load, demand, capacity, s, job, R):  # pragma: no cover - compiled
 def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_real, real_usage, I_qbt, I_real,
           qbt, rate, ct, cdemand, ctype, cwork, cweight, creward,
           arrival, demand, jtype, work, weight, reward_rate, start, end, server, status, dummy, in_slot,
-          qnext, qprev, ht, hs, hj, tr_t, tr_v, points, impossible_error, fail_at, comp_server):  # pragma: no cover - compiled
+          qnext, qprev, ht, hs, hj, tr_t, tr_v, points, impossible_error, fail_at, comp_server,
+          score_rtol):  # pragma: no cover - compiled
     L, R = load.shape
     J = qbt.shape[0]
     inf = np.inf
     window = np.empty(scan, np.int64)
+    cand = np.empty(max(L, 16), np.int64)  # the servers a job fits (pruned scan: up to 16 completions)
+    sc = np.empty(max(L, 16))             # and their Best-Fit scores
     nchunk = ct.shape[0]
     while True:
         # ------------------------------------------------------------ next event (Simulator.advance)
@@ -312,18 +318,22 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
             c0 = fail_at[job]
             if c0 == nc:
                 continue
+            # Best-Fit as baselines.greedy.select_server: the largest score, and among the scores tied
+            # with it up to SCORE_RTOL (clustergym.core.cluster.best_mask) the lowest index;
+            # First-Fit: the lowest index that fits.
             best = -1
-            best_score = 0.0
+            top = -inf
+            nfit = 0
             if c0 >= 0 and nc - c0 <= 16:
                 for k in range(c0, nc):
                     s = comp_server[k & 63]
                     if not _fits_at(load, demand, limit, s, job, R):
                         continue
-                    score = _bf_score(load, demand, capacity, s, job, R) if best_fit else 0.0
-                    # the full scan's choice: the largest score (Best-Fit), ties (and First-Fit) to the lowest index
-                    if best < 0 or score > best_score or (score == best_score and s < best):
-                        best = s
-                        best_score = score
+                    cand[nfit] = s
+                    sc[nfit] = _bf_score(load, demand, capacity, s, job, R) if best_fit else 0.0
+                    if sc[nfit] > top:
+                        top = sc[nfit]
+                    nfit += 1
             else:
                 for s in range(L):
                     if not _fits_at(load, demand, limit, s, job, R):
@@ -331,10 +341,16 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
                     if not best_fit:
                         best = s
                         break
-                    score = _bf_score(load, demand, capacity, s, job, R)
-                    if best < 0 or score > best_score:
-                        best = s
-                        best_score = score
+                    cand[nfit] = s
+                    sc[nfit] = _bf_score(load, demand, capacity, s, job, R)
+                    if sc[nfit] > top:
+                        top = sc[nfit]
+                    nfit += 1
+            if nfit:
+                low = top - score_rtol * abs(top)
+                for k in range(nfit):
+                    if sc[k] >= low and (best < 0 or cand[k] < best):
+                        best = cand[k]
             if best < 0:
                 fail_at[job] = nc
                 continue
@@ -396,7 +412,7 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
     return code
 
 
-def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: float, integral: str,
+def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float, integral: str,
                      scale: float) -> tuple[float, int]:
     """Run a freshly reset episode to its end with greedy ``server_rule`` over a ``scan`` window.
 
@@ -412,7 +428,7 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: flo
 
     c = sim.cluster
     I = sim.integrals
-    L, R, J = sim.num_servers, sim.num_resources, sim.num_types
+    R, J = sim.num_resources, sim.num_types
     fs = np.zeros(19)
     ist = np.zeros(22, dtype=np.int64)
     fs[F_NOW] = sim.now
@@ -489,7 +505,8 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: flo
                      ct, cd, cty, cw, cwe, cr,
                      jobs.arrival, jobs.demand, jobs.type, jobs.work, jobs.weight, jobs.reward_rate,
                      jobs.start, jobs.end, jobs.server, jobs.status, jobs.dummy, jobs.in_slot,
-                     qnext, qprev, ht, hs, hj, tr_t, tr_v, points, sim.impossible == "error", fail_at, comp_server)
+                     qnext, qprev, ht, hs, hj, tr_t, tr_v, points, sim.impossible == "error", fail_at, comp_server,
+                     SCORE_RTOL)
         jobs.size = int(ist[I_SIZE])
         if bounded:
             jobs.release()
@@ -501,6 +518,7 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: flo
         if sim._chunks is None and sim._chunk is None:
             ist[I_CHUNKS_DONE] = 1
     # ---------------------------------------------------------------- write the state back
+    c.invalidate()  # load and counts were written directly: journal consumers recompute every server
     sim.now = float(fs[F_NOW])
     I.elapsed = sim.now if sim.now > 0 else I.elapsed
     I.queue, I.system, I.weighted_queue = float(fs[F_Q]), float(fs[F_SYS]), float(fs[F_WQ])

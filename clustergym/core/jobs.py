@@ -69,16 +69,17 @@ class JobTable:
     """
 
     def __init__(self, num_resources: int, capacity: int = 1024, memory: str = "full",
-                 virtual_rows: int = 1 << 31):
+                 virtual_rows: int = 1 << 31, warmup: float = 0.0):
         choice(memory, "job_memory", JOB_MEMORY_MODES)
         self.num_resources = num_resources
         self.memory = memory
+        self.warmup = float(warmup)  #: per-job statistics cover the jobs arriving at or after this time
         self.size = 0
         self.base = 0  #: ids below this are released (always 0 in full mode)
         self.stats: StreamingJobStats | None = None
         self._maps: list[tuple[mmap.mmap, np.ndarray]] = []
         if memory == "bounded":
-            self.stats = StreamingJobStats()
+            self.stats = StreamingJobStats(since=self.warmup)
             self._alloc(virtual_rows, self.column)
         else:
             self._alloc(capacity, np.empty)
@@ -206,10 +207,15 @@ class JobTable:
 
     def job_stats(self) -> dict:
         """``mean_wait``, ``p99_wait``, ``mean_weighted_completion`` of real jobs (see
-        :func:`~clustergym.core.metrics.summarize_jobs`); bounded mode also says how p99 was estimated."""
+        :func:`~clustergym.core.metrics.summarize_jobs`); bounded mode also says how p99 was estimated.
+
+        With a warm-up ``w > 0`` only the jobs arriving at or after ``w`` count (a job arriving
+        before ``w`` belongs to the transient even if it waits or completes after ``w``)."""
         n = self.size
         if self.stats is None:
             real = ~self.dummy[:n]
+            if self.warmup > 0:
+                real &= self.arrival[:n] >= self.warmup
             completed = real & (self.status[:n] == JobStatus.COMPLETED)
             return summarize_jobs(self.arrival[:n][real], self.start[:n][real], self.end[:n][real],
                                   self.weight[:n][real], completed[real])
@@ -236,7 +242,10 @@ class StreamingJobStats:
     TINY = 1e-12
     METHOD = "histogram (rel. err <= 1e-3; waits < 1e-12 as 0)"
 
-    def __init__(self, other: "StreamingJobStats | None" = None):
+    def __init__(self, other: StreamingJobStats | None = None, since: float = 0.0):
+        #: the waits and weighted completions of jobs arriving before ``since`` (a warm-up) are left out;
+        #: ``counts_by`` counts every job
+        self.since: float = float(since) if other is None else other.since
         if other is None:
             self.wait_sum = self.wc_sum = 0.0
             self.n_wait = self.n_wc = 0
@@ -257,16 +266,21 @@ class StreamingJobStats:
         start = jobs.start[lo:hi][real]
         arrival = jobs.arrival[lo:hi][real]
         started = ~np.isnan(start)
-        waits = start[started] - arrival[started]
-        self.wait_sum += float(waits.sum())
-        self.n_wait += waits.size
-        done = status == JobStatus.COMPLETED
-        self.wc_sum += float((jobs.weight[lo:hi][real][done] * (jobs.end[lo:hi][real][done] - arrival[done])).sum())
-        self.n_wc += int(done.sum())
         self.counts_by["real"] += int(real.sum())
         self.counts_by["started"] += int(started.sum())
         for s in JobStatus:
             self.counts_by[s.name] += int((status == s).sum())
+        weight, end = jobs.weight[lo:hi][real], jobs.end[lo:hi][real]
+        if self.since > 0:  # a warm-up: the statistics below cover the jobs arriving from `since` on
+            keep = arrival >= self.since
+            status, start, arrival, started = status[keep], start[keep], arrival[keep], started[keep]
+            weight, end = weight[keep], end[keep]
+        waits = start[started] - arrival[started]
+        self.wait_sum += float(waits.sum())
+        self.n_wait += waits.size
+        done = status == JobStatus.COMPLETED
+        self.wc_sum += float((weight[done] * (end[done] - arrival[done])).sum())
+        self.n_wc += int(done.sum())
         pos = waits[waits >= self.TINY]
         self.zero += waits.size - pos.size
         if pos.size:

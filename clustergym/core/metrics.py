@@ -8,11 +8,13 @@ the time averages reported by ``clustergym run``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-__all__ = ["TimeIntegrals", "QueueTrace", "summarize_jobs", "trend_unstable"]
+__all__ = ["TimeIntegrals", "QueueTrace", "summarize_jobs", "stability_test", "trend_unstable"]
 
 
 @dataclass
@@ -32,10 +34,10 @@ class TimeIntegrals:
     weighted_system: float = 0.0    #: ∫ sum of weights of real jobs in system
     weighted_queue: float = 0.0     #: ∫ sum of weights of waiting jobs
     reward: float = 0.0             #: ∫ sum of reward rates of running real jobs
-    queue_by_type: np.ndarray = field(default=None)  # type: ignore[assignment]
-    real_usage: np.ndarray = field(default=None)  # type: ignore[assignment]
-    dummy_usage: np.ndarray = field(default=None)  # type: ignore[assignment]
-    empty_slot_usage: np.ndarray = field(default=None)  # type: ignore[assignment]
+    queue_by_type: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    real_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    dummy_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    empty_slot_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
 
     def __post_init__(self) -> None:
         self.reset()
@@ -82,20 +84,89 @@ class QueueTrace:
         return np.asarray(self.times), np.asarray(self.values, dtype=float)
 
 
+#: the instability test (see :func:`stability_test` and docs/metrics.md)
+STABILITY_BATCHES = 10        #: batch means over the tested window
+STABILITY_ALPHA = 0.01        #: one-sided significance level of the drift test
+STABILITY_MIN_DRIFT = 0.005   #: practical threshold: drift of at least this fraction of the arrival rate
+STABILITY_MIN_SAMPLES = 10    #: queue samples per batch, at least
+STABILITY_MIN_ARRIVALS = 1000  #: expected arrivals in the tested window, at least
+STABILITY_MIN_CYCLES = 10      #: regeneration cycles (visits of the queue to 0) to call a run stable
+
+
+def stability_test(times: np.ndarray, values: np.ndarray, total_rate: float | None, *,
+                   start: float = 0.0, end: float | None = None) -> dict:
+    """Is the queue drifting upwards?  A one-sided test on batch means (docs/metrics.md).
+
+    The tested window is the second half of ``[start, end]`` (``start``: the warm-up; the first
+    half lets the queue leave the empty initial state).  The queue samples ``(times, values)`` of
+    the window are cut into ``STABILITY_BATCHES`` batches of equal length; the OLS slope ``b`` of
+    the batch means against the batch mid-times is tested against ``b <= 0`` with a one-sided
+    Student t test at level ``STABILITY_ALPHA`` (``B - 2`` degrees of freedom).  Batch means are
+    nearly independent when a batch is long against the queue's relaxation time, which is why the
+    test needs a minimum run length.
+
+    Verdicts:
+
+    * ``"unstable"``: the test rejects and the drift is practically significant,
+      ``b > STABILITY_MIN_DRIFT x total_rate`` (jobs per unit time);
+    * ``"undetermined"``: the window is too short to test (fewer than ``STABILITY_MIN_SAMPLES``
+      samples per batch or fewer than ``STABILITY_MIN_ARRIVALS`` expected arrivals), or the test
+      does not reject but the queue visited 0 fewer than ``STABILITY_MIN_CYCLES`` times in the
+      window and was empty in less than half of its samples (too few regeneration cycles to
+      vouch for stability);
+    * ``"stable"``: the test does not reject and the queue kept returning to 0 (or was empty in
+      at least half of the window's samples).
+
+    ``total_rate``: the arrival rate (jobs per unit time); ``None`` or 0 uses no practical
+    threshold (then only the t test decides).  Returns ``verdict, slope, t, p_value, batches,
+    cycles`` (``slope`` in jobs per unit time, NaN when not tested).
+    """
+    from scipy import stats as _stats
+
+    t = np.asarray(times, dtype=np.float64)
+    q = np.asarray(values, dtype=np.float64)
+    nan = float("nan")
+    out: dict[str, Any] = {"verdict": "undetermined", "slope": nan, "t": nan, "p_value": nan, "batches": 0, "cycles": 0}
+    if t.size == 0:
+        return out
+    stop = float(t[-1]) if end is None else float(end)
+    mid = start + 0.5 * (stop - start)
+    w = (t >= mid) & (t <= stop)
+    tw, qw = t[w], q[w]
+    B = STABILITY_BATCHES
+    zero = qw == 0
+    # regeneration cycles: visits of the sampled queue to 0 (maximal runs of empty samples)
+    out["cycles"] = int(np.count_nonzero(zero[1:] & ~zero[:-1]) + (1 if zero.size and zero[0] else 0))
+    mostly_empty = zero.size > 0 and 2 * int(zero.sum()) >= zero.size
+    span = stop - mid
+    if tw.size < B * STABILITY_MIN_SAMPLES or not span > 0 or (
+            total_rate is not None and total_rate > 0 and total_rate * span < STABILITY_MIN_ARRIVALS):
+        return out
+    idx = np.minimum(((tw - mid) / span * B).astype(np.int64), B - 1)
+    counts = np.bincount(idx, minlength=B)
+    if np.any(counts == 0):
+        return out
+    means = np.bincount(idx, weights=qw, minlength=B) / counts
+    x = mid + (np.arange(B) + 0.5) * span / B
+    out["batches"] = B
+    if np.ptp(means) == 0:
+        out.update(slope=0.0, t=0.0, p_value=1.0)
+    else:
+        res = _stats.linregress(x, means)
+        se = res.stderr
+        tstat = res.slope / se if se > 0 else (math.inf if res.slope > 0 else -math.inf)
+        out.update(slope=float(res.slope), t=float(tstat), p_value=float(_stats.t.sf(tstat, B - 2)))
+    drift = total_rate is None or total_rate <= 0 or out["slope"] > STABILITY_MIN_DRIFT * total_rate
+    if out["p_value"] < STABILITY_ALPHA and drift:
+        out["verdict"] = "unstable"
+    elif out["cycles"] >= STABILITY_MIN_CYCLES or mostly_empty:
+        out["verdict"] = "stable"
+    return out
+
+
 def trend_unstable(times: np.ndarray, values: np.ndarray, total_rate: float | None) -> bool:
-    """Instability test (docs/papers/rms.md#instability): unstable if the OLS slope of the queue over the second half
-    of the run exceeds 1% of the total arrival rate (per unit time)."""
-    if total_rate is None or total_rate <= 0 or len(times) < 20:
-        return False
-    half = len(times) // 2
-    t, q = times[half:], values[half:]
-    span = float(np.ptp(t))
-    if not span > 0:
-        return False
-    # the fit on times rescaled to [0, 1] (the slope per unit time is its slope / span): a horizon of
-    # 1e-300 gives times whose squares underflow, where polyfit's own scaling fails (LAPACK errors)
-    slope = np.polyfit((t - t[0]) / span, q, 1)[0] / span
-    return bool(slope > 0.01 * total_rate)
+    """Whether :func:`stability_test` calls the queue ``unstable`` (window: the second half of the run)."""
+    return stability_test(times, values, total_rate)["verdict"] == "unstable"
 
 
 def summarize_jobs(arrival: np.ndarray, start: np.ndarray, end: np.ndarray,

@@ -19,18 +19,19 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 
 from clustergym.core.cluster import Cluster
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JOB_MEMORY_MODES, JobStatus, JobTable
-from clustergym.core.metrics import QueueTrace, TimeIntegrals, trend_unstable
+from clustergym.core.metrics import QueueTrace, TimeIntegrals, stability_test
+from clustergym.core.source import ArrivalChunk, ArrivalSource
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
 from clustergym.validation import choice, number
-from clustergym.core.source import ArrivalChunk, ArrivalSource
 
 __all__ = ["EpochConfig", "SLOT_EPOCHS", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
 
@@ -86,7 +87,7 @@ class EpochConfig:
             raise ScenarioError("epochs", "give tick_rate (Poisson clock) or tick_period (periodic clock), not both")
         number(self.tick_offset, "epochs.tick_offset", lo=0.0, allow_inf=True)
 
-    def merged(self, other: "EpochConfig") -> "EpochConfig":
+    def merged(self, other: EpochConfig) -> EpochConfig:
         """The union of two epoch configurations (an agent's needs on top of a scenario's)."""
         return EpochConfig(
             arrivals=self.arrivals or other.arrivals,
@@ -154,7 +155,15 @@ class Simulator:
             estimate shown to agents.
         validate: check every kernel invariant after every event and command
             (slow; for tests).
+        warmup: warm-up deletion for the steady-state metrics of :meth:`summary`: the time
+            averages cover ``[warmup, now]``, the per-job statistics the jobs arriving at or after
+            ``warmup``, and the instability test the second half of ``[warmup, now]``.  Counts,
+            the raw integrals (:attr:`integrals`, from 0) and so the environments' rewards are
+            unchanged.  0 (default): everything from time 0, exactly as without the option.
     """
+
+    _chunks: Iterator[ArrivalChunk] | None   # None once the source is exhausted
+    _arrival_seed: np.random.SeedSequence   # see __getstate__
 
     def __init__(
         self,
@@ -171,6 +180,7 @@ class Simulator:
         rate_window: float = 10.0,
         validate: bool = False,
         job_memory: str = "full",
+        warmup: float = 0.0,
     ):
         capacity = np.asarray(capacity, dtype=np.float64)
         if capacity.ndim != 2 or capacity.shape[0] < 1 or capacity.shape[1] < 1:
@@ -186,9 +196,12 @@ class Simulator:
         number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
         self.job_memory = choice(job_memory, "job_memory", JOB_MEMORY_MODES)
         number(queue_cap, "queue_cap", lo=1, integer=True, allow_none=True)
+        self.warmup = number(warmup, "warmup", lo=0.0)
+        if not self.warmup < horizon:
+            raise ScenarioError("warmup", f"must be shorter than the horizon ({horizon:g}), got {self.warmup:g}")
         self.source = source
         self.types = source.types
-        self.cluster = Cluster(capacity, self.types.demand)
+        self.cluster = Cluster(capacity, self.types.demand, exact_types=self.types.exact)
         L, J = self.cluster.num_servers, self.types.num_types
         self.num_servers, self.num_resources, self.num_types = L, capacity.shape[1], J
         if speed is None:
@@ -208,8 +221,12 @@ class Simulator:
         self._limit = self.cluster._limit
         # with exact types every job of type j demands types.demand[j]: whether it fits some server
         # is known per type (None: check each job)
-        self._type_fits = ((self.types.demand[:, None, :] <= self._limit[None, :, :]).all(axis=2).any(axis=1)
-                           if self.types.exact else None)
+        self._type_fits: np.ndarray | None = None
+        if self.types.exact:
+            fits = np.less_equal(self.types.demand[:, None, :], self._limit[None, :, :])
+            self._type_fits = fits.all(axis=2).any(axis=1)
+        # the distinct rows of the limits: "fits some empty server" without a pass over every server
+        self._limit_rows = np.unique(self._limit, axis=0)
         rates = source.arrival_rates()
         self.total_rate = float(np.sum(rates)) if rates is not None else None
         self._seeded = False
@@ -249,7 +266,7 @@ class Simulator:
         self.seed = seed
         L, J = self.num_servers, self.num_types
         self.cluster.reset()
-        self.jobs = JobTable(self.num_resources, memory=self.job_memory)
+        self.jobs = JobTable(self.num_resources, memory=self.job_memory, warmup=self.warmup)
         self.now = 0.0
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
@@ -282,11 +299,13 @@ class Simulator:
         self.n_events = 0
         self.n_epochs = 0
         self.integrals = TimeIntegrals(J, self.num_resources)
+        #: the integrals at t = warmup (set when the clock passes it; None before, and without a warm-up)
+        self.integrals_at_warmup: TimeIntegrals | None = None
         self.trace = QueueTrace(self.horizon)
         self.rate_estimate = np.zeros(J)
         self._rate_time = 0.0
         # arrival stream
-        self._chunks: Iterator[ArrivalChunk] | None = iter(self.source.chunks(self.rng_arrivals))
+        self._chunks = iter(self.source.chunks(self.rng_arrivals))
         self._chunks_pulled = 0
         self._chunk: ArrivalChunk | None = None
         self._ct: list[float] = []
@@ -347,6 +366,8 @@ class Simulator:
             raise AssertionError(f"time went back: {t} < {self.now}")
         if dt > 0:
             I = self.integrals
+            if self.now < self.warmup <= t and self.integrals_at_warmup is None:
+                self._snapshot_warmup()
             I.elapsed = t  # not a running sum: no rounding drift from now
             I.queue += self.n_queued * dt
             I.system += (self.n_queued + self.n_running) * dt
@@ -363,6 +384,25 @@ class Simulator:
                 I.empty_slot_usage += c.empty_slot_usage * dt
             self.trace.record(self.now, t, self.n_queued)
             self.now = t
+
+    def _snapshot_warmup(self) -> None:
+        """The integrals at exactly ``t = warmup`` (the state is constant on ``[now, warmup]``): the
+        running ones plus the same products over ``warmup - now``.  The running integrals themselves
+        are not split, so they, and the rewards, stay bit for bit those of a run without warm-up."""
+        I, c = self.integrals, self.cluster
+        d = self.warmup - self.now
+        W = TimeIntegrals(self.num_types, self.num_resources)
+        W.elapsed = self.warmup
+        W.queue = I.queue + self.n_queued * d
+        W.system = I.system + (self.n_queued + self.n_running) * d
+        W.weighted_queue = I.weighted_queue + self.w_queued * d
+        W.weighted_system = I.weighted_system + (self.w_queued + self.w_running) * d
+        W.reward = I.reward + self.r_running * d
+        W.queue_by_type = I.queue_by_type + self.queued_by_type * d
+        W.real_usage = I.real_usage + c.real_usage * d
+        W.dummy_usage = I.dummy_usage + c.dummy_usage * d
+        W.empty_slot_usage = I.empty_slot_usage + c.empty_slot_usage * d
+        self.integrals_at_warmup = W
 
     def advance(self) -> Event | None:
         """Run events until the next decision epoch; return it, or ``None`` at episode end.
@@ -505,8 +545,7 @@ class Simulator:
         self._rate_time = t
         if self._type_fits is not None and self.queueing != "local" and self._type_fits[jtype]:
             return self._admit_arrival(job)  # exact types: this type's demand fits some server
-        can_hold = (demand <= self._limit).all(axis=1)
-        if not can_hold.any():
+        if not (demand <= self._limit_rows).all(axis=1).any():
             if self.impossible == "error":
                 raise ImpossibleJobError(
                     f"job {job} (arrival t={t:g}, type {jtype}) demands {demand.tolist()}, "
@@ -518,7 +557,7 @@ class Simulator:
         if self.queueing == "local":
             self._enqueue_central(job)
             if self.routing != "agent":
-                self._route(job, self._choose_route(job, can_hold))
+                self._route(job, self._choose_route(job, (demand <= self._limit).all(axis=1)))
             return job
         return self._admit_arrival(job)
 
@@ -811,19 +850,54 @@ class Simulator:
         raw = self.rate_estimate * math.exp(-(self.now - self._rate_time) / self.rate_window)
         return raw / -math.expm1(-self.now / self.rate_window)
 
-    def summary(self) -> dict:
-        """Metrics of the episode so far (the fields of ``clustergym run``, totals over the cluster)."""
+    def window_integrals(self) -> tuple[TimeIntegrals, float]:
+        """``(integrals, length)`` over the metrics window ``[warmup, now]``: the running integrals
+        themselves without a warm-up; with one, their increments since ``t = warmup`` (zeros and
+        length 0 while the clock has not passed it)."""
         I = self.integrals
-        T = I.elapsed
+        if self.warmup <= 0:
+            return I, I.elapsed
+        W = self.integrals_at_warmup
+        D = TimeIntegrals(self.num_types, self.num_resources)
+        if W is None:
+            return D, 0.0
+        D.elapsed = I.elapsed - W.elapsed
+        for k in ("queue", "system", "weighted_queue", "weighted_system", "reward", "queue_by_type", "real_usage",
+                  "dummy_usage", "empty_slot_usage"):
+            setattr(D, k, getattr(I, k) - getattr(W, k))
+        return D, D.elapsed
+
+    def stability(self) -> dict:
+        """The instability test on the queue trace (:func:`~clustergym.core.metrics.stability_test`)
+        over the second half of ``[warmup, now]``; ``verdict`` is ``"unstable"`` also when the run
+        stopped at the queue cap.  The arrival rate is the source's, or the observed one."""
+        times, values = self.trace.arrays()
+        rate = self.total_rate
+        if rate is None and self.now > self.warmup:
+            rate = self.n_arrivals / self.now
+        out = stability_test(times, values, rate, start=self.warmup, end=self.now)
+        if self.unstable:
+            out["verdict"] = "unstable"
+        return out
+
+    def summary(self) -> dict:
+        """Metrics of the episode so far (DESIGN §6 ``run`` fields, totals over the cluster).
+
+        Time averages and per-job statistics cover the metrics window (``warmup``, see the class);
+        counts cover the whole run."""
+        I, T = self.window_integrals()
         jobs = self.jobs
         stats = jobs.job_stats()
         total_cap = self.cluster.capacity.sum(axis=0)
+        # an empty metrics window: 0 from time 0 (as always), NaN when a warm-up was not passed
+        none = float("nan") if self.warmup > 0 else 0.0
         with np.errstate(invalid="ignore", divide="ignore"):
-            util = I.real_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
-            dummy_util = I.dummy_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
-            reserved = I.empty_slot_usage / (T * total_cap) if T > 0 else np.zeros(self.num_resources)
-        times, values = self.trace.arrays()
-        trend = trend_unstable(times, values, self.total_rate)
+            util = I.real_usage / (T * total_cap) if T > 0 else np.full(self.num_resources, none)
+            dummy_util = I.dummy_usage / (T * total_cap) if T > 0 else np.full(self.num_resources, none)
+            reserved = I.empty_slot_usage / (T * total_cap) if T > 0 else np.full(self.num_resources, none)
+            if T > 0:  # an idle cluster (capacity 0 in a resource): 0, not NaN
+                util, dummy_util, reserved = np.nan_to_num(util), np.nan_to_num(dummy_util), np.nan_to_num(reserved)
+        st = self.stability()
         return {
             "servers": self.num_servers,
             "sim_time": self.now,
@@ -836,19 +910,21 @@ class Simulator:
             "migrations": self.n_migrations,
             "dummies": self.n_dummies,
             "queued_at_end": self.n_queued,
-            "mean_queue_length": I.queue / T if T > 0 else 0.0,
-            "mean_queue_length_by_type": (I.queue_by_type / T).tolist() if T > 0 else [0.0] * self.num_types,
-            "mean_jobs_in_system": I.system / T if T > 0 else 0.0,
-            "mean_weighted_jobs_in_system": I.weighted_system / T if T > 0 else 0.0,
+            "mean_queue_length": I.queue / T if T > 0 else none,
+            "mean_queue_length_by_type": (I.queue_by_type / T).tolist() if T > 0 else [none] * self.num_types,
+            "mean_jobs_in_system": I.system / T if T > 0 else none,
+            "mean_weighted_jobs_in_system": I.weighted_system / T if T > 0 else none,
             **stats,
-            "reward_rate": I.reward / T if T > 0 else 0.0,
-            "utilization": np.nan_to_num(util).tolist(),
-            "dummy_utilization": np.nan_to_num(dummy_util).tolist(),
-            "reserved_utilization": np.nan_to_num(reserved).tolist(),
+            "reward_rate": I.reward / T if T > 0 else none,
+            "utilization": util.tolist(),
+            "dummy_utilization": dummy_util.tolist(),
+            "reserved_utilization": reserved.tolist(),
             "events": self.n_events,
             "epochs": self.n_epochs,
-            "unstable": bool(self.unstable or trend),
+            "unstable": st["verdict"] == "unstable",
+            "stability": st["verdict"],
             "hit_queue_cap": bool(self.unstable),
+            "warmup": self.warmup,
         }
 
     # ====================================================================== invariants
@@ -888,6 +964,8 @@ class Simulator:
         load += c.slots @ c.type_demand
         assert sum(len(r) for r in self.running) == len(running), "a server lists a job that is not running"
         assert np.array_equal(count_real, c.count_real), "per-type real counts out of sync"
+        assert c.servers_without_real == int((count_real.sum(axis=1) == 0).sum()), \
+            "count of servers without real jobs out of sync"
         assert np.array_equal(count_dummy, c.count_dummy), "dummy counts out of sync"
         assert np.array_equal(filled, c.slots_filled), "filled slot counts out of sync"
         assert np.all(c.slots_filled <= c.slots), "more filled slots than slots"

@@ -11,8 +11,9 @@ declares ``uses_oracle = True``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
 class ClusterView:
     """Read-only access to a :class:`~clustergym.core.simulator.Simulator`."""
 
-    def __init__(self, sim: "Simulator", clairvoyant: bool = False):
+    def __init__(self, sim: Simulator, clairvoyant: bool = False):
         self._sim = sim
         self.clairvoyant = clairvoyant
 
@@ -52,7 +53,7 @@ class ClusterView:
         return self._sim.num_types
 
     @property
-    def types(self) -> "TypeInfo":
+    def types(self) -> TypeInfo:
         """Job types: nominal demand ``(J, R)``, mean work ``(J,)``, names."""
         return self._sim.types
 
@@ -87,7 +88,7 @@ class ClusterView:
         return self._sim.now
 
     @property
-    def event(self) -> "Event":
+    def event(self) -> Event:
         """The event that opened the current epoch."""
         return self._sim.event
 
@@ -230,6 +231,33 @@ class ClusterView:
     def type_fits_at(self, job_type: int, server: int) -> bool:
         """Whether ``server``'s free capacity holds a type-``job_type`` job (the kernel's tolerance)."""
         return self._sim.cluster.fits_free_at(server, self._sim.types.demand[job_type])
+
+    # --- server selection (from the kernel's placement index on large clusters; same answers as a scan)
+    def select_server(self, rule: str, job: int, rng: np.random.Generator | None = None) -> int:
+        """The server ``rule`` chooses among :meth:`fits` for ``job``, or -1.
+
+        Rules (:data:`clustergym.core.placement.RULES`): ``first-fit`` (lowest index),
+        ``best-fit`` (largest ``sum_r (d_r / C_r) (load_r / C_r)``, ties to the lowest index),
+        ``worst-fit`` (smallest, ties to the lowest index), ``random-fit`` (one ``rng.integers``
+        draw over the fitting servers in index order).  Equal to
+        ``clustergym.core.placement.scan_select(rule, self.fits(job), ...)``.
+        """
+        jobs = self._sim.jobs
+        return self._sim.cluster.select(rule, int(jobs.type[job]), jobs.demand[job], rng)
+
+    def select_server_for_type(self, rule: str, job_type: int, rng: np.random.Generator | None = None) -> int:
+        """As :meth:`select_server` for a type-``job_type`` demand among :meth:`fits_type` (free capacity)."""
+        return self._sim.cluster.select(rule, job_type, self._sim.types.demand[job_type], rng, free_only=True)
+
+    def fits_anywhere(self, job: int) -> bool:
+        """Whether ``job`` can start on some server now (``fits(job).any()``)."""
+        jobs = self._sim.jobs
+        return self._sim.cluster.any_fit(int(jobs.type[job]), jobs.demand[job])
+
+    @property
+    def servers_without_real_jobs(self) -> int:
+        """Servers on which no real job runs (dummies and slots do not count)."""
+        return self._sim.cluster.servers_without_real
 
     def demands(self, jobs: np.ndarray | list[int]) -> np.ndarray:
         """``(n, R)`` demands of the given jobs (a new array)."""

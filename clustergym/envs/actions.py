@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from itertools import islice
-
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,8 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
     if not jobs:
         return np.zeros((0, sim.num_servers), dtype=bool)
     c = sim.cluster
+    if c.index_active():  # large clusters: each row from the kernel's placement index (the same test)
+        return np.stack([c.fit_mask(int(sim.jobs.type[j]), sim.jobs.demand[j]) for j in jobs])
     d = sim.jobs.demand[jobs]  # (K, R)
     ok = np.all(c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :], axis=2)
     if c.any_slots:
@@ -130,7 +131,13 @@ class _OneJobMode(ActionMode):
         """The job the server actions refer to, or -1."""
 
     def nothing_to_decide(self) -> bool:
-        return self.job() < 0  # the mask is then WAIT alone
+        job = self.job()
+        if job < 0:
+            return True  # the mask is then WAIT alone
+        c = self.sim.cluster
+        if c.indexed and not c.any_slots:  # the placement index knows in O(1) whether the job fits anywhere
+            return not c.placement.any_fit(int(self.sim.jobs.type[job]), self.sim.jobs.demand[job])
+        return False
 
     def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
         # a server action allowed by the mask: the job exists, waits (head of the central queue,
@@ -150,9 +157,14 @@ class _OneJobMode(ActionMode):
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
         job = self.job()
-        if job >= 0:  # one job: the cluster's own (L,) fit check, as _fit_matrix computes it
-            sim = self.sim
-            m[:-1] = sim.cluster.fits(int(sim.jobs.type[job]), sim.jobs.demand[job])
+        if job >= 0:  # one job: the cluster's own (L,) fit check (Cluster.fit_mask: from its placement
+            sim = self.sim  # index on large clusters), as _fit_matrix computes it
+            c = sim.cluster
+            jt, d = int(sim.jobs.type[job]), sim.jobs.demand[job]
+            if c.indexed and not c.any_slots:
+                c.placement.fit_mask(jt, d, out=m[:-1])
+            else:
+                m[:-1] = c.fits(jt, d)
         return m
 
 
@@ -168,17 +180,6 @@ class HeadServerMode(_OneJobMode):
         if a == self.sim.num_servers:
             return Command.wait()
         return Command.place(self.job(), a)
-
-    def malformed(self, action: Any) -> str | None:
-        """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
-        decodes such an action.  Booleans are refused although Python counts them as integers."""
-        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
-            return f"{action!r} is a boolean, not an action of {self.space}"
-        try:
-            ok = bool(self.space.contains(action))
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else f"{action!r} is not an action of {self.space}"
 
     def encode(self, command: Command) -> int | None:
         if command.kind == Cmd.WAIT:
@@ -223,17 +224,6 @@ class SlotServerMode(ActionMode):
         win = self.window()
         return Command.place(win[k] if k < len(win) else -1, server)
 
-    def malformed(self, action: Any) -> str | None:
-        """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
-        decodes such an action.  Booleans are refused although Python counts them as integers."""
-        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
-            return f"{action!r} is a boolean, not an action of {self.space}"
-        try:
-            ok = bool(self.space.contains(action))
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else f"{action!r} is not an action of {self.space}"
-
     def encode(self, command: Command) -> int | None:
         L = self.sim.num_servers
         if command.kind == Cmd.WAIT:
@@ -257,17 +247,6 @@ class AdmitMode(_OneJobMode):
         if a == self.sim.num_servers:
             return Command.reject() if self.sim.pending >= 0 else Command.wait()
         return Command.admit(a)
-
-    def malformed(self, action: Any) -> str | None:
-        """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
-        decodes such an action.  Booleans are refused although Python counts them as integers."""
-        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
-            return f"{action!r} is a boolean, not an action of {self.space}"
-        try:
-            ok = bool(self.space.contains(action))
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else f"{action!r} is not an action of {self.space}"
 
     def encode(self, command: Command) -> int | None:
         pending = self.sim.pending >= 0
@@ -310,11 +289,11 @@ class CommandMode(ActionMode):
         m[nk + self.num_args:] = True
         if sim.queueing == "loss":
             m[Cmd.ADMIT] = m[Cmd.REJECT] = sim.pending >= 0
-        elif sim.queue or sim.local_count.any():
+        elif sim.n_queued:  # = sim.queue or sim.local_count.any(), without a pass over the servers
             m[Cmd.PLACE] = True
             m[Cmd.REJECT] = True
             m[Cmd.ROUTE] = sim.queueing == "local" and bool(sim.queue)
-            m[Cmd.REPLACE] = bool(sim.cluster.count_dummy.any())
+            m[Cmd.REPLACE] = any(sim.dummies_by_type)  # = count_dummy.any(): some dummy job runs
         if sim.types.exact:
             m[Cmd.DUMMY] = m[Cmd.RESERVE] = True
             m[Cmd.RELEASE] = bool(sim.cluster.any_slots)

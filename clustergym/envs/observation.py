@@ -21,6 +21,14 @@ key                shape       content
 ``time``           (1,)        elapsed time / horizon (0 for an infinite horizon)
 ``action_mask``    (M,)        1 for valid actions of the action mode
 ================== =========== ===================================================
+
+On large clusters (``L >= INCREMENTAL_MIN_SERVERS``) the per-server arrays
+(``free``, ``running``, ``dummies``) are kept up to date incrementally: the
+builder reads the cluster's journal of changed servers
+(:meth:`~clustergym.core.cluster.Cluster.changes_since`) and recomputes only
+their rows, with the same expressions as a whole recomputation, so the values
+are identical; below, recomputing them whole is cheaper.  Every observation
+holds fresh arrays: a caller may keep or change one without affecting the next.
 """
 
 from __future__ import annotations
@@ -35,7 +43,11 @@ from gymnasium import spaces
 from clustergym.core.commands import EventKind
 from clustergym.core.simulator import Simulator
 
-__all__ = ["ObservationBuilder"]
+__all__ = ["INCREMENTAL_MIN_SERVERS", "ObservationBuilder"]
+
+#: from this many servers on, the per-server features are kept from the cluster's journal (measured: the
+#: whole recomputation is cheaper below about 1,000 servers, equal at 1,000, 25% dearer at 4,000)
+INCREMENTAL_MIN_SERVERS = 1024
 
 _EVENT_KINDS = (EventKind.COMPLETION, EventKind.ARRIVAL, EventKind.TICK, EventKind.WAKEUP, EventKind.START)
 _EVENT_INDEX = {k: i for i, k in enumerate(_EVENT_KINDS)}
@@ -52,6 +64,16 @@ class ObservationBuilder:
         self.F = R + J + 3
         cap = sim.cluster.capacity
         self._cap = np.where(cap > 0, cap, 1.0)
+        self._cap_rows = self._cap.tolist()
+        # per-server features, maintained from the cluster's journal of changed servers (large clusters)
+        self._incremental = L >= INCREMENTAL_MIN_SERVERS
+        n = L if self._incremental else 0
+        self._free = np.zeros((n, R), dtype=np.float32)
+        self._running = np.zeros((n, J), dtype=np.float32)
+        self._dummies = np.zeros((n, J), dtype=np.float32)
+        self._cursor = -1
+        self._full_at = max(8, L // 4)  # from this many changes on, recompute every row
+        self._dummy_rows = False
         self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
         inf = np.inf
         f32 = np.float32
@@ -81,15 +103,57 @@ class ObservationBuilder:
         out[R + J + 1] = max(0.0, sim.now - jobs.arrival[job]) if jobs.status[job] == 1 else 0.0
         out[R + J + 2] = jobs.work[job] if self.clairvoyant else 0.0
 
-    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
-        sim = self.sim
-        c = sim.cluster
-        L = sim.num_servers
-        free = c.load / self._cap  # 1 - load/cap clipped to [0, 1], in place (np.clip's overhead is per call)
-        np.subtract(1.0, free, out=free)
+    def _server_rows(self, rows) -> None:
+        """Recompute the per-server features of ``rows`` (a list of servers, or every one)."""
+        c = self.sim.cluster
+        free = c.load[rows] / self._cap[rows]  # 1 - load/cap clipped to [0, 1], in place (np.clip's
+        np.subtract(1.0, free, out=free)       # overhead is per call)
         np.maximum(free, 0.0, out=free)
         np.minimum(free, 1.0, out=free)
-        free = free.astype(np.float32)
+        self._free[rows] = free               # cast to float32 as astype would
+        self._running[rows] = c.count_real[rows]
+        # slot counts are all zero while the cluster has never had reservation slots
+        self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
+        if isinstance(rows, slice):
+            # the dummy rows stay all zero until a dummy or a slot appears (then they are kept, sticky)
+            self._dummy_rows = bool(c.had_dummies or c.any_slots)
+
+    def _server_row(self, s: int) -> None:
+        """:meth:`_server_rows` for one server, in Python floats (the same IEEE operations)."""
+        c = self.sim.cluster
+        self._free[s] = [min(max(1.0 - a / b, 0.0), 1.0) for a, b in zip(c.load[s].tolist(), self._cap_rows[s])]
+        self._running[s] = c.count_real[s]
+        if self._dummy_rows or c.had_dummies or c.any_slots:  # else count_dummy and slots are all zero
+            self._dummy_rows = True
+            self._dummies[s] = c.count_dummy[s] + c.slots[s]
+
+    def _sync_servers(self) -> None:
+        servers, self._cursor = self.sim.cluster.changes_since(self._cursor)
+        if servers is None or len(servers) >= self._full_at:
+            self._server_rows(slice(None))
+        elif len(servers) <= 4:  # the usual one or two servers per step
+            for s in set(servers):
+                self._server_row(s)
+        elif servers:
+            self._server_rows(list(set(servers)))
+
+    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        sim = self.sim
+        L = sim.num_servers
+        free: np.ndarray
+        if self._incremental:  # copies of the kept rows: a later step never changes them
+            self._sync_servers()
+            free, running, dummies = self._free.copy(), self._running.copy(), self._dummies.copy()
+        else:  # small clusters: the same values, computed whole into new arrays
+            c = sim.cluster
+            free = c.load / self._cap  # 1 - load/cap clipped to [0, 1], in place (np.clip's overhead is per call)
+            np.subtract(1.0, free, out=free)
+            np.maximum(free, 0.0, out=free)
+            np.minimum(free, 1.0, out=free)
+            free = free.astype(np.float32)
+            running = c.count_real.astype(np.float32)
+            # without reservation slots (any_slots False) the slot counts are all zero
+            dummies = (c.count_dummy + c.slots if c.any_slots else c.count_dummy).astype(np.float32)
         qjobs = np.zeros((self.K, self.F), dtype=np.float32)
         qmask = np.zeros(self.K, dtype=np.float32)
         ids = list(islice(sim.queue, self.K))
@@ -122,9 +186,8 @@ class ObservationBuilder:
         t = sim.now / horizon if math.isfinite(horizon) else 0.0
         return {
             "free": free,
-            "running": c.count_real.astype(np.float32),
-            # without reservation slots (any_slots False) the slot counts are all zero
-            "dummies": (c.count_dummy + c.slots if c.any_slots else c.count_dummy).astype(np.float32),
+            "running": running,
+            "dummies": dummies,
             "queue_counts": sim.queued_by_type.astype(np.float32),
             "queue_jobs": qjobs,
             "queue_mask": qmask,

@@ -23,6 +23,7 @@ callers: a cell already run is not run again.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -338,7 +339,8 @@ def _connect_ray(address: str) -> Any:
     except ImportError as e:
         raise RayError(f"--ray needs the optional dependency ray ({e}); install it with "
                        "`pip install 'clustergym[ray]'`") from None
-    if address != "auto" and (_ADDRESS.match(address) is None or not 0 < int(_ADDRESS.match(address)["port"]) < 65536):
+    m = _ADDRESS.match(address)
+    if address != "auto" and (m is None or not 0 < int(m["port"]) < 65536):
         raise RayError(f"--ray {address!r}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
     if ray.is_initialized():
         return ray
@@ -356,7 +358,7 @@ def _connect_ray(address: str) -> Any:
             where = f"{address!r}" if target == address else f"{address!r} (that is {target})"
             raise RayError(f"--ray {where}: no Ray cluster reachable there ({e})") from None
     try:
-        ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise RayError(f"--ray {address!r}: could not connect to a Ray cluster: {e}") from None
     return ray

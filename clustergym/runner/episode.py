@@ -85,8 +85,8 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
     if isinstance(agent, str):
         agent_name = agent_name or agent
         agent = make_agent(agent)
-    probes = {name: _as_probe(p) for name, p in (probes or {}).items()}
-    sampled = {name: p for name, p in probes.items() if p.at}
+    probes_: dict[str, Probe] = {name: _as_probe(p) for name, p in (probes or {}).items()}
+    sampled = {name: p for name, p in probes_.items() if p.at}
     samples: dict[str, list[Any]] = {name: [] for name in sampled}
     env = make_env_for(sc, agent, validate=validate, **(env_kwargs or {}))
     inner = env.unwrapped
@@ -123,6 +123,6 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
     out: dict[str, Any] = {"scenario": sc.name, "agent": agent_name or getattr(agent, "name", str(agent)),
                            "seed": seed, **inner.metrics(), "wall_seconds": wall, "return": total, "steps": steps,
                            "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False))}
-    for name, p in probes.items():
+    for name, p in probes_.items():
         out[name] = samples[name] if p.at else measure(p)
     return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}

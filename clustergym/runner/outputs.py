@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["flat_results", "write_results", "missing_outputs", "plot_agents", "plot_sweep"]
+from clustergym.runner.figures import plot_agents, plot_sweep
+
+__all__ = ["flat_results", "missing_outputs", "plot_agents", "plot_sweep", "write_results"]
 
 
 def flat_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -91,31 +92,3 @@ def write_results(out_dir: str | Path, results: pd.DataFrame, summary: pd.DataFr
     atomic_write(paths[-1], lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
     return paths
-
-
-def plot_agents(summary: pd.DataFrame, metric: str, ax: Any = None) -> Any:
-    """Bar chart of ``metric`` per agent with its 95% confidence interval; returns the axes."""
-    import matplotlib.pyplot as plt
-
-    ax = ax if ax is not None else plt.subplots(figsize=(6, 3.5))[1]
-    x = np.arange(len(summary))
-    ax.bar(x, summary[metric], yerr=summary[f"{metric}_ci95"].fillna(0), capsize=4)
-    ax.set_xticks(x, summary["agent"], rotation=20)
-    ax.set_ylabel(metric)
-    return ax
-
-
-def plot_sweep(summary: pd.DataFrame, param: str, metric: str, ax: Any = None) -> Any:
-    """``metric`` against the swept ``param``, one line per agent with 95% intervals; returns the axes."""
-    import matplotlib.pyplot as plt
-
-    ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
-    for agent, grp in summary.groupby("agent", sort=False):
-        ax.errorbar(grp[param], grp[metric], yerr=grp[f"{metric}_ci95"].fillna(0), marker="o", capsize=3,
-                    label=agent)
-    ax.set_xlabel(param)
-    ax.set_ylabel(metric)
-    if (summary[metric] > 0).all():
-        ax.set_yscale("log")
-    ax.legend(fontsize=7)
-    return ax

@@ -31,6 +31,7 @@ or a full definition::
     impossible: reject              # reject | error
     clairvoyant: false
     job_memory: full                # full | bounded (finished jobs' rows released; p99_wait estimated)
+    warmup: 0                       # metrics over [warmup, horizon] and the jobs arriving from warmup on
 
 ``poisson`` takes ``rate``, ``demand`` (a demand distribution) and ``service``;
 ``slotted`` takes ``rate_per_slot``, ``demand``, ``service`` (whole slots) and
@@ -72,9 +73,9 @@ from clustergym.workloads import (
 __all__ = ["load_scenario_file", "scenario_from_dict"]
 
 _TOP = {"name", "description", "resources", "servers", "workload", "horizon", "objective", "queueing",
-        "routing", "epochs", "queue_cap", "impossible", "clairvoyant", "job_memory", "preset", "params"}
+        "routing", "epochs", "queue_cap", "impossible", "clairvoyant", "job_memory", "warmup", "preset", "params"}
 _OVERRIDABLE = ("horizon", "objective", "queueing", "routing", "epochs", "queue_cap", "impossible", "clairvoyant",
-                "job_memory")
+                "job_memory", "warmup")
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
@@ -210,6 +211,8 @@ def _apply_overrides(base: Scenario, d: Mapping[str, Any]) -> Scenario:
         kw["clairvoyant"] = boolean(d["clairvoyant"], "clairvoyant")
     if "job_memory" in d:
         kw["job_memory"] = choice(d["job_memory"], "job_memory", JOB_MEMORY_MODES)
+    if "warmup" in d:
+        kw["warmup"] = number(d["warmup"], "warmup", lo=0.0)
     return replace(base, **kw) if kw else base
 
 

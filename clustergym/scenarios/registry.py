@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import MAX_SERVERS, Scenario
@@ -74,13 +75,14 @@ def make_preset(name: str, **params: Any) -> Scenario:
         raise ScenarioError("scenario", f"unknown scenario {name!r}; presets are {sorted(PRESETS)}")
     preset = PRESETS[name]
     allowed = preset.defaults()
-    job_memory = params.pop("job_memory", None)  # a kernel option every preset takes
+    # kernel options every preset takes
+    kernel = {k: params.pop(k) for k in ("job_memory", "warmup") if k in params}
     for key in params:
         if key not in allowed:
             raise ScenarioError(f"params.{key}", f"scenario {name!r} has no parameter {key!r}; "
-                                                 f"it takes {sorted(allowed) + ['job_memory']}")
+                                                 f"it takes {sorted(allowed) + ['job_memory', 'warmup']}")
     for key in ("num_servers", "machines_per_config"):  # checked before any (L, R) array is allocated
         if key in params and is_number(params[key]):  # the preset checks the rest (type, lower bound)
             number(params[key], f"params.{key}", hi=MAX_SERVERS)
     sc = preset.build(**params)
-    return sc if job_memory is None else dataclasses.replace(sc, job_memory=job_memory)
+    return dataclasses.replace(sc, **kernel) if kernel else sc

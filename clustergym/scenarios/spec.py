@@ -16,11 +16,11 @@ import numpy as np
 
 from clustergym.core.cluster import fit_limit
 from clustergym.core.jobs import JOB_MEMORY_MODES
-from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.objectives import objective
+from clustergym.core.simulator import EpochConfig, Simulator
+from clustergym.core.source import ArrivalSource, is_finite
 from clustergym.errors import ScenarioError
 from clustergym.validation import choice, number
-from clustergym.core.source import ArrivalSource, is_finite
 
 __all__ = ["Scenario", "MAX_SERVERS", "MAX_EXPECTED_ARRIVALS", "DEFAULT_QUEUE_CAP"]
 
@@ -55,6 +55,10 @@ class Scenario:
         job_memory: ``full`` (default: every job's row kept, exact per-job statistics) or
             ``bounded`` (rows of finished jobs released, streaming statistics; see
             :mod:`clustergym.core.jobs`).  ``--set job_memory=bounded`` on any preset.
+        warmup: warm-up deletion (simulated time, default 0): the run's time averages cover
+            ``[warmup, horizon]`` and its per-job statistics the jobs arriving at or after
+            ``warmup`` (see :class:`~clustergym.core.simulator.Simulator`; docs/metrics.md).
+            ``--set warmup=T`` on any preset, ``warmup: T`` in a scenario file.
         description: one line for ``clustergym list``.
         params: the parameters the scenario was built from (for reports).
     """
@@ -73,6 +77,7 @@ class Scenario:
     speed: np.ndarray | None = None
     clairvoyant: bool = False
     job_memory: str = "full"
+    warmup: float = 0.0
     description: str = ""
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -87,6 +92,9 @@ class Scenario:
         objective(self.objective)  # a ScenarioError naming the options
         choice(self.job_memory, "job_memory", JOB_MEMORY_MODES)
         number(self.horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
+        object.__setattr__(self, "warmup", number(self.warmup, "warmup", lo=0.0))
+        if not self.warmup < self.horizon:
+            raise ScenarioError("warmup", f"must be shorter than the horizon ({self.horizon:g}), got {self.warmup:g}")
         if cap.shape[0] > MAX_SERVERS:
             raise ScenarioError("servers", f"{cap.shape[0]} servers exceed the limit of {MAX_SERVERS:,}")
         self._check_episode_ends()
@@ -107,7 +115,7 @@ class Scenario:
                                            "job table); this workload is an endless stochastic stream, so the "
                                            "episode would never end: give a finite horizon")
 
-    def check_run_size(self) -> "Scenario":
+    def check_run_size(self) -> Scenario:
         """Refuse a whole episode (``run``, ``compare``: to the horizon) of more than
         :data:`MAX_EXPECTED_ARRIVALS` expected arrivals (total arrival rate x horizon): it would take
         days and its job table would not fit in memory.  An environment stepped for a bounded number
@@ -135,11 +143,14 @@ class Scenario:
     def num_types(self) -> int:
         return self.source.types.num_types
 
-    def with_horizon(self, horizon: float | None) -> "Scenario":
+    def with_horizon(self, horizon: float | None) -> Scenario:
         """The same scenario with another horizon (``None`` keeps it)."""
         if horizon is None:
             return self
-        return replace(self, horizon=number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True))
+        horizon = number(horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
+        if not self.warmup < horizon:
+            raise ScenarioError("horizon", f"{horizon:g} is not longer than the warm-up ({self.warmup:g})")
+        return replace(self, horizon=horizon)
 
     def make_simulator(self, epochs: EpochConfig | None = None, *, validate: bool = False,
                        rate_window: float | None = None) -> Simulator:
@@ -155,6 +166,7 @@ class Scenario:
             rate_window=rate_window if rate_window is not None else self._rate_window(),
             validate=validate,
             job_memory=self.job_memory,
+            warmup=self.warmup,
         )
 
     def _rate_window(self) -> float:

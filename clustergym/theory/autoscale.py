@@ -38,16 +38,17 @@ tuple of ``J`` ints; workloads ``rho`` are per server (``rho_j = lambda_j /
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linprog
 
-from clustergym.theory.capacity import enumerate_configurations
 from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
+from clustergym.theory.capacity import enumerate_configurations
 
 __all__ = [
     "ConfigSpace", "GPAStep", "GreedyStep", "GreedyResult", "LPResult",
@@ -133,7 +134,7 @@ class ConfigSpace:
 
     # ---------------------------------------------------------------- construction
     @classmethod
-    def additive(cls, type_demand: Any, capacity: Any, rewards: Sequence[Any], *, limit: int = 300_000) -> "ConfigSpace":
+    def additive(cls, type_demand: Any, capacity: Any, rewards: Sequence[Any], *, limit: int = 300_000) -> ConfigSpace:
         """Additive resources: ``k`` is feasible iff ``sum_j k_j R_j <= capacity`` (Sec. 2.2).
 
         Enumerates ``K`` when it has at most ``limit`` elements.  Otherwise, with one
@@ -157,7 +158,7 @@ class ConfigSpace:
         return sp
 
     @classmethod
-    def from_generators(cls, generators: Iterable[Sequence[int]], rewards: Sequence[Any]) -> "ConfigSpace":
+    def from_generators(cls, generators: Iterable[Sequence[int]], rewards: Sequence[Any]) -> ConfigSpace:
         """``K`` = the down-closure of the given configurations (monotone feasibility, Sec. 2.2)."""
         gens = [tuple(int(v) for v in g) for g in generators]
         J = len(rewards)
@@ -171,7 +172,7 @@ class ConfigSpace:
         return cls(rewards, configs, description=f"down-closure of {len(gens)} generators, |K| = {len(configs)}")
 
     @classmethod
-    def for_scenario(cls, scenario: Any, rewards: Sequence[Any] | None = None) -> "ConfigSpace":
+    def for_scenario(cls, scenario: Any, rewards: Sequence[Any] | None = None) -> ConfigSpace:
         """The configuration space of a scenario's (identical) servers."""
         return space_of(scenario, rewards)
 
@@ -372,6 +373,10 @@ class GreedyResult:
 def global_greedy(rho: Sequence[Any], space: ConfigSpace) -> GreedyResult:
     """The global greedy assignment ``x^(g)[rho]`` and value ``U^(g)[rho]`` exactly (Def. 5, Prop. 1, eq. 3.7).
 
+    The steps follow Prop. 1 on the whole workload: ``z^(i)[rho]`` solves eq. (3.3)
+    (``rho_{sigma_j} = sum_{l <= j} k^(l)_{sigma_j} z^(l)``), so the residual workload loses
+    ``z^(i) k^(i)`` at every step, also after ``sum z`` has passed 1; the share
+    ``x^(g)`` of Def. 5 is ``z^(i)`` capped at the servers left (0 after ``I_rho``).
     Among types exhausted at the same step the smallest index is removed first (Prop. 1's
     tie rule).  ``rho`` is converted with :func:`as_fraction`.
     """
@@ -388,12 +393,14 @@ def global_greedy(rho: Sequence[Any], space: ConfigSpace) -> GreedyResult:
             break
         z, jstar = min(cands)  # ties: the smallest type index
         z = max(z, Fraction(0))
-        x = min(z, N)
-        if x:
+        # eq. (3.3) defines z^(i) on the *uncapped* workload: the residual loses z^(i) k^(i)
+        # whatever the cap; only the share x^(g) (Def. 5) is capped at the servers left.
+        if z:
             for j in range(space.num_types):
                 if k[j]:
-                    r[j] -= x * k[j]
-            N -= x
+                    r[j] -= z * k[j]
+        x = min(z, N)
+        N -= x
         steps.append(GreedyStep(k, z, x, jstar))
         S &= ~(1 << jstar)
     xg: dict[Config, Fraction] = {}
@@ -486,7 +493,8 @@ def critical_loads(rho: Sequence[Any], space: ConfigSpace) -> tuple[Fraction, Fr
     """The two critical load factors of Figure 2 (Sec. 7.1) for the workload ``alpha * rho``.
 
     ``alpha_1``: the largest load at which the global greedy holds the whole workload
-    (``sum_i z^(i)[alpha rho] <= 1``; the greedy steps scale with ``alpha``, so
+    (``sum_i z^(i)[alpha rho] <= 1``, with the uncapped ``z^(i)`` of eq. (3.3); the greedy
+    order does not depend on ``alpha`` and the ``z^(i)`` scale with it, so
     ``alpha_1 = 1 / sum_i z^(i)[rho]``).  ``alpha_2``: the smallest load at which the
     maximum-reward configuration ``k^(1)`` can be put on every server with no empty slot
     (``alpha rho_j >= k^(1)_j`` for all ``j``).  Below ``alpha_1`` and above ``alpha_2``,

@@ -31,6 +31,7 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from clustergym._cache import Cache
+from clustergym.core.scores import score_ranks
 from clustergym.errors import ConfigError
 
 __all__ = [
@@ -467,7 +468,8 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
     """Round one configuration's LP ``x`` to integers summing to ``n_j`` (Sec. 4.2; docs/papers/lotes.md#rounding).
 
     ``q_j = sum_i (x_ij - floor(x_ij))`` machines left by flooring go, one each, to the bins
-    with the largest fractional parts (ties by bin index).
+    with the largest fractional parts (ties by bin index; fractional parts within ``SCORE_RTOL`` of
+    the machine count are ties, :func:`clustergym.core.cluster.score_ranks`).
     """
     x = np.asarray(x, dtype=float)
     base = np.floor(x + 1e-9)
@@ -478,7 +480,7 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
         for i in np.argsort(-out, kind="stable")[:(-q)]:
             out[i] -= 1
         return out
-    order = np.argsort(-frac, kind="stable")
+    order = np.lexsort((np.arange(frac.size), score_ranks(-frac, scale=max(1.0, float(np.max(np.abs(x), initial=0.0))))))
     out = base.astype(np.int64)
     for i in order[:q]:
         out[i] += 1

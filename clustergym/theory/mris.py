@@ -19,6 +19,9 @@ item indices as a sorted ``int64`` array.
 
 Capacities are compared with a relative tolerance :data:`KNAP_RTOL` (the Lemma 4.1
 instance fills the knapsack exactly; docs/papers/mris.md#tolerance).
+Orders by a computed quantity (volumes ``v_j = p_j Σ_l d_jl``, ratios ``w_j / v_j``, total weights
+and volumes of candidate sets) treat values within ``SCORE_RTOL`` as ties
+(:func:`clustergym.core.scores.score_ranks`), so the documented tie rule (then index) decides.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from clustergym.core.scores import score_ranks
 from clustergym.errors import ScenarioError
 
 __all__ = ["MRISInstance", "KNAP_RTOL", "knapsack_exact", "knapsack_cadp", "knapsack_greedy", "knapsack_brute_force",
@@ -164,7 +168,7 @@ def _exact_prefix(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
     parts = []
     for c in classes:
         members = idx[w == c]
-        members = members[np.lexsort((members, v[members]))]  # cheapest first, ties by index
+        members = members[np.lexsort((members, score_ranks(v[members])))]  # cheapest first, ties by index
         parts.append((float(c), members, np.concatenate([[0.0], np.cumsum(v[members])])))
     if len(parts) == 1:
         c, members, pre = parts[0]
@@ -182,7 +186,7 @@ def _exact_prefix(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
     a2 = np.searchsorted(p2, rest[rest >= 0], side="right") - 1
     weight = c1 * a1 + c2 * a2
     vol = p1[a1] + p2[a2]
-    best = int(np.lexsort((vol, -weight))[0])  # max weight, then min volume, then fewest class-1 items
+    best = int(np.lexsort((score_ranks(vol), score_ranks(-weight)))[0])  # max weight, then min volume, then fewest class-1 items
     a1, a2 = int(a1[best]), int(a2[best])
     return np.sort(np.concatenate([m1[:a1], m2[:a2]])).astype(np.int64)
 
@@ -296,7 +300,7 @@ def knapsack_greedy(w, v, cap) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(v > 0, w / np.where(v > 0, v, 1.0), np.inf)
-    order = np.lexsort((np.arange(n), v, -ratio))
+    order = np.lexsort((np.arange(n), score_ranks(v), score_ranks(-ratio)))
     csum = np.cumsum(v[order])
     lim = _limit(2.0 * cap)
     k = int(np.searchsorted(csum, lim, side="right"))  # items order[:k] fit
@@ -340,7 +344,7 @@ def select_batch(kind: str, w, v, cap, *, eps: float = 0.1, method: str = "auto"
     chosen = np.zeros(w.size, dtype=bool)
     chosen[sel] = True
     room = {"exact": 1.0, "cadp": 1.0 + eps, "greedy": 2.0}[kind] * _limit(float(cap)) - float(v[chosen].sum())
-    for j in zero[np.lexsort((zero, v[zero]))]:
+    for j in zero[np.lexsort((zero, score_ranks(v[zero])))]:
         if not chosen[j] and v[j] <= room:
             chosen[j] = True
             room -= v[j]

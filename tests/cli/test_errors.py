@@ -68,6 +68,8 @@ CASES = [
     ("run: nan parameter", RUN + ["--set", "zeta=nan"], "zeta", True),
     ("run: unknown parameter", RUN + ["--set", "nope=1"], "params.nope", True),
     ("run: --set without =", RUN + ["--set", "zeta"], "key=value", True),
+    ("run: warm-up past the horizon", RUN + ["--warmup", "10"], "warm-up", True),
+    ("compare: warm-up twice", CMP + ["--warmup", "1", "--set", "warmup=2"], "disagree", True),
     # agents and models
     ("run: unknown agent", ["run", "ec2", "--agent", "nope"], "unknown agent", True),
     ("run: bad agent parameter", RUN + ["--set", "agent.scan=0"], "agent.scan", True),
@@ -109,6 +111,9 @@ CASES = [
     ("reproduce: unknown claim", ["reproduce", "no-such-claim"], "no-such-claim", True),
     ("reproduce: bad setting", ["reproduce", "rms-ec2-boundary", "--set", "rms.google_n=-5"], "rms.google_n", True),
     ("bench: negative events", ["bench", "--no-ppo", "--no-replay", "--memory-events", "-1"], "--memory-events",
+     True),
+    ("bench: --plot without --scale", ["bench", "--no-ppo", "--no-replay", "--plot", "{tmp}/x.png"], "--scale", True),
+    ("bench: scale plot to a bad path", ["bench", "--scale", "--quick", "--plot", "/proc/x.png"], "cannot write",
      True),
     ("unknown command", ["nope"], "No such command", True),
 ]

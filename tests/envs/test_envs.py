@@ -16,10 +16,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from gymnasium.wrappers import FlattenObservation
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import clustergym
-from gymnasium.wrappers import FlattenObservation
 from clustergym import (
     AdmissionEnv,
     ClusterEnv,
@@ -59,7 +59,7 @@ def _small(env_id: str) -> float:
     if name in SMALL_HORIZON:
         return SMALL_HORIZON[name]
     if clustergym.PRESETS[name].needs_traces:
-        pytest.skip(f"{name}: a trace-driven preset (covered by tests/test_traces.py)")
+        pytest.skip(f"{name}: a trace-driven preset (covered by tests/traces/test_traces.py)")
     try:
         sc = make_preset(name)
     except TraceNotFoundError as e:

@@ -11,13 +11,37 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clustergym.theory.autoscale import (ConfigSpace, as_fraction, critical_loads, default_g, dual_bound, global_greedy, gpa, gpa_objective, greedy_value_per_server, instance_of, lp_bound_per_server, lp_upper_bound, lp_upper_bound_total, trace_upper_bound, worst_case_family)
-from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.errors import ScenarioError
+from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.scenarios import Scenario, make_preset
-from clustergym.scenarios.presets.autoscale import SYN4_REWARDS, SYN4_SERVER, SYN4_TYPES
-from clustergym.scenarios.presets.autoscale import (EX1_REWARDS, EX1_SERVER, EX1_TYPES, INTRO_REWARDS, INTRO_SERVER,
-                                                    INTRO_TYPES)
+from clustergym.scenarios.presets.autoscale import (
+    EX1_REWARDS,
+    EX1_SERVER,
+    EX1_TYPES,
+    INTRO_REWARDS,
+    INTRO_SERVER,
+    INTRO_TYPES,
+    SYN4_REWARDS,
+    SYN4_SERVER,
+    SYN4_TYPES,
+)
+from clustergym.theory.autoscale import (
+    ConfigSpace,
+    as_fraction,
+    critical_loads,
+    default_g,
+    dual_bound,
+    global_greedy,
+    gpa,
+    gpa_objective,
+    greedy_value_per_server,
+    instance_of,
+    lp_bound_per_server,
+    lp_upper_bound,
+    lp_upper_bound_total,
+    trace_upper_bound,
+    worst_case_family,
+)
 from clustergym.workloads import ReplaySource
 
 RHO = (F(2), F(1, 2), F(4, 3), F(1))
@@ -90,6 +114,56 @@ def test_syn4_closed_forms_and_critical_loads(syn4):
         assert global_greedy([alpha * r for r in RHO], syn4).value == 1024 + F(124, 3) * alpha
     for alpha in (F(1, 10), F(1, 2), F(6, 7)):
         assert global_greedy([alpha * r for r in RHO], syn4).value == 1236 * alpha
+
+
+def _holds_all(rho, sp, alpha):
+    """Definition of the first critical load: the greedy assignment serves all of ``alpha rho``."""
+    g = global_greedy([alpha * r for r in rho], sp)
+    return all(y == alpha * r for y, r in zip(g.y, rho))
+
+
+# Two-resource instances where the cap (sum z = 1) binds at the *first* step, so later steps
+# must still follow eq. (3.3) on the uncapped workload.  Capacity (12, 12).
+CAP_FIRST = [
+    # demands, rewards, rho, steps (config, z, x, removed), alpha_1
+    ([[6, 7], [4, 5], [8, 5]], (7, 5, 7), (3, 3, 1),
+     [((1, 1, 0), F(3), F(1), 0), ((0, 1, 1), F(0), F(0), 1), ((0, 0, 1), F(1), F(0), 2)], F(1, 4)),
+    ([[7, 6], [5, 6], [9, 3]], (8, 7, 1), (2, F(5, 3), 1),
+     [((1, 1, 0), F(5, 3), F(1), 1), ((1, 0, 0), F(1, 3), F(0), 0), ((0, 0, 1), F(1), F(0), 2)], F(1, 3)),
+]
+
+
+@pytest.mark.parametrize("demand,u,rho,steps,alpha1", CAP_FIRST)
+def test_greedy_z_follows_eq_3_3_after_the_cap(demand, u, rho, steps, alpha1):
+    sp = ConfigSpace.additive(np.array(demand, float), np.array([12.0, 12.0]), u)
+    g = global_greedy(rho, sp)
+    assert [(s.config, s.z, s.x, s.removed) for s in g.steps] == steps
+    # eq. (3.3): every removed type is exhausted exactly by the z of the steps up to its own
+    for i, s in enumerate(g.steps):
+        assert as_fraction(rho[s.removed]) == sum(t.config[s.removed] * t.z for t in g.steps[:i + 1])
+    assert g.total_z == 1 / alpha1 and critical_loads(rho, sp)[0] == alpha1
+
+
+@pytest.mark.parametrize("demand,u,rho,steps,alpha1", CAP_FIRST)
+def test_first_critical_load_against_its_definition(demand, u, rho, steps, alpha1):
+    sp = ConfigSpace.additive(np.array(demand, float), np.array([12.0, 12.0]), u)
+    a1, _ = critical_loads(rho, sp)
+    assert _holds_all(rho, sp, a1) and _holds_all(rho, sp, a1 * F(999, 1000))
+    assert not _holds_all(rho, sp, a1 * F(1001, 1000))
+    for c in (F(1, 3), F(2), F(7, 2)):                 # scale invariance: alpha_1(c rho) = alpha_1(rho) / c
+        assert critical_loads([c * r for r in rho], sp)[0] == a1 / c
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_first_critical_load_is_the_largest_fully_served_load(seed):
+    rng = np.random.default_rng(seed)
+    sp, rho = _random_instance(rng)
+    a1, _ = critical_loads(rho, sp)
+    assert a1 > 0
+    assert _holds_all(rho, sp, a1) and not _holds_all(rho, sp, a1 * F(1001, 1000))
+    c = F(int(rng.integers(1, 50)), int(rng.integers(1, 50)))
+    assert critical_loads([c * r for r in rho], sp)[0] == a1 / c
 
 
 # =============================================================================== exact oracle instances

@@ -5,8 +5,8 @@
   admit the job to the least loaded of them *if it fits there*, else reject
   (the paper's wording; ``fallback=true`` tries the other sampled servers in
   load order).  Load of a server = its largest normalised utilisation, ties by
-  the sum of normalised utilisations, then server id (docs/papers/autoscale.md#power-of-d).
-  ``d = 5`` by default.
+  the sum of normalised utilisations, then server id (utilisations within
+  ``SCORE_RTOL`` are ties, :mod:`clustergym.core.scores`; docs/papers/autoscale.md#power-of-d).  ``d = 5`` by default.
 * ``trunk-reservation`` -- the classical threshold policy that DRA generalises
   (Sec. 1.1: with one job per server DRA "reduces to classical trunk reservation";
   not a paper baseline, docs/papers/autoscale.md#extra-baselines): with types ranked by reward rate
@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.autoscale import default_g, type_rewards
-from clustergym.baselines.greedy import select_server
 from clustergym.core.commands import Cmd, Command
+from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.autoscale import default_g, type_rewards
 from clustergym.validation import boolean, number
 
-__all__ = ["PowerOfD", "TrunkReservation"]
+__all__ = ["PowerOfD", "TrunkReservation", "least_loaded_order"]
 
 _ADMIT_REQ = AgentRequirements(
     epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
@@ -65,13 +65,19 @@ class PowerOfD(Agent):
         self._epoch = v.epoch
         L = v.num_servers
         cand = self.rng.choice(L, size=min(self.d, L), replace=False)
-        util = v.load[cand] * self._inv[cand]
-        order = np.lexsort((cand, util.sum(axis=1), util.max(axis=1)))
+        order = least_loaded_order(v.load[cand] * self._inv[cand], cand)
         for idx in (order if self.fallback else order[:1]):
             s = int(cand[idx])
             if v.fits_at(job, s):
                 return Command.admit(s)
         return Command.reject()
+
+
+def least_loaded_order(util: np.ndarray, servers: np.ndarray) -> np.ndarray:
+    """Positions of ``servers`` (rows of ``util``, their normalised utilisations) from the least
+    loaded: the largest utilisation, then the sum of utilisations, then the server index.  Both
+    are sums of loads over capacities, so values within ``SCORE_RTOL`` of a unit capacity tie."""
+    return np.lexsort((servers, score_ranks(util.sum(axis=1), scale=1.0), score_ranks(util.max(axis=1), scale=1.0)))
 
 
 class TrunkReservation(Agent):
@@ -104,9 +110,7 @@ class TrunkReservation(Agent):
             return Command.wait()
         self._epoch = v.epoch
         tau = int(self.tau[v.job_type(job)])
-        if tau > 0:
-            empty = int(np.count_nonzero(v.count_real.sum(axis=1) == 0))
-            if empty < tau:
-                return Command.reject()
-        s = select_server("best-fit", v.fits(job), v.demand(job), v.load, v.capacity, self.rng)
+        if tau > 0 and v.servers_without_real_jobs < tau:  # = count_nonzero(count_real.sum(axis=1) == 0)
+            return Command.reject()
+        s = v.select_server("best-fit", job, self.rng)  # = select_server("best-fit", v.fits(job), ...)
         return Command.admit(s) if s >= 0 else Command.reject()

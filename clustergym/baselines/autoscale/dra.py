@@ -54,10 +54,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.autoscale import Config, ConfigSpace, default_g, gpa, space_of
 from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.autoscale import Config, ConfigSpace, default_g, gpa, space_of
 from clustergym.validation import boolean, choice, number
 
 __all__ = ["DRA", "DRAPreemption", "DRANoMigration"]
@@ -126,13 +127,16 @@ class DRA(Agent):
             cap = np.asarray(v.capacity[0], dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
                 self.size = np.nanmax(np.where(cap > 0, d / cap, 0.0), axis=1)
+            self._size_rank = score_ranks(self.size)  # the preemption order by size, ties up to SCORE_RTOL
             u = np.array([float(x) for x in self.space.rewards])
             dens = np.where(self.size > 0, u / np.where(self.size > 0, self.size, 1.0), np.inf)
             # priority levels = reward densities of the types that earn something; zero-reward types
             # (e.g. a trace's types without jobs) are preemptible and never trigger
             paid = u > 0
-            low = dens[paid].min() if paid.any() else 0.0
-            self.low_types = frozenset(int(j) for j in np.flatnonzero(~paid | np.isclose(dens, low, rtol=1e-9)))
+            low = np.zeros(self.J, dtype=bool)
+            if paid.any():  # the lowest density, ties up to SCORE_RTOL
+                low[np.flatnonzero(paid)[best_mask(dens[paid], largest=False)]] = True
+            self.low_types = frozenset(int(j) for j in np.flatnonzero(~paid | low))
             self.trigger_types = frozenset(int(j) for j in np.flatnonzero(paid)) - self.low_types
 
     # ================================================================== protocol
@@ -500,12 +504,13 @@ class DRAPreemption(DRA):
             for x in v.running_on(s):
                 t = v.job_type(x)
                 if t in low and not v.is_dummy(x):
-                    cands.append((float(self.size[t]), -r, -self.seq[s], x, s, t))
+                    cands.append((int(self._size_rank[t]), -r, -self.seq[s], x, s, t))
         if not cands:
             return False
         cands.sort()
         done = 0.0
-        for size, _, _, x, s, t in cands:
+        for _, _, _, x, s, t in cands:
+            size = float(self.size[t])
             if done >= budget:
                 break
             self._cmds.append(Command.preempt(x))

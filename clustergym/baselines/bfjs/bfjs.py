@@ -66,8 +66,10 @@ is recomputed exactly from its jobs when it loses one (0 when empty), so no
 drift survives.  "Largest job that fits" is a bisection in a
 ``sortedcontainers.SortedList`` keyed ``(size, tie, -id)`` (largest size, then
 smallest id).  "Tightest server" is a scan over servers (Python for small ``L``,
-NumPy for large ``L``); frees within ``1e-12`` count as equal, so float noise
-does not break the smallest-index tie rule.
+NumPy for large ``L``).  Computed scores within ``SCORE_RTOL`` count as equal
+(:mod:`clustergym.core.cluster`: frees relative to the server's capacity, sizes
+relative to themselves), so float noise does not break the smallest-index or
+smallest-id tie rules.
 
 Multi-resource modes (§VII-B, §IX; docs/papers/bfjs.md#multi-resource): parameter ``mode``
 -----------------------------------------------------------------------------------------
@@ -97,14 +99,15 @@ from sortedcontainers import SortedList
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
+from clustergym.core.placement import ResidualIndex
+from clustergym.core.scores import argbest, score_tol
 from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice
 
 __all__ = ["BFJ", "BFJS", "BFS", "EPS", "FIFOFF", "MODES", "SLOT_EPOCHS", "SlottedAgent", "first_by_id"]
 
-EPS = 1e-9          #: fit tolerance in normalised units
-TIE = 1e-12         #: frees closer than this are a tie (smallest index wins)
+EPS = 1e-9          #: fit tolerance in normalised units (§2.0)
 SMALL_L = 32        #: up to this many servers, server scans run in Python; beyond, in NumPy
 SCAN_MIN = 16       #: see first_by_id
 MODES = ("faithful", "vector")
@@ -169,10 +172,14 @@ class SlottedAgent(Agent):
         self.capn = cap / self.ref                         # (L, R) normalised capacities
         self.cap = self.capn.min(axis=1).tolist()         # scalar capacity of each server
         self.tol = [EPS * c for c in self.cap]
+        self.free_scale = float(max(self.cap))              # frees are differences of capacities
         self.homogeneous = bool(np.all(cap == cap[0]))
         self.used = [0.0] * L                             # scalar occupancy of each server
         self.free_np = np.array(self.cap)                 # mirror of cap - used (NumPy scans)
         self.tol_np = np.array(self.tol)
+        # large clusters, faithful mode: tightest/first-fit server queries from an index over free_np
+        # (clustergym.core.placement.ResidualIndex: the NumPy scans' answers without a pass over all L)
+        self._ridx = ResidualIndex(self.free_np, self.tol_np) if L > SMALL_L and not self.vector else None
         self.uvec = np.zeros((L, R))                      # vector mode: normalised usage
         self.on: list[dict[int, None]] = [{} for _ in range(L)]   # jobs on each server
         self.n_on = np.zeros(L, dtype=np.int64)
@@ -254,6 +261,8 @@ class SlottedAgent(Agent):
         self.n_on[l] = len(on)
         self.used[l] = sum(self.occ[i] for i in on) if on else 0.0
         self.free_np[l] = self.cap[l] - self.used[l]
+        if self._ridx is not None:
+            self._ridx.touch(l)
         if self.vector:
             self.uvec[l] = np.sum([self.dvec[i] for i in on], axis=0) if on else 0.0
         self.server_synced(l)
@@ -315,6 +324,8 @@ class SlottedAgent(Agent):
         self.n_on[l] += 1
         self.used[l] += self.occ[i]
         self.free_np[l] = self.cap[l] - self.used[l]
+        if self._ridx is not None:
+            self._ridx.touch(l)
         if self.vector:
             self.uvec[l] += self.dvec[i]
         self.placed(i, l)
@@ -352,22 +363,30 @@ class SlottedAgent(Agent):
     def tightest(self, i: int, servers: Iterable[int] | None = None) -> int:
         """"Tightest server for job i" (BF-J, §IV-A): least residual among the servers where it fits;
         ties to the smallest index.  -1 if it fits nowhere."""
+        if servers is None and self._ridx is not None:  # = the NumPy scan below, from the index
+            return self._ridx.tightest(self.occ[i], self.free_scale)
         if servers is None and (self.L > SMALL_L or self.vector):
             ok = np.flatnonzero(self._fit_mask(i))
             if ok.size == 0:
                 return -1
             score = self.free_np[ok] if not self.vector else (self.capn[ok] - self.uvec[ok]).mean(axis=1)
-            return int(ok[int(np.argmax(score <= score.min() + TIE))])
-        best, best_score = -1, _INF
+            return int(ok[argbest(score, largest=False, scale=self.free_scale)])
+        best_score = _INF
+        cands: list[tuple[int, float]] = []
         for l in (range(self.L) if servers is None else servers):
             if self.fits(i, l):
                 s = self._score(l)
-                if s < best_score - TIE:
-                    best, best_score = l, s
-        return best
+                cands.append((l, s))
+                best_score = min(best_score, s)
+        if not cands:
+            return -1
+        low = best_score + score_tol(best_score, self.free_scale)  # argbest(largest=False), in Python
+        return min(l for l, s in cands if s <= low)
 
     def first_fit(self, i: int, servers: Iterable[int] | None = None) -> int:
         """The smallest-index server where job ``i`` fits, or -1."""
+        if servers is None and self._ridx is not None:  # = the NumPy scan below, from the index
+            return self._ridx.first(self.occ[i])
         if servers is None and self.L > SMALL_L:
             ok = np.flatnonzero(self._fit_mask(i))
             return int(ok[0]) if ok.size else -1
@@ -382,12 +401,28 @@ class SlottedAgent(Agent):
         pos = pool.bisect_right((self.bound(l) + self.tol[l], _INF, 0))
         if pos == 0:
             return -1
-        if not self.vector:
-            return -pool[pos - 1][2]
-        for key in pool.islice(0, pos, reverse=True):
-            if self.fits(-key[2], l):
-                return -key[2]
-        return -1
+        # the largest fitting size, then every fitting key tied with it (SCORE_RTOL; they sit just
+        # below it in the pool); among them the largest tie key (vector mode, up to SCORE_RTOL),
+        # then the smallest id
+        tied: list[tuple[float, float, int]] = []
+        i = pos - 1
+        while i >= 0:
+            key = pool[i]
+            if tied and tied[0][0] - key[0] > score_tol(tied[0][0]):
+                break
+            if not self.vector or self.fits(-key[2], l):
+                tied.append(key)
+                # the rest of its block of equal (size, tie) keys has larger ids: skip it
+                i = pool.bisect_left((key[0], key[1], -_INF)) - 1
+            else:
+                i -= 1
+        if not tied:
+            return -1
+        if len(tied) == 1:
+            return -tied[0][2]
+        top = max(k[1] for k in tied)
+        low = top - score_tol(top)
+        return min(-k[2] for k in tied if k[1] >= low)
 
     def servers_with_room(self, size: float) -> list[int]:
         """Servers whose bound admits a job of occupancy ``size`` (a superset of where it fits)."""

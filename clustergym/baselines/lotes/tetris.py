@@ -20,7 +20,8 @@ simplified score, implemented literally:
 Operational rules (the paper gives the scores only; these are clustergym's):
 
 * **arrival** of ``z``: over every machine where ``z`` fits now, start ``z`` on
-  the best score (ties: lowest index); if none fits, ``z`` joins the single
+  the best score (ties: lowest index; scores within ``SCORE_RTOL`` of the
+  larger of their two terms are ties, :mod:`clustergym.core.cluster`); if none fits, ``z`` joins the single
   global queue (the kernel's central queue);
 * **completion** on ``m``: repeatedly start the queued job with the best
   ``S(z, m)`` among those that fit ``m`` (ties: earliest arrival), until none fits.
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
+from clustergym.core.scores import argbest
 from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
@@ -107,8 +109,8 @@ class TetrisTran(ArrivalExitDispatcher):
             return -1
         free = self._cap[idx] - load[idx]
         p = self._work[job] / self._speed[idx, self._type[job]]
-        score = self.w_align * (free @ d) - self.w_work * p * float(d.sum())
-        return int(idx[int(np.argmax(score))])
+        align, work = self.w_align * (free @ d), self.w_work * p * float(d.sum())
+        return int(idx[argbest(align - work, scale=_magnitude(align, work))])
 
     def _on_exit(self, m: int) -> int:
         """The best-scoring queued job that fits machine ``m``, which freed resources, or -1."""
@@ -124,6 +126,11 @@ class TetrisTran(ArrivalExitDispatcher):
         ids, D = q.ids[idx], q.dem[idx]
         free = self._cap[m] - load
         p = self._work[ids] / self._speed[m, self._type[ids]]
-        score = self.w_align * (D @ free) - self.w_work * p * D.sum(axis=1)
+        align, work = self.w_align * (D @ free), self.w_work * p * D.sum(axis=1)
         # ties: earliest arrival (the mirror keeps arrival order)
-        return q.pop_at(int(idx[int(np.argmax(score))]))
+        return q.pop_at(int(idx[argbest(align - work, scale=_magnitude(align, work))]))
+
+
+def _magnitude(align: np.ndarray, work: np.ndarray) -> float:
+    """The scale of a Tetris score ``align - work``: its terms' size (the difference can cancel)."""
+    return float(max(np.max(np.abs(align)), np.max(np.abs(work))))

@@ -7,7 +7,8 @@ At every event time ``t`` (after all completions and arrivals at ``t``):
   order ``(p_j, id)`` and start every job that fits that machine (one pass is "recursively the
   shortest job that fits": usage only grows).
 * Phase 0, arrivals: each job released at ``t`` (in id order) goes to the machine with the smallest
-  L2 norm of remaining resources (normalised; ties: lowest index) among those where it fits, or
+  L2 norm of remaining resources (normalised; ties: lowest index, norms within ``SCORE_RTOL`` of a
+  unit capacity being ties, :func:`clustergym.core.cluster.argbest`) among those where it fits, or
   joins the queue.  Queued jobs are only ever started on a machine at the moment one of its jobs
   departs.
 
@@ -19,16 +20,18 @@ chosen at random among them, seeded by the agent's generator).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from clustergym.baselines.mris.mris import EventTimeAgent
 from clustergym.core.commands import Command
+from clustergym.core.scores import argbest
 from clustergym.errors import ConfigError
 from clustergym.validation import choice
 
-__all__ = ["BFExec"]
+__all__ = ["BFExec", "tightest_by_norm"]
 
 
 class BFExec(EventTimeAgent):
@@ -68,13 +71,21 @@ class BFExec(EventTimeAgent):
                     first = a + 1
                     yield Command.place(int(order[a]), i)
         # phase 0: arrivals at t
-        cap = np.where(self.capacity > 0, self.capacity, 1.0)
         for j in np.sort(arrivals):
-            load = v.load
-            ok = np.all(load + c.dem_abs[j] <= self.limit, axis=1)
-            if not ok.any():
-                continue
-            norm = np.linalg.norm(1.0 - load / cap, axis=1)
-            idx = np.flatnonzero(ok)
-            best = idx[np.lexsort((idx, norm[idx]))[0]]
-            yield Command.place(int(j), int(best))
+            best = tightest_by_norm(v.load, c.dem_abs[j], self.limit, self.capacity)
+            if best >= 0:
+                yield Command.place(int(j), best)
+
+
+def tightest_by_norm(load: np.ndarray, demand: np.ndarray, limit: np.ndarray, capacity: np.ndarray) -> int:
+    """BF-EXEC's machine for an arriving job: among the machines where ``demand`` fits (``load + demand
+    <= limit``), the smallest L2 norm of the normalised remaining capacity ``1 - load / capacity``;
+    norms within ``SCORE_RTOL`` of a unit capacity are ties, which go to the lowest index.  -1 if
+    it fits nowhere."""
+    ok = np.all(load + demand <= limit, axis=1)
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return -1
+    cap = np.where(capacity[idx] > 0, capacity[idx], 1.0)
+    norm = np.linalg.norm(1.0 - load[idx] / cap, axis=1)
+    return int(idx[argbest(norm, largest=False, scale=1.0)])

@@ -47,7 +47,8 @@ import dataclasses
 import heapq
 import math
 from abc import abstractmethod
-from typing import Any, ClassVar, Iterator
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,11 +56,11 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
+from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.mris import KNAPSACKS, MRISInstance, select_batch
 from clustergym.validation import choice, number, positive
-from clustergym.theory.mris import KNAPSACKS, select_batch
-from clustergym.theory.mris import MRISInstance
 
 __all__ = ["TOL", "SORT_KEYS", "sort_scores", "priority_order", "check_key", "MRISResult", "mris_schedule",
            "check_schedule", "events_pending_now", "JobCache",
@@ -103,14 +104,16 @@ def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.nda
 
 def priority_order(key: str, ids: np.ndarray, r: np.ndarray, p: np.ndarray, w: np.ndarray,
                    u: np.ndarray) -> np.ndarray:
-    """``ids`` sorted by ``(score, r_j, id)`` (deterministic ties: docs/papers/mris.md#event-times).
+    """``ids`` sorted by ``(score, r_j, id)`` (deterministic ties, up to ``SCORE_RTOL``: docs/papers/mris.md#event-times).
 
-    ``r, p, w, u`` are indexed by job id."""
+    Scores within ``SCORE_RTOL`` of each other are ties (:func:`clustergym.core.cluster.score_ranks`):
+    ``u_j`` is a sum of demands normalised by the capacity, so keys equal in exact arithmetic can
+    differ in the last bits.  ``r, p, w, u`` are indexed by job id."""
     ids = np.asarray(ids, dtype=np.int64)
     if ids.size == 0:
         return ids
     s = sort_scores(key, r[ids], p[ids], w[ids], u[ids])
-    return ids[np.lexsort((ids, r[ids], s))]
+    return ids[np.lexsort((ids, r[ids], score_ranks(s)))]
 
 
 # ================================================================================== offline reference
@@ -180,8 +183,7 @@ def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact"
             zeta = R * M * g
             Ja = np.array(J)
             B = Ja[select_batch(knapsack, w[Ja], vol[Ja], zeta, eps=eps, method=exact_method)]
-            L = sorted(B.tolist(), key=lambda j: (sort_scores(key, r[j:j + 1], p[j:j + 1], w[j:j + 1],
-                                                                 u[j:j + 1])[0], r[j], j))
+            L = priority_order(key, B, r, p, w, u).tolist()
             scans: list[tuple[int, float, list[int]]] = []
             clock = [g] * M
             while L:

@@ -2,7 +2,7 @@
 
 PQ (Sec. 4): at every event time ``t`` (arrivals and completions, after every
 completion and arrival at ``t`` has been processed, docs/papers/mris.md#event-times), the released, unstarted jobs are
-sorted by a key of Sec. 7.3 (ties: release time, then id) and scanned once from the head; each job that
+sorted by a key of Sec. 7.3 (ties, up to ``SCORE_RTOL``: release time, then id) and scanned once from the head; each job that
 fits some machine now starts on the lowest-index machine where it fits (first fit; equivalent to the
 authors' code's machine-major min-clock scan, docs/papers/mris.md#pq-machine).  Work-conserving list
 scheduling; Lemma 4.1 shows its competitive ratio is Omega(N).
@@ -22,17 +22,27 @@ first fit, event-driven; ``offline=True`` releases every job at 0, PQ for makesp
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Iterator
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.baselines.mris.mris import (_NEEDS_DURATION, _WORK_EPOCHS, SORT_KEYS, TOL, EventTimeAgent, check_key,
-                                       priority_order, sort_scores)
+from clustergym.baselines.mris.mris import (
+    _NEEDS_DURATION,
+    _WORK_EPOCHS,
+    SORT_KEYS,
+    TOL,
+    EventTimeAgent,
+    check_key,
+    priority_order,
+    sort_scores,
+)
+from clustergym.core.cluster import score_ranks
 from clustergym.core.commands import Cmd, Command
 from clustergym.errors import ConfigError
-from clustergym.validation import number
 from clustergym.theory.mris import MRISInstance
+from clustergym.validation import number
 
 __all__ = ["PriorityQueue", "PQ_SVF", "PQ_WSVF", "PQ_SJF", "PQ_WSJF", "PQ_SDF", "PQ_WSDF", "PQ_ERF", "CollectAllPQ", "pq_schedule", "pq_schedule_machine_major"]
 
@@ -134,7 +144,7 @@ def _order(key: str, ids: list[int], inst: MRISInstance) -> list[int]:
     u = inst.demand.sum(axis=1)
     ids_a = np.asarray(ids, dtype=np.int64)
     s = sort_scores(key, inst.release[ids_a], inst.proc[ids_a], inst.weight[ids_a], u[ids_a])
-    return [int(j) for j in ids_a[np.lexsort((ids_a, inst.release[ids_a], s))]]
+    return [int(j) for j in ids_a[np.lexsort((ids_a, inst.release[ids_a], score_ranks(s)))]]
 
 
 def pq_schedule(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False,

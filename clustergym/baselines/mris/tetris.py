@@ -10,7 +10,8 @@ that time), for machine 0, 1, ..., M-1 in turn, repeatedly
 * ``rem`` = the machine's remaining capacity (normalised to 1 per resource);
 * alignment ``a_j = d_j · rem`` and the smaller-volume term ``s_j = 1 / v_j`` (``v_j = p_j Σ_l d_jl``);
 * ``ε_T = mean_F(a) / mean_F(s)``, recomputed before every pick;
-* start ``argmax_F (a_j + ε_T s_j)`` (ties: earliest release, then id) on the machine,
+* start ``argmax_F (a_j + ε_T s_j)`` (ties: earliest release, then id; scores within
+  ``SCORE_RTOL`` of the maximum are ties, :func:`clustergym.core.cluster.argbest`) on the machine,
 
 until nothing fits.  The paper's "a_j + ε v_j" is read as "+ ε x (smaller volume is better)", as
 the authors' code does.  Weights are not used.  A job of zero volume gets ``s_j = 1e12``
@@ -19,12 +20,13 @@ the authors' code does.  Weights are not used.  A job of zero volume gets ``s_j 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from clustergym.baselines.mris.mris import EventTimeAgent
 from clustergym.core.commands import Command
+from clustergym.core.scores import argbest
 
 __all__ = ["TetrisMRIS", "ZERO_VOLUME_SCORE"]
 
@@ -64,7 +66,8 @@ class TetrisMRIS(EventTimeAgent):
                 a = dem_n[cand] @ rem
                 s = s_all[cand]
                 eps = a.mean() / s.mean()
-                pick = cand[int(np.argmax(a + eps * s))]  # first maximum: earliest release, then id
+                # the first of the tied maxima: ids follow release order, so earliest release, then id
+                pick = cand[argbest(a + eps * s)]
                 placed[pick] = True
                 cand = cand[cand != pick]
                 yield Command.place(int(q[pick]), i)

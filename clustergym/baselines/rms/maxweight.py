@@ -64,13 +64,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from clustergym._cache import Cache
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.capacity import enumerate_configurations
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.simulator import EpochConfig
-from clustergym._cache import Cache
 from clustergym.errors import ConfigError, ScenarioError
+from clustergym.theory.capacity import enumerate_configurations
 from clustergym.validation import choice, number
 
 __all__ = ["Knapsack", "knapsack_for", "MaxWeightRefresh", "MaxWeightStop"]
@@ -144,11 +145,11 @@ class Knapsack:
             return np.zeros(J, dtype=np.int64)
         if self.method == "enumerate":
             score = self._configs_f @ q
-            top = np.flatnonzero(score >= score.max() - 1e-9 * max(1.0, float(score.max())))
+            top = np.flatnonzero(best_mask(score))
             return self.configs[top[int(np.argmax(self._njobs[top]))]].copy()
         if self.method == "divisible":
             density = q / self._ratio
-            top = np.flatnonzero(density >= density.max() * (1 - 1e-12))
+            top = np.flatnonzero(best_mask(density))
             j = int(top[int(np.argmax(self._count[top]))])
             k = np.zeros(J, dtype=np.int64)
             k[j] = self._count[j]
@@ -160,7 +161,8 @@ class Knapsack:
         J = self.demand.shape[0]
         k = np.zeros(J, dtype=np.int64)
         used = np.zeros_like(self.capacity)
-        order = sorted((j for j in range(J) if q[j] > 0), key=lambda j: (-q[j] / self.size[j], j))
+        pos = np.flatnonzero(q > 0)
+        order = pos[np.lexsort((pos, score_ranks(-q[pos] / self.size[pos])))].tolist()
         for j in order:
             d = self.demand[j]
             pos = d > 0

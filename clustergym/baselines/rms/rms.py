@@ -94,14 +94,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from clustergym._cache import Cache
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.baselines.greedy import select_server
-from clustergym.theory.capacity import max_jobs_per_server
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym._cache import Cache
 from clustergym.errors import ConfigError
+from clustergym.theory.capacity import max_jobs_per_server
 from clustergym.validation import boolean, choice, matrix, number, positive, vector
 
 __all__ = [
@@ -363,11 +362,9 @@ class RMS(_RMSBase):
         if self.selection == "uniform":
             s = int(self.rng.integers(self.L))
             return s if self.view.type_fits_at(j, s) else -1
-        fits = v.fits_type(j)
-        if self.selection == "rf":
-            idx = np.flatnonzero(fits)
-            return int(idx[self.rng.integers(idx.size)]) if idx.size else -1
-        return select_server("best-fit", fits, self.type_demand[j], v.load, self.capacity, self.rng)
+        # among fits_type(j): RF a uniform draw over the fitting servers in index order, BF
+        # select_server("best-fit", ...); from the kernel's placement index on large clusters
+        return v.select_server_for_type("random-fit" if self.selection == "rf" else "best-fit", j, self.rng)
 
     def _start(self, j: int, server: int) -> Command:
         """Head-of-line type-``j`` job on ``server``, or a dummy if ``Q_j = 0`` (Algorithm 1)."""

@@ -1,0 +1,179 @@
+"""Figures of comparisons, drawn from :func:`~clustergym.runner.stats.summarize` tables.
+
+Each figure reads the metric's label, unit, direction and bounds from
+:mod:`clustergym.runner.metric_info`, draws the interval within the bounds (``<metric>_lo`` and
+``<metric>_hi``), and marks the agents that use an oracle (information a learned agent does not get)
+with hatching and a legend entry.  Agents are laid out horizontally, sorted best first, so that 40
+and more stay readable.  :func:`figure_data` returns the numbers each figure draws, for tests and
+for readers who want the values behind a plot.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clustergym.runner.metric_info import metric_info
+
+__all__ = ["FIGURE_FORMATS", "figure_data", "plot_agents", "plot_paired", "plot_sweep", "save_figure"]
+
+#: the formats :func:`save_figure` writes by default (PNG for screens, SVG and PDF for papers)
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+_ORACLE_HATCH = "///"
+
+
+def _interval(summary: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper ends of each row's interval, within the metric's bounds."""
+    info = metric_info(metric)
+    mean = summary[metric].to_numpy(dtype=float)
+    if f"{metric}_lo" in summary:
+        lo, hi = summary[f"{metric}_lo"].to_numpy(dtype=float), summary[f"{metric}_hi"].to_numpy(dtype=float)
+    else:
+        half = summary[f"{metric}_ci95"].to_numpy(dtype=float)
+        lo, hi = np.maximum(mean - half, info.lower), np.minimum(mean + half, info.upper)
+    # no interval (a single seed): the point alone
+    return np.where(np.isfinite(lo), lo, mean), np.where(np.isfinite(hi), hi, mean)
+
+
+def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents",
+                param: str | None = None) -> pd.DataFrame:
+    """The values a figure draws, one row per bar or point, in drawing order.
+
+    ``kind="agents"``: ``agent, mean, lo, hi, uses_oracle``, best first (the metric's direction).
+    ``kind="paired"``: ``agent, diff, lo, hi, p_adj, uses_oracle`` for every agent but the reference,
+    best first; the interval is the paired difference's Student-t interval.
+    ``kind="sweep"``: ``agent, <param>, x, mean, lo, hi, uses_oracle``, where ``x`` is the position
+    after the dodge (each agent shifted by a small fraction of the spacing between swept values).
+    """
+    info = metric_info(metric)
+    oracle = summary["uses_oracle"].astype(bool) if "uses_oracle" in summary else pd.Series(False, summary.index)
+    if kind == "agents":
+        lo, hi = _interval(summary, metric)
+        d = pd.DataFrame({"agent": summary["agent"].to_numpy(), "mean": summary[metric].to_numpy(dtype=float),
+                          "lo": lo, "hi": hi, "uses_oracle": oracle.to_numpy()})
+        return d.sort_values("mean", ascending=info.lower_is_better, kind="stable", na_position="last") \
+            .reset_index(drop=True)
+    if kind == "paired":
+        if f"{metric}_diff" not in summary:
+            raise ValueError(f"the summary has no paired differences of {metric}: summarize(..., reference=...)")
+        keep = summary[f"{metric}_diff"].notna()
+        s = summary[keep]
+        diff, half = s[f"{metric}_diff"].to_numpy(dtype=float), s[f"{metric}_diff_ci95"].to_numpy(dtype=float)
+        half = np.where(np.isfinite(half), half, 0.0)
+        d = pd.DataFrame({"agent": s["agent"].to_numpy(), "diff": diff, "lo": diff - half, "hi": diff + half,
+                          "p_adj": s.get(f"{metric}_diff_p_adj", pd.Series(math.nan, s.index)).to_numpy(dtype=float),
+                          "uses_oracle": oracle[keep].to_numpy()})
+        return d.sort_values("diff", ascending=info.lower_is_better, kind="stable").reset_index(drop=True)
+    if kind == "sweep":
+        if param is None:
+            raise ValueError("a sweep figure needs the swept parameter")
+        lo, hi = _interval(summary, metric)
+        agents = list(dict.fromkeys(summary["agent"]))
+        values = np.sort(summary[param].astype(float).unique())
+        spacing = float(np.min(np.diff(values))) if values.size > 1 else 1.0
+        width = 0.5 * spacing / max(len(agents), 1)
+        offset = {a: (i - (len(agents) - 1) / 2) * width for i, a in enumerate(agents)}
+        return pd.DataFrame({"agent": summary["agent"].to_numpy(), param: summary[param].to_numpy(),
+                             "x": summary[param].astype(float).to_numpy() + summary["agent"].map(offset).to_numpy(),
+                             "mean": summary[metric].to_numpy(dtype=float), "lo": lo, "hi": hi,
+                             "uses_oracle": oracle.to_numpy()})
+    raise ValueError(f"kind must be 'agents', 'paired' or 'sweep', not {kind!r}")
+
+
+def _new_axes(n_rows: int, ax: Any) -> Any:
+    import matplotlib.pyplot as plt
+
+    if ax is not None:
+        return ax
+    return plt.subplots(figsize=(6.4, max(2.2, 0.28 * n_rows + 1.0)))[1]
+
+
+def _oracle_legend(ax: Any, any_oracle: bool) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor="C0", label="no oracle")]
+    if any_oracle:
+        handles.append(Patch(facecolor="C1", hatch=_ORACLE_HATCH, label="uses an oracle"))
+    ax.legend(handles=handles, fontsize=7, loc="best")
+
+
+def plot_agents(summary: pd.DataFrame, metric: str, ax: Any = None) -> Any:
+    """``metric`` per agent, one horizontal bar each, best on top, with its 95% interval within
+    the metric's bounds; oracle agents hatched.  Returns the axes."""
+    d = figure_data(summary, metric, kind="agents")
+    ax = _new_axes(len(d), ax)
+    y = np.arange(len(d))[::-1]
+    colors = np.where(d["uses_oracle"], "C1", "C0")
+    bars = ax.barh(y, d["mean"], color=colors, xerr=[d["mean"] - d["lo"], d["hi"] - d["mean"]], capsize=3,
+                   error_kw={"elinewidth": 0.8})
+    for bar, oracle in zip(bars, d["uses_oracle"]):
+        if oracle:
+            bar.set_hatch(_ORACLE_HATCH)
+    ax.set_yticks(y, d["agent"], fontsize=7 if len(d) > 15 else 8)
+    ax.set_xlabel(metric_info(metric).axis_label + " (95% CI)", fontsize=8)
+    _oracle_legend(ax, bool(d["uses_oracle"].any()))
+    return ax
+
+
+def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = None) -> Any:
+    """The paired difference ``agent - reference`` (same seeds) per agent with its 95% interval and a
+    line at 0; the adjusted p-value method is in the label.  Returns the axes."""
+    d = figure_data(summary, metric, kind="paired")
+    ax = _new_axes(len(d), ax)
+    y = np.arange(len(d))[::-1]
+    for yi, row in zip(y, d.itertuples()):
+        color = "C1" if row.uses_oracle else "C0"
+        ax.errorbar(row.diff, yi, xerr=[[row.diff - row.lo], [row.hi - row.diff]], fmt="s" if row.uses_oracle else "o",
+                    color=color, capsize=3, markersize=4)
+    ax.axvline(0.0, color="0.4", linewidth=0.8)
+    ax.set_yticks(y, d["agent"], fontsize=7 if len(d) > 15 else 8)
+    info = metric_info(metric)
+    unit = f" ({info.unit})" if info.unit else ""
+    method = summary.attrs.get("p_adjust", "holm")
+    ax.set_xlabel(f"{info.label}{unit}: agent - {reference}, paired by seed (95% CI; p adjusted: {method})",
+                  fontsize=8)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="o", color="C0", linestyle="", label="no oracle")]
+    if d["uses_oracle"].any():
+        handles.append(Line2D([], [], marker="s", color="C1", linestyle="", label="uses an oracle"))
+    ax.legend(handles=handles, fontsize=7, loc="best")
+    return ax
+
+
+def plot_sweep(summary: pd.DataFrame, param: str, metric: str, ax: Any = None) -> Any:
+    """``metric`` against the swept ``param``, one series per agent dodged sideways, intervals
+    within the metric's bounds; a log axis only when every interval is positive.  Oracle agents
+    are drawn dashed with square markers.  Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    d = figure_data(summary, metric, kind="sweep", param=param)
+    ax = ax if ax is not None else plt.subplots(figsize=(6.4, 4))[1]
+    for agent, grp in d.groupby("agent", sort=False):
+        oracle = bool(grp["uses_oracle"].any())
+        ax.errorbar(grp["x"], grp["mean"], yerr=[grp["mean"] - grp["lo"], grp["hi"] - grp["mean"]],
+                    marker="s" if oracle else "o", linestyle="--" if oracle else "-", capsize=3, markersize=4,
+                    label=f"{agent} (oracle)" if oracle else agent)
+    ax.set_xlabel(param.replace("_", " "))
+    ax.set_ylabel(metric_info(metric).axis_label, fontsize=8)
+    if (d["lo"] > 0).all() and d["hi"].max() / d["lo"].min() > 50:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7, ncol=2 if d["agent"].nunique() > 8 else 1)
+    return ax
+
+
+def save_figure(fig: Any, path_stem: str | Path, formats: tuple[str, ...] = FIGURE_FORMATS,
+                dpi: int = 200) -> list[Path]:
+    """Write ``fig`` as ``<stem>.<format>`` for each format; returns the paths."""
+    stem = Path(path_stem)
+    paths = []
+    for fmt in formats:
+        p = stem.with_name(f"{stem.name}.{fmt}")
+        fig.savefig(p, dpi=dpi, format=fmt, bbox_inches="tight")
+        paths.append(p)
+    return paths
