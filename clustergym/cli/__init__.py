@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 import typer.core
@@ -158,9 +158,9 @@ def run_cmd(
     agent: str = typer.Option(..., "--agent", help="registered agent name (see `clustergym list`)"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value; agent.key=value for the agent"),
     seed: int = typer.Option(0, "--seed"),
-    horizon: Optional[float] = typer.Option(None, "--horizon", help="override the simulated horizon"),
+    horizon: float | None = typer.Option(None, "--horizon", help="override the simulated horizon"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Run one agent on one scenario and report its metrics."""
     from clustergym.agent_api import make_agent
@@ -195,28 +195,28 @@ def run_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    scenario: Optional[str] = typer.Argument(None, help="preset name or scenario file (not with --resume)"),
-    agents: Optional[str] = typer.Option(None, "--agents", help="comma-separated agent names or model paths; "
+    scenario: str | None = typer.Argument(None, help="preset name or scenario file (not with --resume)"),
+    agents: str | None = typer.Option(None, "--agents", help="comma-separated agent names or model paths; "
                                                      "'all' (alone or in the list): every registered agent that can run on the scenario"),
-    seeds: Optional[int] = typer.Option(None, "--seeds", help="number of seeds (0..N-1), the same for every agent "
+    seeds: int | None = typer.Option(None, "--seeds", help="number of seeds (0..N-1), the same for every agent "
                                                               "(default 5)"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
-    horizon: Optional[float] = typer.Option(None, "--horizon"),
-    sweep_: Optional[str] = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
-    reference: Optional[str] = typer.Option(None, "--reference", help="agent the paired differences are taken "
+    horizon: float | None = typer.Option(None, "--horizon"),
+    sweep_: str | None = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
+    reference: str | None = typer.Option(None, "--reference", help="agent the paired differences are taken "
                                                                       "against (default: the first agent)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes (default: the "
+    workers: int | None = typer.Option(None, "--workers", help="local worker processes (default: the "
                                                                   "available cores; 1 runs in this process)"),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="a new or empty folder: run.json and cells.jsonl "
+    out_dir: Path | None = typer.Option(None, "--out", help="a new or empty folder: run.json and cells.jsonl "
                                                                "(every episode as it finishes), then results.csv, "
                                                                "results.parquet, summary.csv and a plot"),
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the interrupted or failed run in this "
+    resume: Path | None = typer.Option(None, "--resume", help="continue the interrupted or failed run in this "
                                                                  "folder (its run.json): only the missing episodes run"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals.
 
@@ -409,29 +409,29 @@ def compare_cmd(
 
 @app.command("train")
 def train_cmd(
-    scenario: Optional[str] = typer.Argument(None, help="preset name or scenario file (not needed with --resume)"),
-    algo: Optional[str] = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
+    scenario: str | None = typer.Argument(None, help="preset name or scenario file (not needed with --resume)"),
+    algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
     timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="a new or empty folder (default runs/train): "
+    out_dir: Path | None = typer.Option(None, "--out", help="a new or empty folder (default runs/train): "
                                                                "model.zip, model.json, checkpoints/, tb/, eval.csv"),
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
-    policy: Optional[str] = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant "
+    policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant "
                                                                 "(default)"),
-    envs: Optional[int] = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
+    envs: int | None = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
+    seed: int | None = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
-    eval_horizon: Optional[float] = typer.Option(None, "--eval-horizon", help="evaluation episode length "
+    eval_horizon: float | None = typer.Option(None, "--eval-horizon", help="evaluation episode length "
                                                                               "(default: the training horizon)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="continue a run: a checkpoint .zip or the run "
+    resume: Path | None = typer.Option(None, "--resume", help="continue a run: a checkpoint .zip or the run "
                                                                  "folder; its scenario, --set settings, algorithm "
                                                                  "and policy are restored from its model.json"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
                                                      "horizon, reward_scale; algo.<name>=v for the algorithm; "
                                                      "policy.work_conserving=true"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
-    warm_start: Optional[str] = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
+    warm_start: str | None = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
                                                                          "(behaviour cloning), e.g. best-fit"),
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
@@ -454,10 +454,10 @@ def train_cmd(
 def reproduce_cmd(
     claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),
     all_: bool = typer.Option(False, "--all", help="run every registered claim"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
+    workers: int | None = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
                                                                   "(default: min(2, available cores); 1 runs in "
                                                                   "this process); the figures do not depend on it"),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
     scale: float = typer.Option(1.0, "--scale", help="multiply the simulated horizons of the simulation claims "
                                                      "(RMS, BF-J/S, auto-scaling, LoTES generated data); below 1 "
@@ -530,7 +530,7 @@ def bench_cmd(
                                       help="also sample RSS over a run of this many events (e.g. 10000000)"),
     scale: bool = typer.Option(False, "--scale",
                                help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
+    plot: Path | None = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.bench import run_benchmarks
@@ -588,7 +588,7 @@ def bench_cmd(
                       f"growth {slope} bytes/job")
 
 
-def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
+def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
     from clustergym.bench import bench_scale, plot_scale
     from clustergym.cli.trace import _check_plot_target
 

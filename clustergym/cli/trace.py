@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import typer
@@ -90,20 +90,20 @@ def trace_cmd(
     trace: str = typer.Argument(..., help="a trace format (google, alibaba-v2017, cloudsimpy, alibaba-gpu-v2023, "
                                           "alibaba-gpu-v2025, azure) or a trace preset (rms-google, bfjs-google, "
                                           "lotes-google, autoscale-google, alibaba-gpu)"),
-    path: Optional[Path] = typer.Option(None, "--path", help="a trace file (or the task_events directory for google) "
+    path: Path | None = typer.Option(None, "--path", help="a trace file (or the task_events directory for google) "
                                                              "instead of the trace directory's default"),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", help="the trace directory (default "
+    trace_dir: Path | None = typer.Option(None, "--trace-dir", help="the trace directory (default "
                                                                        "$CLUSTERGYM_TRACES or ../shared/traces)"),
-    first_n: Optional[int] = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
-    window: Optional[str] = typer.Option(None, "--window", help="START:END trace seconds on the arrival time "
+    first_n: int | None = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
+    window: str | None = typer.Option(None, "--window", help="START:END trace seconds on the arrival time "
                                                                "(formats only)"),
-    priorities: Optional[str] = typer.Option(None, "--priorities", help="google: a band (non-production, "
+    priorities: str | None = typer.Option(None, "--priorities", help="google: a band (non-production, "
                                                                        "production, free, middle, all) or 0,1,2"),
-    lifecycle: Optional[str] = typer.Option(None, "--lifecycle", help="google: strict, finished or attempts"),
+    lifecycle: str | None = typer.Option(None, "--lifecycle", help="google: strict, finished or attempts"),
     filter_: list[str] = typer.Option([], "--filter", help="another loader option key=value (formats)"),
     set_: list[str] = typer.Option([], "--set", help="a preset parameter key=value (presets)"),
-    bin_width: Optional[float] = typer.Option(None, "--bin", help="seconds per arrival-rate bin (default 1200)"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="save a figure (arrivals over time, durations, "
+    bin_width: float | None = typer.Option(None, "--bin", help="seconds per arrival-rate bin (default 1200)"),
+    plot: Path | None = typer.Option(None, "--plot", help="save a figure (arrivals over time, durations, "
                                                              "demands) to this file"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:

@@ -29,6 +29,8 @@ from typer.testing import CliRunner
 
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.runner import Probe, run_episode
+from clustergym.scenarios.presets.traces import alibaba_gpu, autoscale_google, bfjs_google, lotes_google, rms_google
+from clustergym.scenarios.trace_spec import trace_workload_from_spec
 from clustergym.traces import (
     FORMATS,
     TraceNotFoundError,
@@ -54,10 +56,8 @@ from clustergym.traces import (
 )
 from clustergym.traces import transforms as T
 from clustergym.traces.azure import BIN_INTERVALS, bin_durations, read_interval_map
-from clustergym.traces.paths import default_trace_dir
 from clustergym.traces.cache import google_events as _google_events
-from clustergym.scenarios.presets.traces import alibaba_gpu, autoscale_google, bfjs_google, lotes_google, rms_google
-from clustergym.scenarios.trace_spec import trace_workload_from_spec
+from clustergym.traces.paths import default_trace_dir
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 EXPECTED = json.loads((FIX / "EXPECTED.json").read_text())
@@ -559,7 +559,7 @@ def test_other_presets_on_fixtures():
     trace_presets = {name: p for name, p in PRESETS.items() if p.needs_traces}
     assert set(trace_presets) == {"rms-google", "bfjs-google", "lotes-google", "autoscale-google", "alibaba-gpu",
                                   "google-bf-replay", "mris-alibaba"}
-    for name, p in trace_presets.items():
+    for p in trace_presets.values():
         assert callable(p.build) and p.description and "\n" not in p.description
         assert "trace_dir" in p.defaults()
 
