@@ -21,6 +21,7 @@ epoch with ``WAIT``.
 from __future__ import annotations
 
 import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -172,9 +173,18 @@ def list_agents() -> dict[str, str]:
 
 
 def make_agent(name: str, **params: Any) -> Any:
-    """An agent by registered name, or by path to a saved model (``.zip``)."""
+    """An agent by registered name, by path to a saved model (``.zip``), or by the run folder of a
+    training run (the folder holding ``model.zip``)."""
     if name in AGENTS:
         return agent_factory(name)(**params)
+    if os.path.isdir(name):
+        models = [os.path.join(name, f"model{suffix}") for suffix in MODEL_LOADERS]
+        found = [m for m in models if os.path.isfile(m)]
+        if not found:
+            raise ConfigError("agent", f"{name!r} is a folder without a saved model ({', '.join(map(os.path.basename, models))}); "
+                                       "pass a registered agent name, a model file or the run folder of a finished "
+                                       "`clustergym train`")
+        name = found[0]
     for suffix, loader in MODEL_LOADERS.items():
         if name.endswith(suffix):
             if isinstance(loader, str):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["ClusterGymError", "ScenarioError", "ConfigError", "InvalidCommandError", "TraceFormatError", "ReleasedJobError"]
+__all__ = ["ClusterGymError", "ScenarioError", "ConfigError", "InvalidCommandError", "TraceFormatError", "ReleasedJobError",
+           "MissingExtraError", "require_extra"]
 
 
 class ClusterGymError(Exception):
@@ -52,3 +53,31 @@ class ReleasedJobError(ClusterGymError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class MissingExtraError(ConfigError):
+    """A feature needs an optional dependency that is not installed; the message names the extra
+    to install (``pip install 'clustergym[train]'``)."""
+
+    def __init__(self, what: str, extra: str, missing: str):
+        self.extra = extra
+        self.missing = missing
+        super().__init__("", f"{what} needs the optional dependency {missing!r}, which is not installed; "
+                             f"install it with `pip install 'clustergym[{extra}]'`")
+
+
+def require_extra(modules: str | tuple[str, ...], extra: str, what: str) -> None:
+    """Raise :class:`MissingExtraError` unless every module of ``modules`` can be imported.
+
+    ``what`` says which feature needs them (``"clustergym train"``), ``extra`` which extra
+    brings them.  Only the import is tried: nothing else of the module runs.
+    """
+    import importlib.util
+
+    for module in (modules,) if isinstance(modules, str) else modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingExtraError(what, extra, module)

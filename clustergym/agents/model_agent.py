@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.errors import ConfigError
+from clustergym.errors import ConfigError, require_extra
 
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
 
@@ -32,6 +32,7 @@ VECNORM_NAME = "vecnormalize.pkl"
 
 
 def algo_classes() -> dict[str, Any]:
+    require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import A2C, DQN, PPO
 
@@ -43,12 +44,75 @@ ALGOS = ("ppo", "maskable-ppo", "dqn", "a2c")
 
 
 def read_metadata(model_path: Path) -> dict[str, Any]:
-    """``model.json`` beside the model, or in the run folder above a checkpoint."""
+    """``model.json`` beside the model, or in the run folder above a checkpoint.
+
+    Raises:
+        ConfigError: there is none, or it is damaged (not JSON, not an object, no known ``algo``
+            or ``policy``); the message names the file.
+    """
     for cand in (model_path.with_suffix(".json"), model_path.parent / META_NAME, model_path.parent.parent / META_NAME):
         if cand.is_file():
-            return json.loads(cand.read_text())
+            try:
+                meta = json.loads(cand.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise ConfigError("agent", f"{cand}: damaged metadata, not valid JSON ({e})") from None
+            if not isinstance(meta, dict):
+                raise ConfigError("agent", f"{cand}: damaged metadata, expected a JSON object")
+            if meta.get("algo") not in ALGOS:
+                raise ConfigError("agent", f"{cand}: unknown algorithm {meta.get('algo')!r} (expected one of "
+                                           f"{', '.join(ALGOS)})")
+            if meta.get("policy") not in ("mlp", "equivariant"):
+                raise ConfigError("agent", f"{cand}: unknown policy {meta.get('policy')!r} (expected mlp or "
+                                           "equivariant)")
+            return meta
     raise ConfigError("agent", f"{model_path}: no {META_NAME} beside it or in its run folder; "
                                "models saved by `clustergym train` have one")
+
+
+def _ends_as_a_zip(path: Path) -> bool:
+    """The zip's end-of-central-directory record ends the file (with its comment): a truncated zip
+    may still look like one (a model's policy.pth is itself a zip, whose record comes earlier)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(max(0, size - 65_557))
+        tail = f.read()
+    pos = tail.rfind(b"PK\x05\x06")
+    return pos >= 0 and pos + 22 + int.from_bytes(tail[pos + 20:pos + 22], "little") == len(tail)
+
+
+def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
+    """``Algo.load(path)``, with a :class:`ConfigError` naming the file and the problem for a file
+    that is not such a model: not a zip (or a truncated one), a zip of another program, a damaged
+    member, or a model of another algorithm than its ``model.json`` says."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        raise ConfigError("agent", f"{path}: not a model saved by `clustergym train` (not a zip file, or a "
+                                   "truncated one)")
+    if not _ends_as_a_zip(path):
+        raise ConfigError("agent", f"{path}: a truncated or damaged file (its zip end record is not at its end)")
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            bad = z.testzip()
+    except Exception as e:  # zipfile.BadZipFile, zlib.error, OSError, EOFError: a damaged member or directory
+        raise ConfigError("agent", f"{path}: damaged zip file ({type(e).__name__}: {e})") from None
+    missing = {"data", "policy.pth"} - names
+    if missing:
+        raise ConfigError("agent", f"{path}: not a Stable-Baselines3 model (no {', '.join(sorted(missing))} in "
+                                   "the zip): a file of another program?")
+    if bad is not None:
+        raise ConfigError("agent", f"{path}: damaged member {bad!r} (its checksum does not match)")
+    try:
+        model = Algo.load(str(path), **kwargs)
+    except Exception as e:  # SB3 and torch raise many kinds: a bad pickle, a state dict of other shapes, ...
+        first = (str(e).strip().splitlines() or [""])[-1].strip()[:300]
+        raise ConfigError("agent", f"{path}: cannot be loaded as a {algo} model ({type(e).__name__}: {first}); "
+                                   f"is its {META_NAME} the one it was saved with?") from None
+    expected = Algo.__name__
+    if type(model).__name__ != expected:
+        raise ConfigError("agent", f"{path}: loads as {type(model).__name__}, but its {META_NAME} says {algo}")
+    return model
 
 
 def vecnormalize_path(model_path: Path) -> Path | None:
@@ -155,24 +219,31 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     if params:
         raise ConfigError(f"agent.{next(iter(params))}", f"a trained model takes no parameter "
                                                          f"{next(iter(params))!r}")
+    require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     import torch as th
 
     # one observation at a time: one thread is fastest, and on a busy machine several threads are
     # ~10x slower (the training-time evaluation also runs with one thread: the same arithmetic)
     th.set_num_threads(1)
     p = Path(path)
+    if p.is_dir():  # a run folder: its final model
+        if not (p / "model.zip").is_file():
+            raise ConfigError("agent", f"{path}: a folder without model.zip (a run folder of `clustergym train` "
+                                       "holds one when the run has finished)")
+        p = p / "model.zip"
     if not p.is_file():
         raise ConfigError("agent", f"{path}: no such model file")
     meta = read_metadata(p)
-    algos = algo_classes()
-    if meta.get("algo") not in algos:
-        raise ConfigError("agent", f"{path}: unknown algorithm {meta.get('algo')!r} in its metadata")
-    model = algos[meta["algo"]].load(str(p), device="cpu")
+    model = load_sb3(algo_classes()[meta["algo"]], p, meta["algo"], device="cpu")
     obs_rms = None
     vn = vecnormalize_path(p)
     if vn is not None and meta["policy"] == "mlp":
-        with open(vn, "rb") as f:
-            stats = pickle.load(f)
+        try:
+            with open(vn, "rb") as f:
+                stats = pickle.load(f)
+            stats.norm_obs, stats.obs_rms  # noqa: B018 (a VecNormalize)
+        except Exception as e:  # a damaged or foreign pickle
+            raise ConfigError("agent", f"{vn}: damaged normalisation statistics ({type(e).__name__}: {e})") from None
         if stats.norm_obs:
             obs_rms = stats.obs_rms
             meta = {**meta, "clip_obs": stats.clip_obs, "norm_epsilon": stats.epsilon}

@@ -246,7 +246,12 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
     data = policy._get_constructor_parameters()
     data.update(observation_space=observation_space, action_space=action_space)
     new = type(policy)(**data)
-    new.load_state_dict(policy.state_dict())
+    try:
+        new.load_state_dict(policy.state_dict())
+    except RuntimeError as e:  # torch: "size mismatch for ...": weights sized by the number of resources
+        first = str(e).strip().splitlines()[-1].strip()
+        raise ConfigError("agent", f"this model was trained on a cluster of another shape (resources or job "
+                                   f"features) and its weights do not fit this one: {first}") from None
     new.set_training_mode(False)
     return new
 

@@ -254,7 +254,7 @@ def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = T
         try:
             import simpy as _simpy  # noqa: F401
         except ImportError:
-            out["simpy"] = {"status": "skipped", "reason": "simpy is not installed (pip install -e '.[bench]')"}
+            out["simpy"] = {"status": "skipped", "reason": "simpy is not installed (pip install 'clustergym[bench]')"}
             return out
         if log:
             log(f"replay: SimPy reference {SIMPY_MODULE} on the same run")
@@ -595,7 +595,14 @@ def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None,
                    full_replay: bool = False, ppo: bool = True, memory_events: int = 0) -> dict[str, Any]:
     """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
     from clustergym.core import accel
+    from clustergym.errors import require_extra
 
+    from clustergym.validation import number
+    from clustergym.errors import ConfigError
+
+    number(memory_events, "--memory-events", lo=0, integer=True, error=ConfigError)
+    if ppo:  # checked before anything runs
+        require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "bench's PPO share (--ppo; --no-ppo skips it)")
     out: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpus": os.cpu_count(),
                     "load_average": list(os.getloadavg()), "numba": accel.available() and accel.enabled()},

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
@@ -21,7 +22,60 @@ from clustergym.cli.values import parse_pairs, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.validation import number
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+#: click's UsageError as typer raises it (typer >= 0.24 vendors click)
+_USAGE_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class _Commands(typer.core.TyperGroup):
+    """The one error path of every command.
+
+    A :class:`ClusterGymError` (a bad scenario, setting, file or model), an :class:`OSError` (a file
+    that cannot be read or written) and a malformed option (click's usage errors) exit with code 2
+    and a message on stderr, never a traceback; with ``--json`` stdout also gets one JSON document
+    ``{"error": {"type", "field", "message"}}``.  Ctrl-C exits with 130 (the message says what was
+    kept); anything else is a bug in clustergym, reported as such with code 1
+    (``CLUSTERGYM_DEBUG=1`` shows its traceback).
+    """
+
+    json_requested = False
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        _Commands.json_requested = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+        return super().main(args, *a, **kw)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except _USAGE_ERRORS as e:  # typer prints it (with the usage line) and exits with 2
+            param = getattr(e, "param", None)
+            _json_error("UsageError", (param.opts[0] if getattr(param, "opts", None) else getattr(param, "name", None)),
+                        e.format_message())
+            raise
+        except ClusterGymError as e:
+            _fail(e)
+        except OSError as e:
+            _fail(e, field=getattr(e, "filename", None))
+        except KeyboardInterrupt as e:
+            msg = str(e) or "interrupted"
+            err.print("[bold red]interrupted:[/] ", end="")
+            err.print(msg, markup=False, highlight=False)
+            _json_error("Interrupted", None, msg)
+            raise typer.Exit(130) from None
+        except Exception as e:  # a bug: say so, without a traceback unless asked for
+            if os.environ.get("CLUSTERGYM_DEBUG"):
+                raise
+            msg = f"{type(e).__name__}: {e}"
+            err.print("[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
+                      "CLUSTERGYM_DEBUG=1 shows the traceback): ", end="")
+            err.print(msg, markup=False, highlight=False)
+            _json_error("InternalError", None, msg)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Commands,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
 err = Console(stderr=True)
 out = Console()
@@ -56,8 +110,33 @@ def _with_warmup(sparams: dict[str, Any], warmup: float | None) -> None:
         sparams["warmup"] = warmup
 
 
-def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {e}", highlight=False)
+def _json_error(kind: str, field: str | None, message: str) -> None:
+    if _Commands.json_requested:
+        sys.stdout.write(json.dumps({"error": {"type": kind, "field": field or None, "message": message}},
+                                    indent=2) + "\n")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clustergym")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def pd_frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def _fail(e: Exception, field: str | None = None) -> None:
+    """Report a user-facing error (stderr; with --json also stdout) and exit with code 2."""
+    msg = str(e)
+    err.print("[bold red]error:[/] ", end="")
+    err.print(msg, markup=False, highlight=False)
+    _json_error(type(e).__name__, getattr(e, "field", None) or field, msg)
     raise typer.Exit(2)
 
 
@@ -105,10 +184,11 @@ def run_cmd(
     try:
         sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
         _with_warmup(sparams, warmup)
-        sc = resolve_scenario(scenario, **sparams)
+        sc = resolve_scenario(scenario, **sparams).with_horizon(horizon)
+        number(seed, "--seed", lo=0, integer=True, error=ConfigError)
         ag = make_agent(agent, **aparams)
         if not json_out:
-            err.print(f"running {agent} on {sc.name} (seed {seed}, horizon {horizon or sc.horizon:g})")
+            err.print(f"running {agent} on {sc.name} (seed {seed}, horizon {sc.horizon:g})")
         result = run_episode(sc, ag, seed=seed, horizon=horizon, agent_name=agent)
     except ClusterGymError as e:
         _fail(e)
@@ -129,10 +209,11 @@ def run_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    scenario: str = typer.Argument(..., help="preset name or scenario file"),
-    agents: str = typer.Option(..., "--agents", help="comma-separated agent names or model paths; "
+    scenario: str | None = typer.Argument(None, help="preset name or scenario file (not with --resume)"),
+    agents: str | None = typer.Option(None, "--agents", help="comma-separated agent names or model paths; "
                                                      "'all' (alone or in the list): every registered agent that can run on the scenario"),
-    seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
+    seeds: int | None = typer.Option(None, "--seeds", help="number of seeds (0..N-1), the same for every agent "
+                                                              "(default 5)"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
     horizon: float | None = typer.Option(None, "--horizon"),
     sweep_: str | None = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
@@ -142,18 +223,30 @@ def compare_cmd(
                                                                   "available cores; 1 runs in this process)"),
     ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
-    out_dir: Path | None = typer.Option(None, "--out", help="write results.csv, results.parquet, "
-                                                               "summary.csv and a plot here"),
+    out_dir: Path | None = typer.Option(None, "--out", help="a new or empty folder: run.json and cells.jsonl "
+                                                               "(every episode as it finishes), then results.csv, "
+                                                               "results.parquet, summary.csv and a plot"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
+    resume: Path | None = typer.Option(None, "--resume", help="continue the interrupted or failed run in this "
+                                                                 "folder (its run.json): only the missing episodes run"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
-    """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
+    """Compare agents on the same seeds (common random numbers), with 95% confidence intervals.
+
+    Every input and the --out folder are checked before anything runs.  With --out, each episode is
+    kept as it finishes; after Ctrl-C or a failure, `clustergym compare --resume DIR` runs only the
+    missing ones and writes the same tables as an uninterrupted run.
+    """
     from clustergym.runner import (
+        EvaluationError,
+        RunFolder,
         add_lp_bound,
         compatible_agents,
         headline_metric,
+        missing_outputs,
         plan,
-        run_cells,
+        run_rows,
         summarize,
         worker_count,
         write_results,
@@ -161,63 +254,143 @@ def compare_cmd(
     from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
-    param, values, skipped = None, [None], {}
-    try:
-        sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
-        _with_warmup(sparams, warmup)
-        if aparams:
-            raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
-        number(seeds, "--seeds", lo=1, error=ConfigError)
-        workers = worker_count(workers, "--workers")
-        if sweep_ is not None:
-            if "=" not in sweep_:
-                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
-            param, raw = sweep_.split("=", 1)
-            values = [parse_value(v) for v in raw.split(",") if v.strip()]
-            if not param or not values:
-                raise ClusterGymError(f"--sweep {sweep_!r}: expected key=v1,v2,...")
-        sc = resolve_scenario(scenario, **sparams, **({param: values[0]} if param else {}))
-        requested = [a.strip() for a in agents.split(",") if a.strip()]
-        if not requested:
-            raise ClusterGymError(f"--agents {agents!r}: expected agent names, model paths or 'all'")
-        named = [a for a in requested if a != "all"]
-        names, bad = compatible_agents(sc, named)
-        if bad:
-            raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()))
-        if "all" in requested:  # every other registered agent that runs here, after the named ones
-            others, skipped = compatible_agents(sc)
-            names += [a for a in others if a not in names]
-            if not others:
-                raise ClusterGymError(f"--agents all: no registered agent can run on {sc.name!r}")
-        reference = reference or names[0]
-        if reference not in names:
-            raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
-        if not json_out:
-            for a, why in skipped.items():
-                err.print(f"skipped {a}: {why}", highlight=False)
-        cells = plan(scenario, names, seeds=range(seeds), horizon=horizon, params=sparams,
-                     sweep=(param, values) if param else None)
-        from rich.progress import Progress
+    workers = worker_count(workers, "--workers")
+    given = {"SCENARIO": scenario, "--agents": agents, "--seeds": seeds, "--set": list(set_) or None,
+             "--horizon": horizon, "--sweep": sweep_, "--reference": reference, "--warmup": warmup}
+    folder = None
+    if resume is not None:
+        if out_dir is not None and Path(out_dir).resolve() != Path(resume).resolve():
+            raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
+        if overwrite:
+            raise ConfigError("--overwrite", "--resume continues a run; --overwrite starts a new one: choose one")
+        folder = RunFolder.resume(resume)
+        recorded = folder.config["compare"]["argv"]
+        for opt, value in given.items():
+            if value is not None and value != recorded.get(opt):
+                raise ConfigError(opt, f"{resume} was run with {opt} {recorded.get(opt)!r}; --resume continues it "
+                                       f"with its own settings (drop {opt}, or start a new run with --out)")
+        given = dict(recorded)
+        scenario, agents, seeds, set_, horizon = (given["SCENARIO"], given["--agents"], given["--seeds"],
+                                                  given["--set"] or [], given["--horizon"])
+        sweep_, reference, warmup = given["--sweep"], given["--reference"], given.get("--warmup")
+    if scenario is None or agents is None:
+        raise ConfigError("SCENARIO" if scenario is None else "--agents",
+                          "a scenario and --agents are required (or --resume DIR of an earlier run)")
+    seeds = 5 if seeds is None else seeds
 
-        with Progress(console=err, transient=True) as prog:
-            task = prog.add_task("runs", total=len(cells))
+    # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
+    param, values, skipped = None, [None], {}
+    sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+    _with_warmup(sparams, warmup)
+    if aparams:
+        raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
+    number(seeds, "--seeds", lo=1, integer=True, error=ConfigError)
+    if sweep_ is not None:
+        param, _, raw = sweep_.partition("=")
+        values = [parse_value(v) for v in raw.split(",") if v.strip()]
+        if not param or not values:
+            raise ConfigError("--sweep", f"{sweep_!r}: expected key=v1,v2,...")
+        if len(set(map(repr, values))) < len(values):
+            raise ConfigError("--sweep", f"{sweep_!r}: a value is listed twice")
+        if param in sparams:
+            raise ConfigError("--sweep", f"{param} is also given with --set: sweep it or set it, not both")
+    scenarios = []
+    for v in values:
+        try:
+            sc_v = resolve_scenario(scenario, **sparams, **({param: v} if param else {}))
+            scenarios.append(sc_v.with_horizon(horizon).check_run_size())
+        except ClusterGymError as e:
+            if param is None:
+                raise
+            raise ConfigError("--sweep", f"{param}={v}: {e}") from None
+    sc = scenarios[0]
+    requested = [a.strip() for a in agents.split(",") if a.strip()]
+    if not requested:
+        raise ConfigError("--agents", f"{agents!r}: expected agent names, model paths or 'all'")
+    twice = sorted({a for a in requested if requested.count(a) > 1})
+    if twice:
+        raise ConfigError("--agents", f"{', '.join(twice)} listed twice: each agent is compared once (the runs "
+                                      "of a name listed twice would be pooled into one row)")
+    named = [a for a in requested if a != "all"]
+    for sc_v, v in zip(scenarios, values):
+        names, bad = compatible_agents(sc_v, named)
+        if bad:
+            where = f" at {param}={v}" if param else ""
+            raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()) + where)
+    if "all" in requested:  # every other registered agent that runs here, after the named ones
+        others, skipped = compatible_agents(sc)
+        names += [a for a in others if a not in names]
+        if not others:
+            raise ClusterGymError(f"--agents all: no registered agent can run on {sc.name!r}")
+    reference = reference or names[0]
+    if reference not in names:
+        raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
+    cells = plan(scenario, names, seeds=range(seeds), horizon=horizon, params=sparams,
+                 sweep=(param, values) if param else None)
+    if folder is not None:
+        folder.check_plan(cells)
+    elif out_dir is not None:
+        folder = RunFolder.create(out_dir, {"compare": {"argv": given, "scenario": sc.name, "agents": names,
+                                                        "seeds": seeds, "cells": len(cells)},
+                                            "clustergym": _version()}, overwrite=overwrite)
+    if folder is not None and not json_out:
+        for name, why in missing_outputs().items():
+            err.print(f"note: {name} will not be written ({why})", highlight=False)
+    if not json_out:
+        for a, why in skipped.items():
+            err.print(f"skipped {a}: {why}", highlight=False)
+        if folder is not None and folder.rows:
+            err.print(f"resuming {folder.path}: {len(folder.rows)} of {len(cells)} episodes kept, "
+                      f"{len(cells) - len(folder.rows)} to run", highlight=False)
+
+    # ---- run, keeping each finished episode in the folder
+    from rich.progress import Progress
+
+    def keep(i: int, row: dict[str, Any]) -> None:
+        if folder is not None:
+            folder.append(i, cells[i], row)
+
+    try:
+        with Progress(console=err, transient=True, disable=json_out) as prog:
+            task = prog.add_task("runs", total=len(cells), completed=len(folder.rows) if folder else 0)
 
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            runs = run_cells(cells, workers=workers, ray=ray_address, progress=tick)
-        metric = headline_metric(sc.objective)
-        summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
-    except ClusterGymError as e:
-        _fail(e)
-        return
+            rows = run_rows(cells, workers=workers, ray=ray_address, progress=tick,
+                            done=folder.rows if folder is not None else None, on_row=keep)
+    except KeyboardInterrupt:
+        if folder is None:
+            raise KeyboardInterrupt("nothing kept (with --out DIR every finished episode is kept, and "
+                                    "`clustergym compare --resume DIR` continues)") from None
+        folder.set_status("interrupted")
+        raise KeyboardInterrupt(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; continue with "
+                                f"`clustergym compare --resume {folder.path}`") from None
+    except Exception as e:
+        if folder is None:
+            raise
+        folder.set_status("failed", error=f"{type(e).__name__}: {e}")
+        if not isinstance(e, ClusterGymError):
+            err.print(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}", highlight=False)
+            raise
+        raise EvaluationError(f"{e}\n{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; fix the problem "
+                      f"and continue with `clustergym compare --resume {folder.path}`") from None
+    if folder is not None:
+        rows = folder.ordered_rows(len(cells))  # the kept rows: a resumed run gives the same tables
+    runs = pd_frame(rows)
+    metric = headline_metric(sc.objective)
+    summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
     if param is None:
         add_lp_bound(summary, sc)
-    if out_dir is not None:
-        write_results(out_dir, runs, summary, metric=metric, param=param,
-                      title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+    written: list[Path] = []
+    if folder is not None:
+        written = write_results(folder.path, runs, summary, metric=metric, param=param,
+                                title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+        folder.add_files([p.name for p in written])
+        folder.set_status("complete")
     if json_out:
         _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names, "reference": reference,
+                     "out": str(folder.path) if folder is not None else None,
                      "skipped": skipped, "sweep": param, "values": values if param else None,
                      "metric": metric, "summary": summary.to_dict("records"), "runs": runs.to_dict("records")})
         return
@@ -244,25 +417,31 @@ def compare_cmd(
             t.add_row(r["agent"], f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
                       f"{r['ratio_to_lp_bound']:.4f}")
         out.print(t)
-    if out_dir is not None:
-        err.print(f"wrote results.csv, results.parquet, summary.csv and a plot to {out_dir}")
+    if folder is not None:
+        err.print(f"wrote {', '.join(p.name for p in written)} to {folder.path}", highlight=False)
 
 
 @app.command("train")
 def train_cmd(
-    scenario: str = typer.Argument(..., help="preset name or scenario file"),
-    algo: str = typer.Option(..., "--algo", help="ppo, maskable-ppo, dqn or a2c"),
+    scenario: str | None = typer.Argument(None, help="preset name, scenario file or suite task "
+                                                   "(not needed with --resume)"),
+    algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
     timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
-    out_dir: Path = typer.Option(Path("runs/train"), "--out", help="model.zip, model.json, checkpoints/, tb/, eval.csv"),
-    policy: str = typer.Option("equivariant", "--policy", help="mlp (flattened observation) or equivariant"),
+    out_dir: Path | None = typer.Option(None, "--out", help="a new or empty folder (default runs/train): "
+                                                               "model.zip, model.json, checkpoints/, tb/, eval.csv"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
+    policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant "
+                                                                "(default)"),
     envs: int | None = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int | None = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
     eval_horizon: float | None = typer.Option(None, "--eval-horizon", help="evaluation episode length "
                                                                               "(default: the training horizon)"),
-    resume: Path | None = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
+    resume: Path | None = typer.Option(None, "--resume", help="continue a run: a checkpoint .zip or the run "
+                                                                 "folder; its scenario, --set settings, algorithm "
+                                                                 "and policy are restored from its model.json"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
                                                      "horizon, reward_scale; algo.<name>=v for the algorithm; "
                                                      "policy.work_conserving=true"),
@@ -272,18 +451,18 @@ def train_cmd(
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
 ) -> None:
-    """Train an RL agent; the saved OUT/model.zip runs anywhere an agent name does."""
-    try:
-        from clustergym.training.train import train
+    """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
+    from clustergym.errors import require_extra
 
-        params = parse_pairs(set_)
-        agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
-        train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
-              eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds), eval_horizon=eval_horizon,
-              resume=resume, progress_bar=progress, warm_start=warm_start, warm_start_steps=warm_start_steps,
-              warm_start_epochs=warm_start_epochs, **params)
-    except ClusterGymError as e:
-        _fail(e)
+    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
+    from clustergym.training.train import train
+
+    params = parse_pairs(set_)
+    agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
+    train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
+          overwrite=overwrite, eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds),
+          eval_horizon=eval_horizon, resume=resume, progress_bar=progress, warm_start=warm_start,
+          warm_start_steps=warm_start_steps, warm_start_epochs=warm_start_epochs, **params)
 
 
 @app.command("reproduce")
@@ -376,6 +555,8 @@ def bench_cmd(
     if scale:
         _bench_scale(json_out, quick, plot)
         return
+    if plot is not None:
+        raise ConfigError("--plot", "is a plot of the scale benchmark: give it with --scale")
 
     results = run_benchmarks(quick=quick, log=None if json_out else err.print, replay=replay,
                              full_replay=full_replay, ppo=ppo, memory_events=memory_events)
@@ -438,7 +619,10 @@ def bench_cmd(
 
 def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
     from clustergym.bench import bench_scale, plot_scale
+    from clustergym.cli.trace import _check_plot_target
 
+    if plot is not None:
+        _check_plot_target(plot, "bench --scale --plot")
     kw = {"events": 2_000, "steps": 1_000, "warmup": 0.05} if quick else {}
     res = bench_scale(log=None if json_out else err.print, **kw)
     if plot is not None:

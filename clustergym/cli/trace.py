@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import typer
@@ -18,7 +18,7 @@ from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli.values import parse_pairs
-from clustergym.errors import ClusterGymError
+from clustergym.errors import ClusterGymError, ConfigError
 
 __all__ = ["trace_cmd"]
 
@@ -30,9 +30,52 @@ def _window(text: str) -> tuple[float | None, float | None]:
         raise ClusterGymError(f"--window {text!r}: expected START:END in seconds (either may be empty)")
     lo, hi = text.split(":", 1)
     try:
-        return (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+        start, end = (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
     except ValueError:
-        raise ClusterGymError(f"--window {text!r}: START and END must be numbers of seconds") from None
+        raise ConfigError("--window", f"{text!r}: START and END must be numbers of seconds") from None
+    if start is not None and end is not None and not start < end:
+        raise ConfigError("--window", f"{text!r}: START must be before END (the window [START, END) would keep "
+                                      "no job)")
+    return start, end
+
+
+def _check_plot_target(plot: Path, command: str = "trace --plot") -> None:
+    """``--plot``: checked before the trace is read or the benchmark runs (which can take minutes)."""
+    from clustergym.errors import require_extra
+
+    require_extra("matplotlib", "plot", command)
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = plot.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise ConfigError("--plot", f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
+                                    f"{', '.join('.' + f for f in sorted(formats))}")
+    parent = plot.parent if str(plot.parent) else Path(".")
+    if plot.is_dir():
+        raise ConfigError("--plot", f"{plot} is a folder; give a file name such as {plot / 'trace.png'}")
+    if not parent.is_dir():
+        raise ConfigError("--plot", f"{plot}: the folder {parent} does not exist")
+    existed = plot.exists()
+    try:  # the one sure test: open it for writing (an existing file is left as it is)
+        with open(plot, "ab"):
+            pass
+    except OSError as e:
+        raise ConfigError("--plot", f"{plot}: cannot write there ({e.strerror or e})") from None
+    if not existed:
+        plot.unlink(missing_ok=True)
+
+
+def _priorities(text: str) -> str | list[int]:
+    """``--priorities``: a band name, or comma-separated priority numbers (0..11)."""
+    if not text[:1].isdigit():
+        return text  # a band: the loader names the bands it knows
+    parts = [p.strip() for p in text.split(",")]
+    bad = [p for p in parts if not p.isdigit()]
+    if bad:
+        raise ConfigError("--priorities", f"{text!r}: expected a band name or comma-separated integers "
+                                          f"(e.g. 9,10,11), got {bad[0]!r}")
+    return [int(p) for p in parts]
 
 
 def _fmt(v: Any) -> str:
@@ -47,20 +90,20 @@ def trace_cmd(
     trace: str = typer.Argument(..., help="a trace format (google, alibaba-v2017, cloudsimpy, alibaba-gpu-v2023, "
                                           "alibaba-gpu-v2025, azure) or a trace preset (rms-google, bfjs-google, "
                                           "lotes-google, autoscale-google, alibaba-gpu)"),
-    path: Optional[Path] = typer.Option(None, "--path", help="a trace file (or the task_events directory for google) "
+    path: Path | None = typer.Option(None, "--path", help="a trace file (or the task_events directory for google) "
                                                              "instead of the trace directory's default"),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", help="the trace directory (default "
+    trace_dir: Path | None = typer.Option(None, "--trace-dir", help="the trace directory (default "
                                                                        "$CLUSTERGYM_TRACES or ../shared/traces)"),
-    first_n: Optional[int] = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
-    window: Optional[str] = typer.Option(None, "--window", help="START:END trace seconds on the arrival time "
+    first_n: int | None = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
+    window: str | None = typer.Option(None, "--window", help="START:END trace seconds on the arrival time "
                                                                "(formats only)"),
-    priorities: Optional[str] = typer.Option(None, "--priorities", help="google: a band (non-production, "
+    priorities: str | None = typer.Option(None, "--priorities", help="google: a band (non-production, "
                                                                        "production, free, middle, all) or 0,1,2"),
-    lifecycle: Optional[str] = typer.Option(None, "--lifecycle", help="google: strict, finished or attempts"),
+    lifecycle: str | None = typer.Option(None, "--lifecycle", help="google: strict, finished or attempts"),
     filter_: list[str] = typer.Option([], "--filter", help="another loader option key=value (formats)"),
     set_: list[str] = typer.Option([], "--set", help="a preset parameter key=value (presets)"),
-    bin_width: Optional[float] = typer.Option(None, "--bin", help="seconds per arrival-rate bin (default 1200)"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="save a figure (arrivals over time, durations, "
+    bin_width: float | None = typer.Option(None, "--bin", help="seconds per arrival-rate bin (default 1200)"),
+    plot: Path | None = typer.Option(None, "--plot", help="save a figure (arrivals over time, durations, "
                                                              "demands) to this file"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -70,6 +113,8 @@ def trace_cmd(
     from clustergym.traces.summary import plot_summary, summarize, trace_data
 
     trace_presets = sorted(name for name, p in PRESETS.items() if p.needs_traces)
+    if plot is not None:
+        _check_plot_target(plot)
     try:
         if trace in trace_presets:
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
@@ -100,8 +145,7 @@ def trace_cmd(
             if window is not None:
                 opts["window"] = _window(window)
             if priorities is not None:
-                opts["priorities"] = ([int(p) for p in priorities.split(",")] if priorities[:1].isdigit()
-                                      else priorities)
+                opts["priorities"] = _priorities(priorities)
             if lifecycle is not None:
                 opts["lifecycle"] = lifecycle
             if not json_out:
@@ -114,9 +158,10 @@ def trace_cmd(
         if plot is not None:
             plot_summary(data, plot, bin_width=bin_width)
             summary["plot"] = str(plot)
-    except (ClusterGymError, ValueError) as e:
-        _err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+    except ClusterGymError:
+        raise  # the command line's error path: exit 2, and one JSON error document with --json
+    except ValueError as e:  # a loader's own check of an option
+        raise ConfigError(str(e)) from None
     if json_out:
         sys.stdout.write(json.dumps(_jsonable(summary), indent=2) + "\n")
         return

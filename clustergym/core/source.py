@@ -16,7 +16,7 @@ capacities.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, runtime_checkable
+from typing import Any, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -120,3 +120,13 @@ class ArrivalSource(Protocol):
     def arrival_rates(self) -> np.ndarray | None:
         """``(J,)`` long-run arrival rate per type, or ``None`` when not defined (traces)."""
         ...
+
+
+def is_finite(source: Any) -> bool:
+    """Whether ``source`` ends by itself (a trace or a job table that drains).
+
+    A source says so with a true ``finite`` attribute (:class:`~clustergym.workloads.ReplaySource`,
+    and wrappers of a finite source); a source without one is taken to be endless, so an
+    infinite horizon is refused for it (the episode would never end).
+    """
+    return bool(getattr(source, "finite", False))

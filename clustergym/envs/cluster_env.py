@@ -17,7 +17,7 @@ from clustergym.core.objectives import objective_metric
 from clustergym.envs.reward import RewardFn, make_reward_fn
 from clustergym.envs.viewer import render_text
 from clustergym.errors import ConfigError, InvalidCommandError, ScenarioError
-from clustergym.validation import choice, number
+from clustergym.validation import boolean, choice, number
 from clustergym.scenarios.spec import Scenario
 
 __all__ = ["ClusterEnv", "AdmissionEnv"]
@@ -156,13 +156,15 @@ class ClusterEnv(gym.Env):
         self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
         self.action_mode = self.mode.name
         self.queue_window = queue_window
-        self.skip_trivial = self.mode.skippable if skip_trivial is None else bool(skip_trivial)
+        self.skip_trivial = (self.mode.skippable if skip_trivial is None
+                             else boolean(skip_trivial, "skip_trivial", error=ConfigError))
         self.invalid_action = invalid_action
-        self.invalid_penalty = float(invalid_penalty)
-        self.max_invalid_per_epoch = int(max_invalid_per_epoch)
-        self.reward_scale = float(reward_scale)
+        self.invalid_penalty = number(invalid_penalty, "invalid_penalty", error=ConfigError)  # finite
+        self.max_invalid_per_epoch = number(max_invalid_per_epoch, "max_invalid_per_epoch", lo=1, integer=True,
+                                            error=ConfigError)
+        self.reward_scale = number(reward_scale, "reward_scale", lo=0.0, lo_open=True, error=ConfigError)
         self.render_mode = render_mode
-        self.observe = bool(observe)
+        self.observe = boolean(observe, "observe", error=ConfigError)
         self.objective = self.scenario.objective
         self.reward_timing = reward_timing
         if reward_fn is None:

@@ -29,7 +29,7 @@ import re
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,8 +131,13 @@ def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int
     agents, seeds = list(agents), [int(s) for s in seeds]
     if not agents:
         raise ConfigError("agents", "no agent to run")
+    twice = sorted({a for a in agents if agents.count(a) > 1})
+    if twice:  # their runs would be pooled into one row, with an interval too narrow
+        raise ConfigError("agents", f"{', '.join(twice)} listed twice: each agent is compared once")
     if not seeds:
         raise ConfigError("seeds", "no seed to run (expected at least one)")
+    for s in seeds:
+        number(s, "seeds", lo=0, integer=True, error=ConfigError)
     if sweep is not None and not list(sweep[1]):
         raise ConfigError("sweep", f"no value to sweep {sweep[0]!r} over")
     if isinstance(scenario, Scenario) and (params or sweep):
@@ -213,7 +218,9 @@ def worker_count(workers: int | None, field: str = "workers") -> int:
 
 def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
               progress: Callable[[str, int], None] | None = None,
-              memo: dict[Cell, dict[str, Any]] | None = None) -> pd.DataFrame:
+              memo: dict[Cell, dict[str, Any]] | None = None,
+              done: Mapping[int, dict[str, Any]] | None = None,
+              on_row: Callable[[int, dict[str, Any]], None] | None = None) -> pd.DataFrame:
     """Run every cell and return one row per cell, in cell order.
 
     Args:
@@ -225,17 +232,22 @@ def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None
             (``ray.is_initialized()``), that connection is used.
         progress: called with ``(agent, seed)`` as cells finish.
         memo: rows of cells already run (see :func:`run_rows`).
+        done, on_row: rows already finished, and a callback of each row as it finishes (see
+            :func:`run_rows`): a run that keeps its work.
 
     Returns:
         A DataFrame with the ``clustergym run`` fields and the kernel metrics as columns.
         The same cells give the same frame with every executor, except ``wall_seconds``.
     """
-    return pd.DataFrame(run_rows(cells, workers=workers, ray=ray, progress=progress, memo=memo))
+    return pd.DataFrame(run_rows(cells, workers=workers, ray=ray, progress=progress, memo=memo, done=done,
+                                 on_row=on_row))
 
 
 def run_rows(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
              progress: Callable[[str, int], None] | None = None,
-             memo: dict[Cell, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+             memo: dict[Cell, dict[str, Any]] | None = None,
+             done: Mapping[int, dict[str, Any]] | None = None,
+             on_row: Callable[[int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """:func:`run_cells` as a list of row dicts, each value as its episode gave it (a DataFrame
     would turn a missing key into NaN and numbers into NumPy scalars).
 
@@ -244,24 +256,44 @@ def run_rows(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None 
     is the cell itself, so the cell's scenario, parameters, agent, seed, horizon and probes all
     have to match; cells that cannot be keys (a :class:`Scenario` object, unhashable parameter
     values) are simply run.  Rows come back as shallow copies of what the memo holds.
+
+    ``done`` and ``on_row`` keep the work of a long run (:class:`clustergym.runner.journal.RunFolder`
+    writes them to disk): ``done`` maps the index of a cell in ``cells`` to its row, already
+    finished in an earlier, interrupted run, which is not run again; ``on_row(index, row)`` is
+    called in this process as soon as each cell finishes (in any order with several workers), so
+    an interruption or a failing cell loses only the cells still running.
     """
     cells = list(cells)
     workers = worker_count(workers)
+    done = dict(done or {})
     keys = [_memo_key(cell) if memo is not None else None for cell in cells]
-    done: dict[Any, dict[str, Any]] = memo if memo is not None else {}
+    memo_rows: dict[Any, dict[str, Any]] = memo if memo is not None else {}
     todo, seen = [], set()
     for i, (cell, key) in enumerate(zip(cells, keys)):
-        if key is None or (key not in done and key not in seen):
+        if i in done:
+            continue
+        if key is None or (key not in memo_rows and key not in seen):
             todo.append(i)
             if key is not None:
                 seen.add(key)
-    got = _execute([cells[i] for i in todo], workers, ray, progress)
-    rows: list[dict[str, Any] | None] = [None] * len(cells)
-    for i, row in zip(todo, got):
+    rows: list[dict[str, Any] | None] = [done.get(i) for i in range(len(cells))]
+
+    def finished(i: int, row: dict[str, Any]) -> None:
         rows[i] = row
         if keys[i] is not None:
-            done[keys[i]] = row
-    return [dict(row if row is not None else done[key]) for row, key in zip(rows, keys)]
+            memo_rows[keys[i]] = row
+        if on_row is not None:
+            on_row(i, row)
+        if progress is not None:
+            progress(cells[i].agent, cells[i].seed)
+
+    _execute([(i, cells[i]) for i in todo], workers, ray, finished)
+    for i, (row, key) in enumerate(zip(rows, keys)):
+        if row is None:  # a duplicate of a memoised cell
+            rows[i] = memo_rows[key]
+            if on_row is not None:
+                on_row(i, rows[i])  # type: ignore[arg-type]
+    return [dict(row) for row in rows]  # type: ignore[arg-type]
 
 
 def _memo_key(cell: Cell) -> Cell | None:
@@ -272,34 +304,34 @@ def _memo_key(cell: Cell) -> Cell | None:
     return cell
 
 
-def _execute(cells: list[Cell], workers: int, ray: str | None,
-             progress: Callable[[str, int], None] | None) -> list[dict[str, Any]]:
+def _execute(cells: list[tuple[int, Cell]], workers: int, ray: str | None,
+             finished: Callable[[int, dict[str, Any]], None]) -> None:
+    """Run ``(index, cell)`` pairs; ``finished(index, row)`` as each one ends."""
     if not cells:
-        return []
+        return
     if ray is not None:
-        return _run_ray(cells, ray, progress)
-    if workers == 1 or len(cells) <= 1:
-        rows = []
-        for cell in cells:
-            rows.append(run_cell(cell))
-            if progress is not None:
-                progress(cell.agent, cell.seed)
-        return rows
-    return _run_processes(cells, min(workers, len(cells)), progress)
+        _run_ray(cells, ray, finished)
+    elif workers == 1 or len(cells) <= 1:
+        for i, cell in cells:
+            finished(i, run_cell(cell))
+    else:
+        _run_processes(cells, min(workers, len(cells)), finished)
 
 
-def _run_processes(cells: list[Cell], workers: int, progress: Callable[[str, int], None] | None) -> list[dict]:
+def _indexed(i: int, cell: Cell) -> tuple[int, dict[str, Any]]:
+    return i, run_cell(cell)
+
+
+def _run_processes(cells: list[tuple[int, Cell]], workers: int,
+                   finished: Callable[[int, dict[str, Any]], None]) -> None:
     # joblib's loky workers: fresh interpreters that never re-run the caller's __main__ (so scripts
-    # need no `if __name__ == "__main__"` guard), kept alive between calls; results come in cell order
+    # need no `if __name__ == "__main__"` guard), kept alive between calls; rows are handed over as
+    # they finish (the caller puts them back in cell order)
     from joblib import Parallel, delayed
 
-    rows = []
-    for cell, row in zip(cells, Parallel(n_jobs=workers, backend="loky", return_as="generator")(
-            delayed(run_cell)(cell) for cell in cells)):
-        rows.append(row)
-        if progress is not None:
-            progress(cell.agent, cell.seed)
-    return rows
+    for i, row in Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")(
+            delayed(_indexed)(i, cell) for i, cell in cells):
+        finished(i, row)
 
 
 _ADDRESS = re.compile(r"^(?:ray://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
@@ -337,24 +369,21 @@ def _connect_ray(address: str) -> Any:
     return ray
 
 
-def _run_ray(cells: list[Cell], address: str, progress: Callable[[str, int], None] | None) -> list[dict]:
+def _run_ray(cells: list[tuple[int, Cell]], address: str, finished: Callable[[int, dict[str, Any]], None]) -> None:
     ray = _connect_ray(address)
     remote = ray.remote(num_cpus=1)(run_cell)
-    refs = [remote.remote(cell) for cell in cells]
-    index = {ref: i for i, ref in enumerate(refs)}
+    refs = [remote.remote(cell) for _, cell in cells]
+    index = {ref: i for ref, (i, _) in zip(refs, cells)}
     pending = list(refs)
     while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        for ref in done:
+        ready, pending = ray.wait(pending, num_returns=1)
+        for ref in ready:
             try:
-                ray.get(ref)
+                row = ray.get(ref)
             except Exception as e:  # RayTaskError wraps the worker's exception
                 cause = getattr(e, "cause", None)
                 raise cause if isinstance(cause, ClusterGymError) else e
-            if progress is not None:
-                cell = cells[index[ref]]
-                progress(cell.agent, cell.seed)
-    return list(ray.get(refs))
+            finished(index[ref], row)
 
 
 # ========================================================================================= agents: all

@@ -17,6 +17,7 @@ from typing import Any
 from clustergym.agent_api import make_agent, make_env_for, requirements_of
 from clustergym.errors import ConfigError
 from clustergym.scenarios import Scenario, resolve_scenario
+from clustergym.validation import number
 
 __all__ = ["Probe", "run_episode", "RUN_FIELDS"]
 
@@ -82,7 +83,8 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
         ``return`` (the sum of rewards), ``steps``, ``uses_oracle`` and one entry per probe.
     """
     sc = resolve_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    sc = sc.with_horizon(horizon)
+    sc = sc.with_horizon(horizon).check_run_size()
+    seed = number(seed, "seed", lo=0, integer=True, error=ConfigError)
     if isinstance(agent, str):
         agent_name = agent_name or agent
         agent = make_agent(agent)

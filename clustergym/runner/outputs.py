@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from clustergym.runner.figures import plot_agents, plot_sweep
 
-__all__ = ["flat_results", "write_results", "plot_agents", "plot_sweep"]
+__all__ = ["flat_results", "missing_outputs", "plot_agents", "plot_sweep", "write_results"]
 
 
 def flat_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -35,23 +34,46 @@ def flat_results(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def missing_outputs() -> dict[str, str]:
+    """The files :func:`write_results` cannot write on this install, with the extra that brings each
+    (``{"results.parquet": "..."}``): the tables in CSV need nothing beyond the core install."""
+    import importlib.util
+
+    out = {}
+    if importlib.util.find_spec("pyarrow") is None:
+        out["results.parquet"] = "needs pyarrow: pip install 'clustergym[parquet]'"
+    if importlib.util.find_spec("matplotlib") is None:
+        out["the plot"] = "needs matplotlib: pip install 'clustergym[plot]'"
+    return out
+
+
 def write_results(out_dir: str | Path, results: pd.DataFrame, summary: pd.DataFrame, *, metric: str,
                   param: str | None = None, title: str = "") -> list[Path]:
-    """Write ``results.csv``, ``results.parquet``, ``summary.csv`` and the plot.
+    """Write ``results.csv``, ``results.parquet``, ``summary.csv`` and the plot, each atomically
+    (a temporary file renamed over the target).
 
     ``results.*`` hold :func:`flat_results` (one row per episode).  The plot is ``metric``
-    per agent with 95% intervals, or against ``param`` for a sweep.
+    per agent with 95% intervals, or against ``param`` for a sweep.  ``results.parquet`` needs
+    the ``parquet`` extra and the plot the ``plot`` extra: without them those files are not
+    written (:func:`missing_outputs` says so, and the returned list leaves them out).
 
     Returns:
         The paths written.
     """
+    from clustergym.runner.journal import atomic_write
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    missing = missing_outputs()
     flat = flat_results(results)
-    paths = [out / "results.csv", out / "results.parquet", out / "summary.csv"]
-    flat.to_csv(paths[0], index=False)
-    flat.to_parquet(paths[1], index=False)
-    summary.to_csv(paths[2], index=False)
+    paths = [out / "results.csv", out / "summary.csv"]
+    atomic_write(paths[0], lambda tmp: flat.to_csv(tmp, index=False))
+    atomic_write(paths[1], lambda tmp: summary.to_csv(tmp, index=False))
+    if "results.parquet" not in missing:
+        paths.insert(1, out / "results.parquet")
+        atomic_write(paths[1], lambda tmp: flat.to_parquet(tmp, index=False))
+    if "the plot" in missing:
+        return paths
     import matplotlib
 
     matplotlib.use("Agg")
@@ -67,6 +89,6 @@ def write_results(out_dir: str | Path, results: pd.DataFrame, summary: pd.DataFr
         paths.append(out / f"{metric}_vs_{param}.png")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(paths[-1], dpi=120)
+    atomic_write(paths[-1], lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
     return paths

@@ -26,7 +26,8 @@ or a full definition::
     queueing: central               # central | local | loss
     routing: jsq                    # local queues: jsq | power-of-two | random | agent
     epochs: {arrivals: true, completions: true, tick_rate: 0, tick_period: 0, tick_offset: 0}
-    queue_cap: 100000
+    queue_cap: 100000              # default: 100000 (as the presets) for an endless workload, none for
+                                  # a trace or replay (it drains); null: no cap
     impossible: reject              # reject | error
     clairvoyant: false
     job_memory: full                # full | bounded (finished jobs' rows released; p99_wait estimated)
@@ -53,11 +54,12 @@ import numpy as np
 
 from clustergym.core.jobs import JOB_MEMORY_MODES
 from clustergym.core.objectives import OBJECTIVES
+from clustergym.core.source import is_finite
 from clustergym.core.simulator import QUEUEING_MODES, ROUTINGS, EpochConfig
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.validation import boolean, choice, is_number, mapping, number, vector
 from clustergym.scenarios.registry import make_preset
-from clustergym.scenarios.spec import Scenario
+from clustergym.scenarios.spec import DEFAULT_QUEUE_CAP, MAX_SERVERS, Scenario
 from clustergym.workloads import (
     PoissonSource,
     PoissonTypedSource,
@@ -85,22 +87,60 @@ def load_scenario_file(path: str | Path) -> Scenario:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ScenarioError("", f"{path}: cannot read the scenario file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raw = path.read_bytes()
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ScenarioError("", f"{path}: line {line}: not UTF-8 text (byte {raw[e.start]:#04x} at offset "
+                                f"{e.start}); scenario files are UTF-8 YAML or JSON") from None
     try:
         if path.suffix.lower() == ".json":
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
         else:
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = _load_yaml(text)
+    except ScenarioError as e:
+        raise ScenarioError(e.field, f"{e.problem} (in {path})") from None
     except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
         raise ScenarioError("", f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {e}") from None
     try:
         return scenario_from_dict(data, base_dir=path.parent, default_name=path.stem)
     except ScenarioError as e:
         raise ScenarioError(e.field, f"{e.problem} (in {path})") from None
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON objects: a key given twice is an error (json.loads would keep the last one)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ScenarioError(str(k), "given twice in one object (which one was meant?)")
+        out[k] = v
+    return out
+
+
+def _load_yaml(text: str) -> Any:
+    """``yaml.safe_load``, except that a key given twice in one mapping is an error naming its line
+    (PyYAML would silently keep the last one)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in seen:
+                        raise ScenarioError(str(key), f"given twice in one mapping (lines {seen[key]} and {line}; "
+                                                      "which one was meant?)")
+                    seen[key] = line
+                except TypeError:  # an unhashable key: the base class reports it
+                    break
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
 
 
 def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: str = "scenario") -> Scenario:
@@ -128,10 +168,14 @@ def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: s
     source = _workload(d["workload"], R, Path(base_dir))
     J = source.types.num_types
     capacity, speed = _servers(d["servers"], R, J)
+    horizon = number(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True)
     base = Scenario(
         name=str(d.get("name", default_name)), capacity=capacity, source=source, resources=tuple(resources),
-        horizon=number(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True),
+        horizon=horizon,
         speed=speed, description=str(d.get("description", "")),
+        # an endless workload gets the presets' cap (a run whose queue grows past it stops, flagged unstable);
+        # a trace drains, so it has none; `queue_cap: null` removes the cap
+        queue_cap=None if is_finite(source) else DEFAULT_QUEUE_CAP,
     )
     return _apply_overrides(base, d)
 
@@ -175,11 +219,14 @@ def _apply_overrides(base: Scenario, d: Mapping[str, Any]) -> Scenario:
 def _servers(value: Any, R: int, J: int) -> tuple[np.ndarray, np.ndarray | None]:
     if not isinstance(value, list) or not value:
         raise ScenarioError("servers", f"expected a non-empty list of server groups, got {value!r}")
-    caps, speeds, any_speed = [], [], False
+    caps, speeds, any_speed, total = [], [], False, 0
     for i, g in enumerate(value):
         f = f"servers[{i}]"
         mapping(g, f, {"count", "capacity", "speed"}, required=("capacity",))
         count = number(g.get("count", 1), f"{f}.count", lo=1, integer=True)
+        total += count
+        if total > MAX_SERVERS:  # checked before the (count, R) arrays are allocated
+            raise ScenarioError(f"{f}.count", f"{total:,} servers in all exceed the limit of {MAX_SERVERS:,}")
         cap = vector(g["capacity"], f"{f}.capacity", R, lo=0.0)
         if "speed" in g:
             any_speed = True

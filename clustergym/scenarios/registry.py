@@ -13,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from clustergym.errors import ScenarioError
-from clustergym.scenarios.spec import Scenario
+from clustergym.scenarios.spec import MAX_SERVERS, Scenario
+from clustergym.validation import is_number, number
 
 __all__ = ["PRESETS", "Preset", "make_preset", "register_preset"]
 
@@ -79,5 +81,8 @@ def make_preset(name: str, **params: Any) -> Scenario:
         if key not in allowed:
             raise ScenarioError(f"params.{key}", f"scenario {name!r} has no parameter {key!r}; "
                                                  f"it takes {sorted(allowed) + ['job_memory', 'warmup']}")
+    for key in ("num_servers", "machines_per_config"):  # checked before any (L, R) array is allocated
+        if key in params and is_number(params[key]):  # the preset checks the rest (type, lower bound)
+            number(params[key], f"params.{key}", hi=MAX_SERVERS)
     sc = preset.build(**params)
     return dataclasses.replace(sc, **kernel) if kernel else sc

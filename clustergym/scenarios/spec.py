@@ -8,6 +8,7 @@ files build them from YAML or JSON (:mod:`clustergym.scenarios.files`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,13 +16,21 @@ import numpy as np
 
 from clustergym.core.cluster import fit_limit
 from clustergym.core.jobs import JOB_MEMORY_MODES
-from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.objectives import objective
+from clustergym.core.simulator import EpochConfig, Simulator
+from clustergym.core.source import ArrivalSource, is_finite
 from clustergym.errors import ScenarioError
 from clustergym.validation import choice, number
-from clustergym.core.source import ArrivalSource
 
-__all__ = ["Scenario"]
+__all__ = ["Scenario", "MAX_SERVERS", "MAX_EXPECTED_ARRIVALS", "DEFAULT_QUEUE_CAP"]
+
+#: servers in one scenario at most (the kernel keeps (L, R) arrays; 10^6 servers already take seconds per event)
+MAX_SERVERS = 1_000_000
+#: expected arrivals of one whole episode (total arrival rate x horizon) at most, for the runner
+#: (:meth:`Scenario.check_run_size`): beyond it a run would take days and its job table would not fit in memory
+MAX_EXPECTED_ARRIVALS = 1e9
+#: the queue cap of the presets, also the default of scenario files with an endless workload
+DEFAULT_QUEUE_CAP = 100_000
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,9 @@ class Scenario:
         object.__setattr__(self, "warmup", number(self.warmup, "warmup", lo=0.0))
         if not self.warmup < self.horizon:
             raise ScenarioError("warmup", f"must be shorter than the horizon ({self.horizon:g}), got {self.warmup:g}")
+        if cap.shape[0] > MAX_SERVERS:
+            raise ScenarioError("servers", f"{cap.shape[0]} servers exceed the limit of {MAX_SERVERS:,}")
+        self._check_episode_ends()
         # every job type must fit at least one empty server (the RMS paper's assumption, §II)
         types = self.source.types
         if types.exact:
@@ -95,6 +107,29 @@ class Scenario:
                     raise ScenarioError(
                         f"workload.types[{j}].demand",
                         f"{d.tolist()} exceeds the capacity of every server (largest {cap.max(axis=0).tolist()})")
+
+    def _check_episode_ends(self) -> None:
+        """Refuse an episode that would never end: an infinite horizon on an endless workload."""
+        if math.isinf(self.horizon) and not is_finite(self.source):
+            raise ScenarioError("horizon", "inf is only allowed for a workload that ends (a trace or a replayed "
+                                           "job table); this workload is an endless stochastic stream, so the "
+                                           "episode would never end: give a finite horizon")
+
+    def check_run_size(self) -> Scenario:
+        """Refuse a whole episode (``run``, ``compare``: to the horizon) of more than
+        :data:`MAX_EXPECTED_ARRIVALS` expected arrivals (total arrival rate x horizon): it would take
+        days and its job table would not fit in memory.  An environment stepped for a bounded number
+        of steps may have a longer horizon.  Returns the scenario."""
+        rates = self.source.arrival_rates()
+        if rates is None or math.isinf(self.horizon):
+            return self
+        total = float(np.sum(rates))
+        if not math.isfinite(total) or total * self.horizon > MAX_EXPECTED_ARRIVALS:
+            raise ScenarioError("horizon", f"an episode would see {total * self.horizon:.3g} arrivals on average "
+                                           f"(total arrival rate {total:.3g} x horizon {self.horizon:g}), more than "
+                                           f"the limit of {MAX_EXPECTED_ARRIVALS:.0e} for a whole run: lower the "
+                                           "rate or the horizon")
+        return self
 
     @property
     def num_servers(self) -> int:
@@ -108,7 +143,7 @@ class Scenario:
     def num_types(self) -> int:
         return self.source.types.num_types
 
-    def with_horizon(self, horizon: float | None) -> "Scenario":
+    def with_horizon(self, horizon: float | None) -> Scenario:
         """The same scenario with another horizon (``None`` keeps it)."""
         if horizon is None:
             return self

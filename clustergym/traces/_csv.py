@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,6 +133,9 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
         raw = pd.read_csv(path, header=None, skiprows=offset, usecols=usecols, dtype=dtypes,  # type: ignore[arg-type]
                           compression="gzip" if _is_gzip(path) else None, skip_blank_lines=False,
                           engine="c", keep_default_na=False, na_values=[""], quoting=csv.QUOTE_MINIMAL)
+    except pd.errors.EmptyDataError:
+        raise TraceFormatError(f"{path}: no data line{' after the header' if header else ''}: the file holds "
+                               "no job") from None
     except (ValueError, pd.errors.ParserError, EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
         _diagnose(path, cols, pos, header, nfields, e)
         raise AssertionError("unreachable") from e  # _diagnose always raises
@@ -204,10 +208,13 @@ def _diagnose(path: Path, cols: Sequence[Col], pos: dict[str, int], header: bool
                                                    f"not an integer: {v!r}") from None
                     elif c.kind == "float":
                         try:
-                            float(v)
+                            x = float(v)
                         except ValueError:
                             raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): "
                                                    f"not a number: {v!r}") from None
+                        if not math.isfinite(x):  # the parser takes nan/inf as text, not as numbers
+                            raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): "
+                                                   f"not a finite number: {v!r}")
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as e:
         raise TraceFormatError(f"{path}: truncated or corrupt gzip stream after line {line} "
                                f"({type(e).__name__}: {e})") from None

@@ -140,6 +140,9 @@ def summarize(data: TraceData, *, bin_width: float | None = None, max_bins: int 
 def plot_summary(data: TraceData, path: str | os.PathLike[str], *, bin_width: float | None = None,
                  max_bins: int = 500, title: str | None = None) -> Path:
     """Save a figure: arrivals per bin over time, the duration distribution, a histogram per resource."""
+    from clustergym.errors import require_extra
+
+    require_extra("matplotlib", "plot", "a trace plot")
     import matplotlib
 
     matplotlib.use("Agg")

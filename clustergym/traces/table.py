@@ -22,11 +22,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clustergym.errors import TraceFormatError
+from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.validation import number, positive
 from clustergym.workloads.replay import ReplaySource
 
-__all__ = ["FilterReport", "TraceTable"]
+__all__ = ["FilterReport", "TraceTable", "check_window"]
+
+
+def check_window(window: Any) -> tuple[float | None, float | None]:
+    """A ``(start, end)`` window of trace seconds: numbers or ``None``, ``start < end`` (an empty
+    window keeps no job: an error, not an empty table)."""
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise ScenarioError("window", f"expected (start, end) in seconds, got {window!r}")
+    lo, hi = (None if w is None else number(w, f"window.{k}", allow_inf=True) for w, k in zip(window, ("start", "end")))
+    if lo is not None and hi is not None and not lo < hi:
+        raise ScenarioError("window", f"start {lo:g} s must be before end {hi:g} s (the window [start, end) "
+                                      "would keep no job)")
+    return lo, hi
 
 
 @dataclass
@@ -109,14 +121,14 @@ class Filtering:
                      first_n: int | None, unit: str = "s") -> None:
         """Keep arrivals in ``[lo, hi)`` of ``column``, then the first ``first_n`` by ``column``."""
         if window is not None:
-            lo, hi = window
+            lo, hi = check_window(window)
             a = self.df[column].to_numpy(dtype=np.float64)
             m = np.ones(a.size, bool)
             if lo is not None:
-                m &= a >= float(lo)
+                m &= a >= lo
             if hi is not None:
-                m &= a < float(hi)
-            self.keep(m, f"outside the window [{lo}, {hi}) {unit}")
+                m &= a < hi
+            self.keep(m, f"outside the window [{window[0]}, {window[1]}) {unit}")
         if first_n is not None:
             n = number(first_n, "first_n", lo=1, integer=True)
             a = self.df[column].to_numpy(dtype=np.float64)

@@ -296,6 +296,9 @@ def scale_arrivals(arrival: Any, traffic_scaling: float = 1.0) -> np.ndarray:
 def window(df: pd.DataFrame, start: float | None = None, end: float | None = None, *,
            column: str = "arrival") -> tuple[pd.DataFrame, int]:
     """Rows with ``start <= df[column] < end`` (either bound may be ``None``) and the number dropped."""
+    from clustergym.traces.table import check_window
+
+    start, end = check_window((start, end))
     v = df[column].to_numpy(dtype=np.float64)
     m = np.ones(len(df), dtype=bool)
     if start is not None:

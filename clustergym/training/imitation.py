@@ -53,10 +53,32 @@ class Demonstrations:
         return int(self.actions.size)
 
 
-def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Demonstrations:
-    """Run ``teacher`` (a registered agent name) for ``steps`` decisions of ``env`` (a clustergym
-    env with a ``Discrete`` action mode, unflattened observation), episodes seeded ``seed``,
-    ``seed + 1``, ...
+def teacher_params(teacher: str, action_mode: str, queue_window: int) -> dict[str, Any]:
+    """The teacher's variant whose choices the action mode can express.
+
+    A greedy packing rule (``best-fit``, ``first-fit``, ...; an agent with a ``scan`` window) picks
+    among every queued job; ``head`` places the oldest job only and ``slot`` one of the first
+    ``queue_window``, so the teacher scans that many jobs (``scan=1``: the oldest job on its
+    best server, else WAIT).  Other teachers run as they are; one that issues a command the mode
+    cannot express stops the warm start with a :class:`ConfigError` naming it.
+    """
+    from clustergym.agent_api import make_agent
+
+    scan = {"head": 1, "slot": queue_window}.get(action_mode)
+    if scan is None:
+        return {}
+    try:
+        make_agent(teacher, scan=scan)
+    except ConfigError:  # no scan window: the teacher as it is
+        return {}
+    return {"scan": scan}
+
+
+def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int,
+                           params: dict[str, Any] | None = None) -> Demonstrations:
+    """Run ``teacher`` (a registered agent name, with ``params``) for ``steps`` decisions of ``env``
+    (a clustergym env with a ``Discrete`` action mode, unflattened observation), episodes seeded
+    ``seed``, ``seed + 1``, ...  :func:`teacher_params` gives the variant the mode can express.
 
     Raises:
         ConfigError: the teacher cannot run on the scenario, or issues a command the action
@@ -65,7 +87,7 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Dem
     from clustergym.agent_api import make_agent
 
     base = env.unwrapped
-    agent = make_agent(teacher)
+    agent = make_agent(teacher, **(params or {}))
     req = agent.requirements_for(base.scenario)
     if base.scenario.queueing not in req.queueing:
         raise ConfigError("warm_start", f"teacher {teacher!r} works with queueing {list(req.queueing)}, "
@@ -81,7 +103,10 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Dem
         action = base.mode.encode(command)
         if action is None:
             raise ConfigError("warm_start", f"teacher {teacher!r} issued {command}, which the "
-                                            f"{base.action_mode!r} action mode cannot express")
+                                            f"{base.action_mode!r} action mode cannot express; teachers that "
+                                            "fit: the greedy rules (best-fit, first-fit, random-fit: scanned "
+                                            "to the queue window) in head and slot modes, best-fit-admit and "
+                                            "first-fit-admit in admit mode")
         for k in keys:
             obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
         obs, reward, terminated, truncated, _ = env.step(action)

@@ -40,9 +40,10 @@ from typing import Any
 import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.agents.model_agent import ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, vecnormalize_path
+from clustergym.agents.model_agent import (ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, load_sb3,
+                                           vecnormalize_path)
 from clustergym.envs.actions import default_action_mode
-from clustergym.errors import ConfigError
+from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
 
@@ -188,8 +189,73 @@ def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], 
     return PeriodicEval()
 
 
-def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000, n_envs: int | None = None,
-          policy: str = "equivariant", seed: int = 0, out: str | Path = "runs/train",
+#: what a training run writes in its folder (``--overwrite`` removes these, and nothing else)
+RUN_FILES = (META_NAME, "model.zip", VECNORM_NAME, "eval.csv")
+RUN_DIRS = ("checkpoints", "tb")
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    """A new run's folder: new or empty, unless ``overwrite`` (the earlier run's files are removed)."""
+    import shutil
+
+    from clustergym.runner.journal import check_writable
+
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            earlier = (out / META_NAME).exists()
+            raise ConfigError("out", f"{out} {'holds an earlier training run' if earlier else 'is not empty'}: "
+                                     f"continue a run with --resume {out}, replace it with --overwrite, or choose "
+                                     "another --out")
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+        for name in RUN_DIRS:
+            if (out / name).is_dir():
+                shutil.rmtree(out / name)
+    check_writable(out, "out")
+
+
+def resume_point(resume: str | Path) -> tuple[Path, Path]:
+    """``(checkpoint, run folder)`` of ``--resume``: a checkpoint ``.zip`` (in ``OUT/checkpoints/``),
+    a ``model.zip``, or a run folder (its latest checkpoint, else its ``model.zip``)."""
+    p = Path(resume)
+    if p.is_dir():
+        ckpts = sorted((p / "checkpoints").glob("rl_model_*_steps.zip"),
+                       key=lambda c: int(c.stem.split("_")[-2]) if c.stem.split("_")[-2].isdigit() else -1)
+        final = p / "model.zip"
+        if final.is_file() and (not ckpts or final.stat().st_mtime >= ckpts[-1].stat().st_mtime):
+            return final, p
+        if ckpts:
+            return ckpts[-1], p
+        raise ConfigError("resume", f"{p}: no checkpoint (checkpoints/rl_model_N_steps.zip) nor model.zip there")
+    if not p.is_file():
+        raise ConfigError("resume", f"{resume}: no such checkpoint")
+    return p, (p.parent.parent if p.parent.name == "checkpoints" else p.parent)
+
+
+def _resumed_settings(ckpt: Path, meta: dict[str, Any], scenario: str | None, algo: str | None,
+                      policy: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    """The recorded run's settings; a setting given again must have the recorded value."""
+    recorded = {"algo.": meta.get("algo_kwargs", {}), "policy.": meta.get("policy_kwargs", {}),
+                "": {**meta.get("scenario_params", {}), **meta.get("train_env_kwargs", meta.get("env_kwargs", {}))}}
+    flat = {prefix + k: v for prefix, d in recorded.items() for k, v in d.items()}
+    for name, value in (("scenario", scenario), ("algo", algo), ("policy", policy)):
+        rec = meta.get(name)
+        same = value is None or value == rec or (name == "scenario" and Path(value).exists()
+                                                 and str(Path(value).resolve()) == rec)
+        if not same:
+            raise ConfigError(name, f"{ckpt} continues a run trained with {name} {rec!r}, not {value!r}: drop "
+                                    f"it (--resume restores the run's settings) or start a new run")
+    for key, value in params.items():
+        if key not in flat or flat[key] != value:
+            was = f"{key}={flat[key]!r}" if key in flat else f"no {key} (its default)"
+            raise ConfigError(key, f"{ckpt} continues a run trained with {was}, not {key}={value!r}: drop --set "
+                                   f"{key} (--resume restores the run's settings) or start a new run")
+    return flat
+
+
+def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100_000, n_envs: int | None = None,
+          policy: str | None = None, seed: int | None = None, out: str | Path | None = None,
+          overwrite: bool = False,
           eval_agents: Sequence[str] = (), eval_every: int = 0, eval_seeds: Sequence[int] = range(3),
           eval_horizon: float | None = None, resume: str | Path | None = None,
           checkpoint_every: int | None = None, normalize_reward: bool = True, hidden: int = 64,
@@ -198,18 +264,24 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
           algo_kwargs: dict[str, Any] | None = None, **params: Any) -> Path:
     """Train ``algo`` with ``policy`` on ``scenario`` and save ``OUT/model.zip``; return its path.
 
+    ``resume`` continues an earlier run with the whole configuration it recorded in ``model.json``
+    (scenario and its parameters, env settings, algorithm and its settings, policy, seed), in its
+    own folder; a setting given again must have the recorded value.  A new run's ``out`` must be
+    new or empty unless ``overwrite`` (which removes the earlier run's files).
+
     Args:
-        scenario: preset name or scenario file.
-        algo: ``ppo``, ``maskable-ppo``, ``dqn`` or ``a2c``.
+        scenario: preset name or scenario file (``None`` with ``resume``).
+        algo: ``ppo``, ``maskable-ppo`` (default), ``dqn`` or ``a2c``.
         timesteps: total env steps (decision epochs x commands) to train for, counting the
             steps of the checkpoint when resuming.
         n_envs: parallel envs (``SubprocVecEnv`` above 1; default: the available cores).
-        policy: ``mlp`` (flattened observation) or ``equivariant``.
-        seed: seeds the model and the training envs (evaluation uses seeds ``eval_seeds``).
-        out: output folder.
+        policy: ``mlp`` (flattened observation) or ``equivariant`` (default).
+        seed: seeds the model and the training envs (evaluation uses seeds ``eval_seeds``); default 0.
+        out: output folder (default ``runs/train``; with ``resume``, the run's own folder).
+        overwrite: write a new run into a folder that holds files (an earlier run's are removed).
         eval_agents: baselines evaluated beside the policy every ``eval_every`` steps (0: only at the end).
         eval_seeds, eval_horizon: the evaluation episodes (horizon in simulated time units).
-        resume: a checkpoint ``.zip`` (or ``model.zip``) of an earlier run to continue from.
+        resume: a checkpoint ``.zip`` (or ``model.zip``, or the run folder) of an earlier run to continue.
         checkpoint_every: steps between checkpoints (default: a tenth of ``timesteps``).
         normalize_reward: VecNormalize's return-based reward scaling.
         hidden: width of the equivariant policy's layers.
@@ -224,6 +296,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
             ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``
             and ``policy.*`` (``policy.work_conserving=true``).
     """
+    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     import torch as th
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
@@ -231,7 +304,25 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     from clustergym.scenarios import resolve_scenario
     from clustergym.suite import find_task
 
-    # ---- 1. arguments: scenario (or suite task), env and algorithm settings
+    # ---- 1. arguments: scenario (or suite task), env and algorithm settings (a resumed run's own, from model.json)
+    from clustergym.agents.model_agent import read_metadata
+
+    previous: dict[str, Any] = {}
+    if resume is not None:
+        ckpt, run_dir = resume_point(resume)
+        previous = read_metadata(ckpt)
+        params = _resumed_settings(ckpt, previous, scenario, algo, policy, params)
+        scenario, algo, policy = previous["scenario"], previous["algo"], previous["policy"]
+        seed = previous.get("seed", 0) if seed is None else seed
+        hidden, normalize_reward = previous.get("hidden", hidden), previous.get("normalize_reward", normalize_reward)
+        if out is not None and Path(out).resolve() != run_dir.resolve():
+            raise ConfigError("out", f"--resume continues the run in {run_dir}; --out {out} is another folder")
+        out, resume = run_dir, ckpt
+    if scenario is None:
+        raise ConfigError("scenario", "a scenario is required (or --resume of an earlier run)")
+    algo = "maskable-ppo" if algo is None else algo
+    policy = "equivariant" if policy is None else policy
+    seed = 0 if seed is None else seed
     scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
     algo_kwargs = {**(algo_kwargs or {}), **more_algo}
     task = find_task(scenario)
@@ -252,8 +343,16 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     n_envs = worker_count(n_envs, "envs")
     _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
     mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time"), error=ConfigError)
+    import inspect
+
+    accepted = set(inspect.signature(algo_classes()[algo].__init__).parameters) - {
+        "self", "policy", "env", "seed", "device", "tensorboard_log", "policy_kwargs", "verbose", "_init_setup_model"}
+    for key in algo_kwargs:
+        if key not in accepted:
+            raise ConfigError(f"algo.{key}", f"{algo} has no setting {key!r}; it takes {', '.join(sorted(accepted))}")
     if policy_params and policy != "equivariant":
         raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
+    make_train_env(scenario, scenario_params, env_kwargs, policy).close()  # env settings fail here, not in a worker
     if warm_start and (policy != "equivariant" or algo == "dqn"):
         raise ConfigError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
                                         "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
@@ -265,14 +364,16 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         scenario = str(Path(scenario).resolve())
     if eval_horizon is None:
         eval_horizon = env_kwargs.get("horizon")  # evaluate on episodes as long as the training ones
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path("runs/train" if out is None else out)
+    if resume is None:
+        _prepare_out(out, overwrite)
     th.set_num_threads(torch_threads)
 
     # the metadata a loaded agent needs (model.json); horizon/reward_scale only shape training episodes.
     # A policy trained without masks where an invalid action waits is evaluated the same way ("masked": false)
     masked = algo == "maskable-ppo" or policy != "mlp" or env_kwargs.get("invalid_action") != "wait"
     meta: dict[str, Any] = {
+        **{k: v for k, v in previous.items() if k == "warm_start"},
         "algo": algo, "policy": policy, "scenario": scenario, "scenario_params": scenario_params,
         "task": task.id if task is not None else None, "masked": masked,
         "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window", "invalid_action") if k in env_kwargs},
@@ -298,9 +399,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     # ---- 3. the model: new, or resumed from a checkpoint
     Algo = algo_classes()[algo]
     if resume:
-        if not Path(resume).is_file():
-            raise ConfigError("resume", f"{resume}: no such checkpoint")
-        model = Algo.load(str(resume), env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+        model = load_sb3(Algo, Path(resume), algo, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
     else:
         policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
         model = Algo(policy_cls, venv, seed=seed, device="cpu", tensorboard_log=str(out / "tb"),
@@ -308,21 +407,23 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
 
     # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
     if warm_start:
-        from clustergym.training.imitation import clone, collect_demonstrations, return_scale
+        from clustergym.training.imitation import clone, collect_demonstrations, return_scale, teacher_params
 
         t_bc = time.perf_counter()
         demo_env = make_train_env(scenario, scenario_params, env_kwargs, policy)
-        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed)
+        teacher = teacher_params(warm_start, env_kwargs["action_mode"], env_kwargs["queue_window"])
+        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed,
+                                       params=teacher)
         running, scale = return_scale(demos, model.gamma)
         if normalize_reward:  # PPO's reward scaling starts from the statistics the critic was fitted with
             venv.ret_rms.update(running)
         else:
             scale = 1.0
         stats = clone(model.policy, demos, gamma=model.gamma, scale=scale, epochs=warm_start_epochs, seed=seed)
-        meta["warm_start"] = {"teacher": warm_start, "steps": warm_start_steps, "epochs": warm_start_epochs,
+        meta["warm_start"] = {"teacher": warm_start, "teacher_params": teacher, "steps": warm_start_steps, "epochs": warm_start_epochs,
                               **stats, "wall_seconds": time.perf_counter() - t_bc}
         if verbose:
-            print(f"warm start: imitated {warm_start} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
+            print(f"warm start: imitated {warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
                   flush=True)
 
     # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines

@@ -67,6 +67,11 @@ class PrefixedSource:
         self._cols = {c: np.asarray(getattr(prefix, c)) for c in _COLUMNS}
 
     @property
+    def finite(self) -> bool:
+        """Finite when the continuing source is (the prefix is a finite table)."""
+        return bool(getattr(self.then, "finite", False))
+
+    @property
     def types(self) -> TypeInfo:  # type: ignore[override]
         t = self.then.types
         if t.exact and not self.prefix.types.exact:

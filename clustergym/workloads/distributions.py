@@ -480,9 +480,7 @@ class TruncatedNormalDemand(DemandDist):
         self._a = (self.low - self.loc) / safe
         self._b = (self.high - self.loc) / safe
         self._safe_scale = safe
-        from scipy.stats import (
-            truncnorm,  # here, not at the top: scipy.stats costs ~1 s of import time
-        )
+        from scipy.stats import truncnorm  # scipy.stats takes ~1 s to import: only where it is used
 
         realised = self.loc + safe * truncnorm.mean(self._a, self._b)
         self._mean = np.where(self._pos, realised, self.loc)
@@ -499,7 +497,7 @@ class TruncatedNormalDemand(DemandDist):
         return self._mean.copy()
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        from scipy.stats import truncnorm
+        from scipy.stats import truncnorm  # scipy.stats takes ~1 s to import: only where it is used
 
         u = rng.random((int(n), self.num_resources))
         x = truncnorm.ppf(u, self._a, self._b, loc=self.loc, scale=self._safe_scale)

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.validation import matrix, number
 from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.workloads.poisson import check_job_type
+
+if TYPE_CHECKING:  # pandas is imported where a frame is read (it takes ~0.5 s)
+    import pandas as pd
 
 __all__ = ["ReplaySource", "TimeScaled"]
 
@@ -278,6 +280,8 @@ class ReplaySource:
             try:
                 return s.to_numpy(dtype=np.float64, na_value=np.nan)
             except (TypeError, ValueError):
+                import pandas as pd
+
                 coerced = pd.to_numeric(s, errors="coerce")
                 bad = np.flatnonzero((coerced.isna() & s.notna()).to_numpy())
                 i = int(bad[0])
@@ -339,6 +343,9 @@ class ReplaySource:
         """Not defined for traces."""
         return None
 
+    #: a job table drains: an infinite horizon ends when its last job has left
+    finite = True
+
 
 class TimeScaled:
     """``source`` with every arrival time multiplied by ``factor`` (alpha > 0).
@@ -362,6 +369,11 @@ class TimeScaled:
     @property
     def types(self) -> TypeInfo:  # type: ignore[override]
         return self.source.types
+
+    @property
+    def finite(self) -> bool:
+        """Finite when the wrapped source is."""
+        return bool(getattr(self.source, "finite", False))
 
     def chunks(self, rng: np.random.Generator) -> Iterator[ArrivalChunk]:
         """The wrapped chunks with ``time * factor``."""

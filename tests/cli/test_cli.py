@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 
@@ -39,16 +38,25 @@ def _cli(*args: str):
     return result.exit_code, result.stdout, result.stderr
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _console_script() -> list[str]:
-    exe = shutil.which("clustergym")
-    if exe is not None:
-        return [exe]
-    return [sys.executable, "-c", "from clustergym.cli import main; main()"]
+    """``python -m clustergym`` of this tree (the installed console script may be another checkout's)."""
+    return [sys.executable, "-m", "clustergym"]
 
 
 def _subprocess(*args: str) -> subprocess.CompletedProcess:
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.run([*_console_script(), *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200"})
+                          env={**os.environ, "COLUMNS": "200", "PYTHONPATH": path})
+
+
+def _only_error(stdout: str) -> dict:
+    """With --json, a failed command prints one JSON document: {"error": {type, field, message}}."""
+    doc = json.loads(stdout)
+    assert set(doc) == {"error"} and set(doc["error"]) == {"type", "field", "message"}, doc
+    return doc["error"]
 
 
 def _one_json(stdout: str):
@@ -153,12 +161,12 @@ def test_set_unknown_parameter_exits_2_naming_it():
     proc = _subprocess("run", "ec2", "--agent", "best-fit", "--set", "nope=1", "--json")
     assert proc.returncode == 2
     assert "params.nope" in proc.stderr
-    assert proc.stdout.strip() == ""
+    assert _only_error(proc.stdout)
 
 
 def test_set_without_equals_exits_2():
     code, out, err = _cli("run", "ec2", "--agent", "best-fit", "--set", "zeta", "--json")
-    assert code == 2 and "key=value" in err and out.strip() == ""
+    assert code == 2 and "key=value" in err and _only_error(out)
 
 
 def test_malformed_scenario_file_exits_2_naming_the_field(tmp_path):
@@ -170,7 +178,7 @@ def test_malformed_scenario_file_exits_2_naming_the_field(tmp_path):
     code, out, err = _cli("run", str(path), "--agent", "first-fit", "--json")
     assert code == 2
     assert "servers[1].capacity" in err
-    assert out.strip() == ""
+    assert _only_error(out)
     code, _, err = _cli("compare", str(path), "--agents", "first-fit", "--seeds", "1", "--json")
     assert code == 2 and "servers[1].capacity" in err
 
@@ -186,12 +194,12 @@ def test_unknown_agent_exits_2():
     proc = _subprocess("run", "ec2", "--agent", "no-such-agent", "--json")
     assert proc.returncode == 2
     assert "no-such-agent" in proc.stderr
-    assert proc.stdout.strip() == ""
+    assert _only_error(proc.stdout)
 
 
 def test_agent_incompatible_with_scenario_exits_2():
     code, out, err = _cli("run", "autoscale-4vm", "--agent", "best-fit", "--horizon", "1", "--json")
-    assert code == 2 and "agent" in err and out.strip() == ""
+    assert code == 2 and "agent" in err and _only_error(out)
 
 
 def test_unknown_scenario_exits_2():
@@ -241,7 +249,7 @@ def test_compare_table_form():
 def test_compare_unknown_agent_exits_2():
     code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit,nope-agent", "--seeds", "1", "--horizon", "5",
                           "--json")
-    assert code == 2 and "nope-agent" in err and out.strip() == ""
+    assert code == 2 and "nope-agent" in err and _only_error(out)
 
 
 # =============================================================================== reproduce / bench
@@ -273,7 +281,7 @@ def test_reproduce_without_ids_lists_every_claim():
 
 def test_reproduce_unknown_claim_exits_2():
     code, out, err = _cli("reproduce", "no-such-claim", "--json")
-    assert code == 2 and "no-such-claim" in err and out.strip() == ""
+    assert code == 2 and "no-such-claim" in err and _only_error(out)
 
 
 def test_bench_json_quick():

@@ -78,3 +78,19 @@ def test_unknown_invalid_action_policy_is_a_config_error():
 def test_step_before_reset_says_reset():
     with pytest.raises(ResetNeeded, match="reset"):
         ClusterEnv("bf-trap").step(0)
+
+
+@pytest.mark.parametrize("action", [np.array([99, 0, 0]), np.array([-1, 0, 0]), np.array([0, -1, 0]),
+                                    np.array([0, 0, 0, 0]), np.array([0, 0]), [0.5, 0, 0]])
+def test_command_arrays_with_unknown_codes_or_the_wrong_length_are_never_executed(action):
+    env = ClusterEnv("bf-trap", action_mode="command", horizon=20.0)
+    env.reset(seed=0)
+    assert not env.action_space.contains(action)
+    before = (env.sim.now, env.sim.n_started, env.sim.n_queued, env.sim.n_rejected)
+    _, reward, _, _, info = env.step(action)
+    assert info["invalid_action"] and reward == env.invalid_penalty
+    assert (env.sim.now, env.sim.n_started, env.sim.n_queued, env.sim.n_rejected) == before
+    raising = ClusterEnv("bf-trap", action_mode="command", horizon=20.0, invalid_action="raise")
+    raising.reset(seed=0)
+    with pytest.raises(InvalidCommandError):
+        raising.step(action)

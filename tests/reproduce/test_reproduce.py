@@ -159,7 +159,7 @@ def test_config_parses_settings_and_keeps_the_defaults():
 ])
 def test_bad_options_are_clear_errors(args, message):
     code, out, err = _cli("reproduce", "rms-ec2-boundary", *args, "--json")
-    assert code == 2 and out.strip() == ""
+    assert code == 2 and json.loads(out)["error"]["message"] == " ".join(err.split()).removeprefix("error: ")
     assert message in " ".join(err.split()) and "Traceback" not in err
 
 

@@ -247,11 +247,11 @@ def test_cli_compare_out_writes_results_parquet_summary_and_plots(tmp_path):
     (["--agents", "first-fit,dra"], "dra"),
     (["--agents", "first-fit", "--workers", "0"], "--workers: must be >= 1, got 0"),
     (["--agents", "first-fit", "--ray", "not an address"], "expected 'auto', 'HOST:PORT'"),
-    (["--agents", "first-fit", "--sweep", "num_servers="], "--sweep 'num_servers='"),
+    (["--agents", "first-fit", "--sweep", "num_servers="], "--sweep: 'num_servers=': expected key=v1,v2"),
 ])
 def test_cli_compare_bad_input_exits_2(args, message):
     code, out, err = _cli("compare", "bf-trap", "--seeds", "1", "--horizon", "2", *args, "--json")
-    assert code == 2 and out.strip() == ""
+    assert code == 2 and message in json.loads(out)["error"]["message"]  # one JSON error document
     assert message in err.replace("\n", "")
 
 
@@ -318,4 +318,5 @@ def test_ray_auto_with_a_dead_cluster_address_fails_fast(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit", "--seeds", "1", "--horizon", "1",
                           "--ray", "auto", "--json")
-    assert code == 2 and out.strip() == "" and "no Ray cluster reachable" in err and "127.0.0.1:1" in err
+    assert code == 2 and json.loads(out)["error"]["type"] == "RayError"
+    assert "no Ray cluster reachable" in err and "127.0.0.1:1" in err

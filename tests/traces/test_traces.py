@@ -23,13 +23,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.runner import Probe, run_episode
+from clustergym.scenarios.presets.traces import alibaba_gpu, autoscale_google, bfjs_google, lotes_google, rms_google
+from clustergym.scenarios.trace_spec import trace_workload_from_spec
 from clustergym.traces import (
     FORMATS,
     TraceNotFoundError,
@@ -55,10 +56,8 @@ from clustergym.traces import (
 )
 from clustergym.traces import transforms as T
 from clustergym.traces.azure import BIN_INTERVALS, bin_durations, read_interval_map
-from clustergym.traces.paths import default_trace_dir
 from clustergym.traces.cache import google_events as _google_events
-from clustergym.scenarios.presets.traces import alibaba_gpu, autoscale_google, bfjs_google, lotes_google, rms_google
-from clustergym.scenarios.trace_spec import trace_workload_from_spec
+from clustergym.traces.paths import default_trace_dir
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 EXPECTED = json.loads((FIX / "EXPECTED.json").read_text())
@@ -402,6 +401,22 @@ def test_malformed_non_numeric(tmp_path):
         load_azure_v1(FIX, split="dev", flavors_path=tmp_path / "v1.dev.txt.gz", durations=False)
 
 
+
+def test_malformed_nan_field_and_header_only_csv(tmp_path):
+    """A nan or inf where a number belongs names its line and 1-based column; a CSV with a header
+    and no data line says it holds no job (issue #17)."""
+    lines = _part0_lines()
+    f = lines[99].split(",")
+    f[9] = "nan"
+    lines[99] = ",".join(f)
+    with pytest.raises(TraceFormatError, match=r"line 100, field 'CPU request' \(column 10\): not a finite number: "
+                                               r"'nan'"):
+        read_task_events(_write_gz(tmp_path / "part-00000-of-00500.csv.gz", lines))
+    pods = (FIX / "alibaba-gpu-v2023" / "openb_pod_list_default.csv").read_text().splitlines()
+    (tmp_path / "pods.csv").write_text(pods[0] + "\n")
+    with pytest.raises(TraceFormatError, match=r"pods\.csv: no data line after the header: the file holds no job"):
+        load_alibaba_gpu_v2023(path=tmp_path / "pods.csv")
+
 def test_malformed_negative_duration(tmp_path):
     # Google: a FINISH stamped before its SCHEDULE
     ev = read_task_events(G / "task_events" / "part-00000-of-00500.csv.gz")
@@ -639,11 +654,8 @@ def test_summary_and_plot(tmp_path):
 
 
 def _cli(*args: str):
-    from clustergym.cli.trace import trace_cmd
+    from clustergym.cli import app  # the command line's one error path (exit 2, a JSON error document)
 
-    app = typer.Typer()
-    app.command("trace")(trace_cmd)
-    app.command("noop")(lambda: None)  # two commands: typer keeps "trace" as a subcommand
     r = CliRunner().invoke(app, ["trace", *args])
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         raise r.exception
@@ -663,9 +675,9 @@ def test_cli_trace_json_and_table(tmp_path):
     assert code == 0, err
     assert "demand quantiles per resource" in out and "vcpu" in out and "arrival rate over time" in out
     code, out, err = _cli("nonsense", "--json")
-    assert code == 2 and out == "" and "unknown trace" in err
+    assert code == 2 and "unknown trace" in json.loads(out)["error"]["message"] and "unknown trace" in err
     code, out, err = _cli("google", "--trace-dir", str(FIX), "--filter", "prio=1", "--json")
-    assert code == 2 and out == "" and "has no filter" in err
+    assert code == 2 and "has no filter" in json.loads(out)["error"]["message"] and "has no filter" in err
 
 
 def test_formats_registry():
