@@ -149,7 +149,7 @@ class PairScorer(nn.Module):
 
     def forward(self, obs: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor]:
         h_s, scored, h_j, g = self._context(obs)
-        B, L, _ = h_s.shape
+        B = h_s.shape[0]
         residual = obs["free"].unsqueeze(1) - scored[..., : self.R].unsqueeze(2)     # (B, K', L, R)
         pre = (self.pair_server(h_s).unsqueeze(1) + self.pair_job(h_j).unsqueeze(2)
                + self.pair_global(g)[:, None, None, :] + self.pair_residual(residual))

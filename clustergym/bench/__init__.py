@@ -136,7 +136,7 @@ def _kernel_rows(quick: bool, log: Callable[[str], Any] | None) -> list[dict[str
 # ---------------------------------------------------------------------------------------------- replay
 
 def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
     return json.loads(p.stdout)
@@ -595,10 +595,8 @@ def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None,
                    full_replay: bool = False, ppo: bool = True, memory_events: int = 0) -> dict[str, Any]:
     """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
     from clustergym.core import accel
-    from clustergym.errors import require_extra
-
+    from clustergym.errors import ConfigError, require_extra
     from clustergym.validation import number
-    from clustergym.errors import ConfigError
 
     number(memory_events, "--memory-events", lo=0, integer=True, error=ConfigError)
     if ppo:  # checked before anything runs

@@ -650,7 +650,7 @@ def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
         out.print(f"plot: {res['plot']}")
 
 
-from clustergym.cli.trace import trace_cmd
+from clustergym.cli.trace import trace_cmd  # noqa: E402  (after `app`, which it is registered on)
 
 app.command("trace")(trace_cmd)
 from clustergym.cli.benchmark import benchmark_cmd  # noqa: E402

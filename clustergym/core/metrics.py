@@ -34,10 +34,10 @@ class TimeIntegrals:
     weighted_system: float = 0.0    #: ∫ sum of weights of real jobs in system
     weighted_queue: float = 0.0     #: ∫ sum of weights of waiting jobs
     reward: float = 0.0             #: ∫ sum of reward rates of running real jobs
-    queue_by_type: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
-    real_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
-    dummy_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
-    empty_slot_usage: np.ndarray = field(default=None)  # type: ignore[assignment, arg-type]
+    queue_by_type: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    real_usage: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    dummy_usage: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    empty_slot_usage: np.ndarray = field(default=None)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         self.reset()

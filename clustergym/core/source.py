@@ -15,8 +15,9 @@ capacities.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class ArrivalChunk:
         work: np.ndarray | None = None,
         weight: np.ndarray | None = None,
         reward_rate: np.ndarray | None = None,
-    ) -> "ArrivalChunk":
+    ) -> ArrivalChunk:
         """Make a chunk, filling absent columns with their defaults (type 0, weight 1, reward 1)."""
         time = np.asarray(time, dtype=np.float64)
         n = time.shape[0]

@@ -9,16 +9,16 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.core.objectives import objective_metric
 from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.view import ClusterView
 from clustergym.envs.actions import ActionMode, make_action_mode
 from clustergym.envs.observation import ObservationBuilder
-from clustergym.core.objectives import objective_metric
 from clustergym.envs.reward import RewardFn, make_reward_fn
 from clustergym.envs.viewer import render_text
 from clustergym.errors import ConfigError, InvalidCommandError, ScenarioError
-from clustergym.validation import boolean, choice, number
 from clustergym.scenarios.spec import Scenario
+from clustergym.validation import boolean, choice, number
 
 __all__ = ["ClusterEnv", "AdmissionEnv"]
 

@@ -28,7 +28,14 @@ from clustergym.runner.cells import (
 from clustergym.runner.episode import RUN_FIELDS, Probe, run_episode
 from clustergym.runner.journal import RunFolder
 from clustergym.runner.outputs import flat_results, missing_outputs, plot_agents, plot_sweep, write_results
-from clustergym.runner.stats import add_lp_bound, check_lp_bound, headline_metric, mean_ci, reward_per_server_table, summarize
+from clustergym.runner.stats import (
+    add_lp_bound,
+    check_lp_bound,
+    headline_metric,
+    mean_ci,
+    reward_per_server_table,
+    summarize,
+)
 
 __all__ = ["Cell", "EvaluationError", "RayError", "available_workers", "compare", "compatible_agents", "plan",
            "run_cell", "run_cells", "run_rows", "sweep", "worker_count", "RUN_FIELDS", "Probe", "run_episode", "flat_results", "missing_outputs", "RunFolder", "plot_agents",

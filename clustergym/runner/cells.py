@@ -269,7 +269,7 @@ def run_rows(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None 
     keys = [_memo_key(cell) if memo is not None else None for cell in cells]
     memo_rows: dict[Any, dict[str, Any]] = memo if memo is not None else {}
     todo, seen = [], set()
-    for i, (cell, key) in enumerate(zip(cells, keys)):
+    for i, key in enumerate(keys):
         if i in done:
             continue
         if key is None or (key not in memo_rows and key not in seen):
@@ -382,7 +382,7 @@ def _run_ray(cells: list[tuple[int, Cell]], address: str, finished: Callable[[in
                 row = ray.get(ref)
             except Exception as e:  # RayTaskError wraps the worker's exception
                 cause = getattr(e, "cause", None)
-                raise cause if isinstance(cause, ClusterGymError) else e
+                raise (cause if isinstance(cause, ClusterGymError) else e) from None
             finished(index[ref], row)
 
 

@@ -47,19 +47,20 @@ sets machine-dependent service rates.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from clustergym.core.jobs import JOB_MEMORY_MODES
 from clustergym.core.objectives import OBJECTIVES
-from clustergym.core.source import is_finite
 from clustergym.core.simulator import QUEUEING_MODES, ROUTINGS, EpochConfig
+from clustergym.core.source import is_finite
 from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.validation import boolean, choice, is_number, mapping, number, vector
 from clustergym.scenarios.registry import make_preset
 from clustergym.scenarios.spec import DEFAULT_QUEUE_CAP, MAX_SERVERS, Scenario
+from clustergym.validation import boolean, choice, is_number, mapping, number, vector
 from clustergym.workloads import (
     PoissonSource,
     PoissonTypedSource,
@@ -140,7 +141,7 @@ def _load_yaml(text: str) -> Any:
                     break
             return super().construct_mapping(node, deep=deep)
 
-    return yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
+    return yaml.load(text, Loader=Loader)
 
 
 def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: str = "scenario") -> Scenario:

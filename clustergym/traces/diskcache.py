@@ -353,7 +353,7 @@ def cached_table(loader: str, files: Sequence[str | os.PathLike[str]], options: 
             except OSError:
                 pass
             return table
-        except Exception as e:  # noqa: BLE001 -- any failure to read means: do not trust it
+        except Exception as e:
             warnings.warn(f"trace cache: {path} is unusable ({type(e).__name__}: {e}); rebuilding it",
                           TraceCacheWarning, stacklevel=2)
             try:
@@ -364,6 +364,6 @@ def cached_table(loader: str, files: Sequence[str | os.PathLike[str]], options: 
     try:
         _write_table(path, table, key)
         _prune(d, path)
-    except Exception as e:  # noqa: BLE001 -- a cache that cannot write never fails the run
+    except Exception as e:
         _give_up(f"write {path}", e)
     return table

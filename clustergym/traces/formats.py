@@ -19,6 +19,7 @@ from clustergym.traces.alibaba import (
     load_cloudsimpy_jobs,
 )
 from clustergym.traces.azure import load_azure_v1
+from clustergym.traces.cache import google_table
 from clustergym.traces.google import (
     google_tasks,
 )
@@ -26,7 +27,6 @@ from clustergym.traces.table import TraceTable
 from clustergym.validation import choice
 
 PathLike = str | os.PathLike[str]
-from clustergym.traces.cache import google_table
 
 __all__ = ["FORMATS", "filter_names", "load_trace"]
 

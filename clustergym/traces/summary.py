@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from clustergym.errors import ScenarioError
-from clustergym.validation import positive
 from clustergym.traces.table import TraceTable
+from clustergym.validation import positive
 
 __all__ = ["TraceData", "trace_data", "summarize", "plot_summary", "QUANTILES"]
 

@@ -40,8 +40,15 @@ from typing import Any
 import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.agents.model_agent import (ALGOS, META_NAME, VECNORM_NAME, ModelAgent, algo_classes, load_sb3,
-                                           vecnormalize_path)
+from clustergym.agents.model_agent import (
+    ALGOS,
+    META_NAME,
+    VECNORM_NAME,
+    ModelAgent,
+    algo_classes,
+    load_sb3,
+    vecnormalize_path,
+)
 from clustergym.envs.actions import default_action_mode
 from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
@@ -301,11 +308,10 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
-    from clustergym.scenarios import resolve_scenario
-    from clustergym.suite import find_task
-
     # ---- 1. arguments: scenario (or suite task), env and algorithm settings (a resumed run's own, from model.json)
     from clustergym.agents.model_agent import read_metadata
+    from clustergym.scenarios import resolve_scenario
+    from clustergym.suite import find_task
 
     previous: dict[str, Any] = {}
     if resume is not None:

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from clustergym.errors import ScenarioError
 from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
+from clustergym.errors import ScenarioError
 from clustergym.workloads.replay import ReplaySource
 
 __all__ = ["PrefixedSource"]

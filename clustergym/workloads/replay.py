@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.validation import matrix, number
-from clustergym.core.source import ArrivalChunk, ArrivalSource, TypeInfo
 from clustergym.workloads.poisson import check_job_type
 
 if TYPE_CHECKING:  # pandas is imported where a frame is read (it takes ~0.5 s)
@@ -258,7 +258,7 @@ class ReplaySource:
         names: Sequence[str] | None = None,
         source: str = "<frame>",
         chunk_size: int = 4096,
-    ) -> "ReplaySource":
+    ) -> ReplaySource:
         """Build from a DataFrame: one row per job; ``demand_columns`` in resource order.
 
         Columns are numeric (or numeric strings); rows are reported by 0-based position.

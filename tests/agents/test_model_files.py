@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 pytest.importorskip("stable_baselines3", reason="needs the train extra")
 
-from clustergym.agents.model_agent import load_model_agent  # noqa: E402
-from clustergym.cli import app  # noqa: E402
-from clustergym.errors import ConfigError  # noqa: E402
-from clustergym.training.train import train  # noqa: E402
+from clustergym.agents.model_agent import load_model_agent
+from clustergym.cli import app
+from clustergym.errors import ConfigError
+from clustergym.training.train import train
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("quiet_warnings")

@@ -216,7 +216,7 @@ def test_journal_overflow_and_reset_rebuild() -> None:
 # ============================================================================ whole runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the golden figures
-import test_golden as golden_mod
+import test_golden as golden_mod  # noqa: E402
 
 
 @pytest.fixture()

@@ -63,7 +63,7 @@ def test_unmasked_random_agent_finishes_an_episode_under_wait():
     env = make_env("ec2", horizon=5.0, invalid_action="wait")
     env.reset(seed=0)
     rng = np.random.default_rng(0)
-    for steps in range(1, 100_000):
+    for _ in range(1, 100_000):
         _, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
         if term or trunc:
             break

@@ -69,7 +69,9 @@ def test_claim_cells_give_the_same_rows_serially_and_on_two_workers():
 
 def test_episodes_give_the_rows_in_cell_order_whatever_the_work_order():
     cells = [ec2_cell("rms", 0.8, s, T) for s, T in ((0, 10.0), (1, 30.0), (2, 20.0))]
-    cost = lambda c: c.horizon
+    def cost(c):
+        return c.horizon
+
     a = episodes(cells, ReproduceConfig(workers=1))
     RUNS.clear()
     b = episodes(cells, ReproduceConfig(workers=2), cost=cost)

@@ -560,7 +560,7 @@ def test_other_presets_on_fixtures():
     # azure-vms (the suite's trace task) is covered by tests/workloads/test_windows.py and tests/suite
     assert set(trace_presets) == {"rms-google", "bfjs-google", "lotes-google", "autoscale-google", "alibaba-gpu",
                                   "google-bf-replay", "mris-alibaba", "azure-vms"}
-    for name, p in trace_presets.items():
+    for p in trace_presets.values():
         assert callable(p.build) and p.description and "\n" not in p.description
         assert "trace_dir" in p.defaults()
 
