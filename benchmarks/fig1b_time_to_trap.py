@@ -45,19 +45,31 @@ def main() -> None:
     with ProcessPoolExecutor(a.workers) as ex:
         rows = list(ex.map(_one, tasks))
     trapped = sorted(r["trapped_at"] for r in rows if r["trapped_at"] is not None)
-    doc = {"select_job": a.select_job, "horizon": a.horizon, "seeds": len(rows), "runs": rows,
-           "trapped": len(trapped), "censored": len(rows) - len(trapped), "trap_times": trapped,
-           "trapped_by": {f"{h:g}": sum(t <= h for t in trapped) / len(rows)
-                          for h in (2e4, 4e4, 6e4, 8e4, 1e5) if h <= a.horizon},
-           "wall_seconds": round(time.time() - t0, 1)}
+    doc = {
+        "select_job": a.select_job,
+        "horizon": a.horizon,
+        "seeds": len(rows),
+        "runs": rows,
+        "trapped": len(trapped),
+        "censored": len(rows) - len(trapped),
+        "trap_times": trapped,
+        "trapped_by": {
+            f"{h:g}": sum(t <= h for t in trapped) / len(rows) for h in (2e4, 4e4, 6e4, 8e4, 1e5) if h <= a.horizon
+        },
+        "wall_seconds": round(time.time() - t0, 1),
+    }
     if a.json:
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
     for r in rows:
-        print(f"seed {r['seed']:3d}: trapped at {r['trapped_at']!s:>10} (run to {r['t_end']:g}, "
-              f"queue at end {r['queued_at_end']}, mean {r['mean_queue']:.0f})")
-    print(f"{doc['trapped']} of {doc['seeds']} seeds trapped by {a.horizon - 1000:g}; share trapped by T: {doc['trapped_by']}")
+        print(
+            f"seed {r['seed']:3d}: trapped at {r['trapped_at']!s:>10} (run to {r['t_end']:g}, "
+            f"queue at end {r['queued_at_end']}, mean {r['mean_queue']:.0f})"
+        )
+    print(
+        f"{doc['trapped']} of {doc['seeds']} seeds trapped by {a.horizon - 1000:g}; share trapped by T: {doc['trapped_by']}"
+    )
     print(f"wall {doc['wall_seconds']} s")
 
 

@@ -79,8 +79,15 @@ def one_run(task: tuple) -> dict:
     times, values = sim.trace.arrays()
     st = stability_test(times, values, sim.total_rate)
     assert (st["verdict"] == "unstable") == (m["unstable"] and not m["hit_queue_cap"])
-    return {"label": label, "horizon": horizon, "seed": seed, "verdict": m["stability"],
-            "old": old_rule(times, values, sim.total_rate), "cycles": st["cycles"], "p": st["p_value"]}
+    return {
+        "label": label,
+        "horizon": horizon,
+        "seed": seed,
+        "verdict": m["stability"],
+        "old": old_rule(times, values, sim.total_rate),
+        "cycles": st["cycles"],
+        "p": st["p_value"],
+    }
 
 
 def main() -> None:
@@ -91,37 +98,56 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     seeds = 20 if a.quick else a.seeds
-    tasks = [(label, preset, params, agent, ap_, h, s)
-             for label, preset, params, agent, ap_, hs, _ in CASES
-             for h in hs if not (a.quick and h > QUICK_HORIZON_CAP) for s in range(seeds)]
+    tasks = [
+        (label, preset, params, agent, ap_, h, s)
+        for label, preset, params, agent, ap_, hs, _ in CASES
+        for h in hs
+        if not (a.quick and h > QUICK_HORIZON_CAP)
+        for s in range(seeds)
+    ]
     truth = {c[0]: c[-1] for c in CASES}
     t0 = time.time()
     with ProcessPoolExecutor(a.workers) as ex:
         rows = list(ex.map(one_run, tasks, chunksize=4))
     table = []
-    for label, *_ , hs, tr in CASES:
+    for label, *_, hs, tr in CASES:
         for h in hs:
             rs = [r for r in rows if r["label"] == label and r["horizon"] == h]
             if not rs:
                 continue
             n = len(rs)
             share = {v: sum(r["verdict"] == v for r in rs) / n for v in ("unstable", "undetermined", "stable")}
-            table.append({"case": label, "truth": tr, "horizon": h, "runs": n, **share,
-                          "old_rule_unstable": sum(r["old"] for r in rs) / n})
+            table.append(
+                {
+                    "case": label,
+                    "truth": tr,
+                    "horizon": h,
+                    "runs": n,
+                    **share,
+                    "old_rule_unstable": sum(r["old"] for r in rs) / n,
+                }
+            )
     tot = {}
     for tr in ("stable", "unstable"):
         rs = [r for r in rows if truth[r["label"]] == tr]
-        tot[tr] = {"runs": len(rs), "unstable": sum(r["verdict"] == "unstable" for r in rs) / max(1, len(rs)),
-                   "old_rule_unstable": sum(r["old"] for r in rs) / max(1, len(rs))}
+        tot[tr] = {
+            "runs": len(rs),
+            "unstable": sum(r["verdict"] == "unstable" for r in rs) / max(1, len(rs)),
+            "old_rule_unstable": sum(r["old"] for r in rs) / max(1, len(rs)),
+        }
     doc = {"seeds": seeds, "table": table, "totals": tot, "wall_seconds": round(time.time() - t0, 1)}
     if a.json:
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    print(f"{'case':34s} {'truth':8s} {'T':>6s} {'runs':>5s} {'unstable':>9s} {'undeterm.':>9s} {'stable':>7s} {'old rule':>9s}")
+    print(
+        f"{'case':34s} {'truth':8s} {'T':>6s} {'runs':>5s} {'unstable':>9s} {'undeterm.':>9s} {'stable':>7s} {'old rule':>9s}"
+    )
     for r in table:
-        print(f"{r['case']:34s} {r['truth']:8s} {r['horizon']:>6g} {r['runs']:>5d} {r['unstable']:>9.3f} "
-              f"{r['undetermined']:>9.3f} {r['stable']:>7.3f} {r['old_rule_unstable']:>9.3f}")
+        print(
+            f"{r['case']:34s} {r['truth']:8s} {r['horizon']:>6g} {r['runs']:>5d} {r['unstable']:>9.3f} "
+            f"{r['undetermined']:>9.3f} {r['stable']:>7.3f} {r['old_rule_unstable']:>9.3f}"
+        )
     for tr, v in tot.items():
         rate = "false-positive" if tr == "stable" else "detection"
         print(f"{tr} cases: {v['runs']} runs, {rate} rate {v['unstable']:.4f} (old rule {v['old_rule_unstable']:.4f})")

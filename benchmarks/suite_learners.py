@@ -60,10 +60,16 @@ def run(task: str, algo: str, steps: int, seed: int = 0) -> dict:
     model.learn(steps)
     wall = time.perf_counter() - t0
     lengths, returns = env.get_episode_lengths(), env.get_episode_rewards()
-    return {"task": task, "algo": algo, "steps": counter.steps, "episodes": len(lengths),
-            "mean_length": float(np.mean(lengths)) if lengths else None,
-            "ep_rew_mean": float(np.mean(returns)) if returns else None,
-            "invalid_share": counter.invalid / max(counter.steps, 1), "wall_seconds": wall}
+    return {
+        "task": task,
+        "algo": algo,
+        "steps": counter.steps,
+        "episodes": len(lengths),
+        "mean_length": float(np.mean(lengths)) if lengths else None,
+        "ep_rew_mean": float(np.mean(returns)) if returns else None,
+        "invalid_share": counter.invalid / max(counter.steps, 1),
+        "wall_seconds": wall,
+    }
 
 
 def main() -> None:
@@ -91,8 +97,11 @@ def main() -> None:
             if not a.json:
                 length = "-" if r["mean_length"] is None else f"{r['mean_length']:.0f}"
                 rew = "-" if r["ep_rew_mean"] is None else f"{r['ep_rew_mean']:.4g}"
-                print(f"{task:15s} {algo:13s} episodes {r['episodes']:2d}  mean length {length:>5s}  "
-                      f"ep_rew_mean {rew:>9s}  invalid {r['invalid_share']:.0%}  {r['wall_seconds']:.0f} s", flush=True)
+                print(
+                    f"{task:15s} {algo:13s} episodes {r['episodes']:2d}  mean length {length:>5s}  "
+                    f"ep_rew_mean {rew:>9s}  invalid {r['invalid_share']:.0%}  {r['wall_seconds']:.0f} s",
+                    flush=True,
+                )
     if a.json:
         print(json.dumps(rows, indent=1))
 

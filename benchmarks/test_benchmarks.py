@@ -21,8 +21,9 @@ from clustergym.scenarios import make_preset, resolve_scenario
 from clustergym.traces.paths import default_trace_dir, traces_available
 
 REPLAY_N = 20_000
-needs_traces = pytest.mark.skipif(not traces_available(), reason=f"traces not found ({default_trace_dir()}): "
-                                                                  "set CLUSTERGYM_TRACES")
+needs_traces = pytest.mark.skipif(
+    not traces_available(), reason=f"traces not found ({default_trace_dir()}): set CLUSTERGYM_TRACES"
+)
 
 
 @pytest.mark.parametrize("servers,horizon", [(20, 300.0), (1000, 6.0)])

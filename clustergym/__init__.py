@@ -37,11 +37,32 @@ except PackageNotFoundError:  # a source tree that is not installed
     __version__ = "0+unknown"
 
 __all__ = [
-    "Agent", "AgentRequirements", "list_agents", "make_agent", "make_env_for", "register_agent",
-    "Cmd", "Command", "EpochConfig", "EventKind", "JobStatus", "Simulator",
-    "ClusterEnv", "AdmissionEnv", "make_env", "ENV_IDS",
-    "ClusterGymError", "ConfigError", "InvalidCommandError", "ScenarioError", "TraceFormatError",
-    "PRESETS", "Scenario", "load_scenario_file", "make_preset", "resolve_scenario",
+    "Agent",
+    "AgentRequirements",
+    "list_agents",
+    "make_agent",
+    "make_env_for",
+    "register_agent",
+    "Cmd",
+    "Command",
+    "EpochConfig",
+    "EventKind",
+    "JobStatus",
+    "Simulator",
+    "ClusterEnv",
+    "AdmissionEnv",
+    "make_env",
+    "ENV_IDS",
+    "ClusterGymError",
+    "ConfigError",
+    "InvalidCommandError",
+    "ScenarioError",
+    "TraceFormatError",
+    "PRESETS",
+    "Scenario",
+    "load_scenario_file",
+    "make_preset",
+    "resolve_scenario",
 ]
 
 # saved models run wherever an agent name does (``--agent runs/x/model.zip``)

@@ -33,8 +33,19 @@ from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 
-__all__ = ["Agent", "AgentRequirements", "register_agent", "agent_factory", "make_agent", "list_agents", "AGENTS", "MODEL_LOADERS", "register_model_loader",
-           "make_env_for", "requirements_of"]
+__all__ = [
+    "Agent",
+    "AgentRequirements",
+    "register_agent",
+    "agent_factory",
+    "make_agent",
+    "list_agents",
+    "AGENTS",
+    "MODEL_LOADERS",
+    "register_model_loader",
+    "make_env_for",
+    "requirements_of",
+]
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,9 @@ class AgentRequirements:
             ``(name, value)`` pairs (a trained model's ``queue_window``).
     """
 
-    epochs: EpochConfig = field(default_factory=lambda: EpochConfig(arrivals=True, completions=True,
-                                                                    dummy_completions=False))
+    epochs: EpochConfig = field(
+        default_factory=lambda: EpochConfig(arrivals=True, completions=True, dummy_completions=False)
+    )
     action_mode: str | None = None
     commands: frozenset[Cmd] = frozenset({Cmd.WAIT, Cmd.PLACE})
     queueing: tuple[str, ...] = ("central",)
@@ -84,8 +96,9 @@ class Agent(ABC):
 
     def __init__(self, **params: Any):
         if params:
-            raise ConfigError(f"agent.{next(iter(params))}", f"agent {self.name!r} takes no parameter "
-                                                             f"{next(iter(params))!r}")
+            raise ConfigError(
+                f"agent.{next(iter(params))}", f"agent {self.name!r} takes no parameter {next(iter(params))!r}"
+            )
         self.view: Any = None
         self.rng = np.random.default_rng(0)
 
@@ -102,8 +115,9 @@ class Agent(ABC):
         self.view = self.env.view
         self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0xA9E17]))
 
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = True) -> tuple[Any, None]:
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
+    ) -> tuple[Any, None]:
         """SB3-style call: ``(action, state)``; rule-based agents return a ``Command``."""
         return self.act(observation), None
 
@@ -181,9 +195,12 @@ def make_agent(name: str, **params: Any) -> Any:
         models = [os.path.join(name, f"model{suffix}") for suffix in MODEL_LOADERS]
         found = [m for m in models if os.path.isfile(m)]
         if not found:
-            raise ConfigError("agent", f"{name!r} is a folder without a saved model ({', '.join(map(os.path.basename, models))}); "
-                                       "pass a registered agent name, a model file or the run folder of a finished "
-                                       "`clustergym train`")
+            raise ConfigError(
+                "agent",
+                f"{name!r} is a folder without a saved model ({', '.join(map(os.path.basename, models))}); "
+                "pass a registered agent name, a model file or the run folder of a finished "
+                "`clustergym train`",
+            )
         name = found[0]
     for suffix, loader in MODEL_LOADERS.items():
         if name.endswith(suffix):
@@ -201,8 +218,9 @@ def requirements_of(agent: Any, scenario: Any) -> AgentRequirements | None:
     return getattr(agent, "requirements", None)
 
 
-def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, env_id: str | None = None,
-                 **env_kwargs: Any) -> Any:
+def make_env_for(
+    scenario: Any, agent: Any, *, validate: bool = False, env_id: str | None = None, **env_kwargs: Any
+) -> Any:
     """The environment for ``agent`` on ``scenario``: the scenario plus the agent's decision epochs, its
     action mode and environment arguments (:class:`AgentRequirements`), built by
     :func:`clustergym.envs.make_env`.  Raises :class:`ConfigError` when the agent cannot run there
@@ -222,11 +240,16 @@ def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, env_id: s
     req = requirements_of(agent, scenario)
     if req is not None:
         if scenario.queueing not in req.queueing:
-            raise ConfigError("agent", f"agent {getattr(agent, 'name', agent)!r} works with queueing "
-                                       f"{list(req.queueing)}, scenario {scenario.name!r} is {scenario.queueing!r}")
+            raise ConfigError(
+                "agent",
+                f"agent {getattr(agent, 'name', agent)!r} works with queueing "
+                f"{list(req.queueing)}, scenario {scenario.name!r} is {scenario.queueing!r}",
+            )
         if req.needs_types and not scenario.source.types.exact:
-            raise ConfigError("agent", f"agent {agent.name!r} needs discrete job types; scenario "
-                                       f"{scenario.name!r} has continuous demands")
+            raise ConfigError(
+                "agent",
+                f"agent {agent.name!r} needs discrete job types; scenario {scenario.name!r} has continuous demands",
+            )
         env_kwargs.setdefault("epochs", req.epochs)
         env_kwargs.setdefault("skip_trivial", req.skip_trivial)
         env_kwargs.setdefault("observe", req.observes)

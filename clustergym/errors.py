@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["ClusterGymError", "ScenarioError", "ConfigError", "InvalidCommandError", "TraceFormatError", "ReleasedJobError",
-           "MissingExtraError", "require_extra"]
+__all__ = [
+    "ClusterGymError",
+    "ScenarioError",
+    "ConfigError",
+    "InvalidCommandError",
+    "TraceFormatError",
+    "ReleasedJobError",
+    "MissingExtraError",
+    "require_extra",
+]
 
 
 class ClusterGymError(Exception):
@@ -62,8 +70,11 @@ class MissingExtraError(ConfigError):
     def __init__(self, what: str, extra: str, missing: str):
         self.extra = extra
         self.missing = missing
-        super().__init__("", f"{what} needs the optional dependency {missing!r}, which is not installed; "
-                             f"install it with `pip install 'clustergym[{extra}]'`")
+        super().__init__(
+            "",
+            f"{what} needs the optional dependency {missing!r}, which is not installed; "
+            f"install it with `pip install 'clustergym[{extra}]'`",
+        )
 
 
 def require_extra(modules: str | tuple[str, ...], extra: str, what: str) -> None:

@@ -68,9 +68,19 @@ def _bounds(lo: float | None, lo_open: bool, hi: float | None, hi_open: bool) ->
     return " and ".join(parts)
 
 
-def number(value: Any, field: str, *, lo: float | None = None, lo_open: bool = False, hi: float | None = None,
-           hi_open: bool = False, integer: bool = False, allow_none: bool = False, allow_inf: bool = False,
-           error: ErrorType = ScenarioError) -> Any:
+def number(
+    value: Any,
+    field: str,
+    *,
+    lo: float | None = None,
+    lo_open: bool = False,
+    hi: float | None = None,
+    hi_open: bool = False,
+    integer: bool = False,
+    allow_none: bool = False,
+    allow_inf: bool = False,
+    error: ErrorType = ScenarioError,
+) -> Any:
     """A real number in ``[lo, hi]`` (``lo_open``/``hi_open``: the bound itself excluded).
 
     Returns a ``float``, or an ``int`` with ``integer`` (an integral float such as ``1e3`` is
@@ -100,11 +110,27 @@ def number(value: Any, field: str, *, lo: float | None = None, lo_open: bool = F
     return v
 
 
-def positive(value: Any, field: str, *, integer: bool = False, allow_zero: bool = False, allow_none: bool = False,
-             allow_inf: bool = False, error: ErrorType = ScenarioError) -> Any:
+def positive(
+    value: Any,
+    field: str,
+    *,
+    integer: bool = False,
+    allow_zero: bool = False,
+    allow_none: bool = False,
+    allow_inf: bool = False,
+    error: ErrorType = ScenarioError,
+) -> Any:
     """:func:`number` > 0 (>= 0 with ``allow_zero``)."""
-    return number(value, field, lo=0.0, lo_open=not allow_zero, integer=integer, allow_none=allow_none,
-                  allow_inf=allow_inf, error=error)
+    return number(
+        value,
+        field,
+        lo=0.0,
+        lo_open=not allow_zero,
+        integer=integer,
+        allow_none=allow_none,
+        allow_inf=allow_inf,
+        error=error,
+    )
 
 
 def choice(value: Any, field: str, options: Collection[str], *, error: ErrorType = ScenarioError) -> str:
@@ -123,9 +149,18 @@ def boolean(value: Any, field: str, *, allow_none: bool = False, error: ErrorTyp
     return bool(value)
 
 
-def vector(value: Any, field: str, length: int | None = None, *, lo: float | None = None, lo_open: bool = False,
-           hi: float | None = None, hi_open: bool = False, what: str = "(one per resource)",
-           error: ErrorType = ScenarioError) -> np.ndarray:
+def vector(
+    value: Any,
+    field: str,
+    length: int | None = None,
+    *,
+    lo: float | None = None,
+    lo_open: bool = False,
+    hi: float | None = None,
+    hi_open: bool = False,
+    what: str = "(one per resource)",
+    error: ErrorType = ScenarioError,
+) -> np.ndarray:
     """A ``(length,)`` float64 array of numbers, each checked by :func:`number` (errors name ``field[i]``).
 
     A list, tuple or 1-D numeric array; without ``length``, a non-empty one.  A bare number is
@@ -157,8 +192,9 @@ def vector(value: Any, field: str, length: int | None = None, *, lo: float | Non
     return out
 
 
-def matrix(value: Any, field: str, cols: int | None = None, *, lo: float | None = None,
-           error: ErrorType = ScenarioError) -> np.ndarray:
+def matrix(
+    value: Any, field: str, cols: int | None = None, *, lo: float | None = None, error: ErrorType = ScenarioError
+) -> np.ndarray:
     """An ``(m, cols)`` float64 array, ``m >= 1``, rows checked by :func:`vector` (errors name
     ``field[i][r]``); without ``cols``, the first row sets the width."""
     if isinstance(value, np.ndarray):
@@ -180,8 +216,9 @@ def matrix(value: Any, field: str, cols: int | None = None, *, lo: float | None 
     return np.stack(out)
 
 
-def mapping(value: Any, field: str, allowed: Collection[str], required: Sequence[str] = (), *,
-            error: ErrorType = ScenarioError) -> Mapping[str, Any]:
+def mapping(
+    value: Any, field: str, allowed: Collection[str], required: Sequence[str] = (), *, error: ErrorType = ScenarioError
+) -> Mapping[str, Any]:
     """A mapping whose keys are among ``allowed`` and include ``required`` (errors name ``field.key``)."""
     if not isinstance(value, Mapping):
         raise error(field, f"expected a mapping, got {type(value).__name__}")

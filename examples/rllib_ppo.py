@@ -49,11 +49,15 @@ class MaskedFlatObservation(gym.ObservationWrapper):
     def __init__(self, env: FlattenObservation):
         super().__init__(env)
         n = int(env.action_space.n)  # type: ignore[attr-defined]
-        self.observation_space = spaces.Dict({"action_mask": spaces.Box(0.0, 1.0, (n,), np.float32),
-                                              "observations": env.observation_space})
+        self.observation_space = spaces.Dict(
+            {"action_mask": spaces.Box(0.0, 1.0, (n,), np.float32), "observations": env.observation_space}
+        )
 
     def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
-        return {"action_mask": self.env.get_wrapper_attr("action_masks")().astype(np.float32), "observations": observation}
+        return {
+            "action_mask": self.env.get_wrapper_attr("action_masks")().astype(np.float32),
+            "observations": observation,
+        }
 
 
 def make_env(env_config: dict[str, Any]) -> gym.Env:
@@ -79,8 +83,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-seeds", type=int, default=5, help="evaluation episodes (seeds 1000..)")
-    p.add_argument("--ray-address", default=None, help="a running Ray cluster ('auto', HOST:PORT); "
-                                                       "default: start a new Ray instance on this machine")
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="a running Ray cluster ('auto', HOST:PORT); default: start a new Ray instance on this machine",
+    )
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of the Ray instance started here")
     p.add_argument("--checkpoint", default=None, help="save the trained algorithm to this directory")
     return p.parse_args(argv)
@@ -100,10 +107,18 @@ def build_config(args: argparse.Namespace) -> Any:
         PPOConfig()
         .environment("clustergym", env_config=env_config)
         .env_runners(num_env_runners=args.env_runners, num_envs_per_env_runner=1)
-        .training(lr=args.lr, train_batch_size_per_learner=args.batch, minibatch_size=args.minibatch,
-                  num_epochs=args.epochs, gamma=0.99)
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule,
-                                               model_config={"head_fcnet_hiddens": [64, 64]}))
+        .training(
+            lr=args.lr,
+            train_batch_size_per_learner=args.batch,
+            minibatch_size=args.minibatch,
+            num_epochs=args.epochs,
+            gamma=0.99,
+        )
+        .rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=ActionMaskingTorchRLModule, model_config={"head_fcnet_hiddens": [64, 64]}
+            )
+        )
         .debugging(seed=args.seed)
     )
 
@@ -153,12 +168,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for it in range(1, args.iterations + 1):
         result = algo.train()
         runners = result.get("env_runners", {})
-        last = {"iteration": it,
-                "episode_return_mean": runners.get("episode_return_mean", float("nan")),
-                "env_steps": result.get("num_env_steps_sampled_lifetime",
-                                        runners.get("num_env_steps_sampled_lifetime", 0))}
-        print(f"iteration {it}: mean episode return {last['episode_return_mean']:.3f}, "
-              f"env steps {last['env_steps']}")
+        last = {
+            "iteration": it,
+            "episode_return_mean": runners.get("episode_return_mean", float("nan")),
+            "env_steps": result.get("num_env_steps_sampled_lifetime", runners.get("num_env_steps_sampled_lifetime", 0)),
+        }
+        print(f"iteration {it}: mean episode return {last['episode_return_mean']:.3f}, env steps {last['env_steps']}")
     if args.checkpoint:
         print("checkpoint:", algo.save(args.checkpoint))
 
@@ -169,10 +184,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from clustergym.scenarios import resolve_scenario
 
     sc = resolve_scenario(preset, **params)
-    best_fit = [float(run_episode(sc, "best-fit", seed=s, horizon=args.horizon)["mean_queue_length"])
-                for s in seeds]
-    print(f"mean queue length on seeds {seeds[0]}..{seeds[-1]}: PPO (RLlib) {np.mean(learned):.4g}, "
-          f"Best-Fit {np.mean(best_fit):.4g}")
+    best_fit = [float(run_episode(sc, "best-fit", seed=s, horizon=args.horizon)["mean_queue_length"]) for s in seeds]
+    print(
+        f"mean queue length on seeds {seeds[0]}..{seeds[-1]}: PPO (RLlib) {np.mean(learned):.4g}, "
+        f"Best-Fit {np.mean(best_fit):.4g}"
+    )
     algo.stop()
     return {**last, "ppo_mean_queue_length": learned, "best_fit_mean_queue_length": best_fit}
 

@@ -22,8 +22,8 @@ def test_cache_keeps_the_most_recently_used():
         return lambda: built.append(v) or v
 
     assert c.get("a", build(1)) == 1 and c.get("b", build(2)) == 2
-    assert c.get("a", build(99)) == 1          # a hit: not rebuilt, and now the most recent
-    assert c.get("c", build(3)) == 3           # evicts b, the least recently used
+    assert c.get("a", build(99)) == 1  # a hit: not rebuilt, and now the most recent
+    assert c.get("c", build(3)) == 3  # evicts b, the least recently used
     assert "b" not in c and "a" in c and len(c) == 2
     assert c.get("b", build(4)) == 4 and built == [1, 2, 3, 4]
 
@@ -50,8 +50,9 @@ def test_no_module_level_dict_caches_outside_the_rule():
             targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
             value = getattr(node, "value", None)
             empty_dict = (isinstance(value, ast.Dict) and not value.keys) or (
-                isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in
-                ("dict", "OrderedDict"))
+                isinstance(value, ast.Call)
+                and getattr(value.func, "id", getattr(value.func, "attr", "")) in ("dict", "OrderedDict")
+            )
             for t in targets:
                 if empty_dict and isinstance(t, ast.Name) and t.id not in REGISTRIES:
                     found.append(f"{path.relative_to(PKG.parent)}:{node.lineno} {t.id}")

@@ -147,8 +147,13 @@ def env_case(preset: str, kwargs: dict, steps: int, seed: int = 0) -> dict:
         rewards.append(r)
         if term or trunc:
             obs, _ = env.reset(seed=seed + i + 1)
-    return {"rewards_sum": float(np.sum(rewards)), "rewards_hash": hashlib.sha256(np.asarray(rewards).tobytes()).hexdigest(),
-            "obs_hash": h.hexdigest(), "time": float(env.sim.now), "events": int(env.sim.n_events)}
+    return {
+        "rewards_sum": float(np.sum(rewards)),
+        "rewards_hash": hashlib.sha256(np.asarray(rewards).tobytes()).hexdigest(),
+        "obs_hash": h.hexdigest(),
+        "time": float(env.sim.now),
+        "events": int(env.sim.n_events),
+    }
 
 
 def _shared_dir() -> str | None:
@@ -171,13 +176,15 @@ def compute_all(shared: bool) -> dict[str, Any]:
         for preset, params, agent, ap, seeds, horizon in SHARED_CASES:
             for s in seeds:
                 out["shared_runs"][_key(preset, params, agent, ap, s, horizon)] = run_case(
-                    preset, params, agent, ap, s, horizon)
+                    preset, params, agent, ap, s, horizon
+                )
     for preset, kw, steps in ENV_CASES:
         out["envs"][f"{preset}{json.dumps(kw, sort_keys=True)}|{steps}"] = env_case(preset, kw, steps)
     return out
 
 
 # ---------------------------------------------------------------------------------------------- tests
+
 
 @pytest.fixture(scope="module")
 def golden() -> dict[str, Any]:
@@ -237,5 +244,7 @@ if __name__ == "__main__":  # python tests/test_golden.py --write
         sys.exit("usage: python tests/test_golden.py --write   (regenerates tests/fixtures/golden_figures.json)")
     data = compute_all(shared=_shared_dir() is not None)
     GOLDEN.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN}: {len(data['runs'])} runs, {len(data['shared_runs'])} shared-trace runs, "
-          f"{len(data['envs'])} env trajectories")
+    print(
+        f"wrote {GOLDEN}: {len(data['runs'])} runs, {len(data['shared_runs'])} shared-trace runs, "
+        f"{len(data['envs'])} env trajectories"
+    )

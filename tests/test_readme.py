@@ -43,8 +43,11 @@ SUBSTITUTIONS = [
     (r"horizon=200", "horizon=20", "short episodes (python)"),
     (r"range\(10\)", "range(2)", "two seeds (python)"),
     (r"\.learn\(10_000\)", ".learn(64)", "training budgets (python)"),
-    (r"MaskablePPO\(\"MlpPolicy\", env, seed=0\)", 'MaskablePPO("MlpPolicy", env, seed=0, n_steps=64, batch_size=32)',
-     "a 64-step rollout (python)"),
+    (
+        r"MaskablePPO\(\"MlpPolicy\", env, seed=0\)",
+        'MaskablePPO("MlpPolicy", env, seed=0, n_steps=64, batch_size=32)',
+        "a 64-step rollout (python)",
+    ),
 ]
 #: (pattern, why): a bash line matching it does not run here
 SKIPS = [
@@ -149,8 +152,9 @@ def test_readme_python_blocks_run_in_order(tmp_path):
     block that needs a missing extra is left out and the test reports that after the rest ran."""
     runnable = [b for b in PYTHON if _missing_extra(b) is None]
     code = "\n\n".join(_shorten(b) for b in runnable)
-    res = subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path, env=_env(), capture_output=True, text=True,
-                         timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     if len(runnable) < len(PYTHON):
         reasons = {_missing_extra(b) for b in PYTHON if _missing_extra(b)}

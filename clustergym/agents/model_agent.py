@@ -59,14 +59,18 @@ def read_metadata(model_path: Path) -> dict[str, Any]:
             if not isinstance(meta, dict):
                 raise ConfigError("agent", f"{cand}: damaged metadata, expected a JSON object")
             if meta.get("algo") not in ALGOS:
-                raise ConfigError("agent", f"{cand}: unknown algorithm {meta.get('algo')!r} (expected one of "
-                                           f"{', '.join(ALGOS)})")
+                raise ConfigError(
+                    "agent", f"{cand}: unknown algorithm {meta.get('algo')!r} (expected one of {', '.join(ALGOS)})"
+                )
             if meta.get("policy") not in ("mlp", "equivariant"):
-                raise ConfigError("agent", f"{cand}: unknown policy {meta.get('policy')!r} (expected mlp or "
-                                           "equivariant)")
+                raise ConfigError(
+                    "agent", f"{cand}: unknown policy {meta.get('policy')!r} (expected mlp or equivariant)"
+                )
             return meta
-    raise ConfigError("agent", f"{model_path}: no {META_NAME} beside it or in its run folder; "
-                               "models saved by `clustergym train` have one")
+    raise ConfigError(
+        "agent",
+        f"{model_path}: no {META_NAME} beside it or in its run folder; models saved by `clustergym train` have one",
+    )
 
 
 def _ends_as_a_zip(path: Path) -> bool:
@@ -77,7 +81,7 @@ def _ends_as_a_zip(path: Path) -> bool:
         f.seek(max(0, size - 65_557))
         tail = f.read()
     pos = tail.rfind(b"PK\x05\x06")
-    return pos >= 0 and pos + 22 + int.from_bytes(tail[pos + 20:pos + 22], "little") == len(tail)
+    return pos >= 0 and pos + 22 + int.from_bytes(tail[pos + 20 : pos + 22], "little") == len(tail)
 
 
 def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
@@ -87,8 +91,9 @@ def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
     import zipfile
 
     if not zipfile.is_zipfile(path):
-        raise ConfigError("agent", f"{path}: not a model saved by `clustergym train` (not a zip file, or a "
-                                   "truncated one)")
+        raise ConfigError(
+            "agent", f"{path}: not a model saved by `clustergym train` (not a zip file, or a truncated one)"
+        )
     if not _ends_as_a_zip(path):
         raise ConfigError("agent", f"{path}: a truncated or damaged file (its zip end record is not at its end)")
     try:
@@ -99,16 +104,22 @@ def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
         raise ConfigError("agent", f"{path}: damaged zip file ({type(e).__name__}: {e})") from None
     missing = {"data", "policy.pth"} - names
     if missing:
-        raise ConfigError("agent", f"{path}: not a Stable-Baselines3 model (no {', '.join(sorted(missing))} in "
-                                   "the zip): a file of another program?")
+        raise ConfigError(
+            "agent",
+            f"{path}: not a Stable-Baselines3 model (no {', '.join(sorted(missing))} in "
+            "the zip): a file of another program?",
+        )
     if bad is not None:
         raise ConfigError("agent", f"{path}: damaged member {bad!r} (its checksum does not match)")
     try:
         model = Algo.load(str(path), **kwargs)
     except Exception as e:  # SB3 and torch raise many kinds: a bad pickle, a state dict of other shapes, ...
         first = (str(e).strip().splitlines() or [""])[-1].strip()[:300]
-        raise ConfigError("agent", f"{path}: cannot be loaded as a {algo} model ({type(e).__name__}: {first}); "
-                                   f"is its {META_NAME} the one it was saved with?") from None
+        raise ConfigError(
+            "agent",
+            f"{path}: cannot be loaded as a {algo} model ({type(e).__name__}: {first}); "
+            f"is its {META_NAME} the one it was saved with?",
+        ) from None
     expected = Algo.__name__
     if type(model).__name__ != expected:
         raise ConfigError("agent", f"{path}: loads as {type(model).__name__}, but its {META_NAME} says {algo}")
@@ -150,13 +161,20 @@ class ModelAgent:
         self._obs_space: Any = None
         self.rng = np.random.default_rng(0)
         env_kwargs = meta.get("env_kwargs", {})
-        self.requirements = AgentRequirements(action_mode=env_kwargs.get("action_mode"), skip_trivial=True,
-                                              observes=True, queueing=("central", "loss"),
-                                              env_kwargs=tuple(sorted(env_kwargs.items())))
+        self.requirements = AgentRequirements(
+            action_mode=env_kwargs.get("action_mode"),
+            skip_trivial=True,
+            observes=True,
+            queueing=("central", "loss"),
+            env_kwargs=tuple(sorted(env_kwargs.items())),
+        )
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
-        return replace(self.requirements, queueing=(scenario.queueing,)) \
-            if scenario.queueing in ("central", "loss") else self.requirements
+        return (
+            replace(self.requirements, queueing=(scenario.queueing,))
+            if scenario.queueing in ("central", "loss")
+            else self.requirements
+        )
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         from clustergym.agents.policies import transfer_policy
@@ -170,10 +188,13 @@ class ModelAgent:
             self._obs_space = obs_space
             flat = flatten_space(obs_space)
             if flat.shape != self.policy.observation_space.shape or act_space != self.policy.action_space:
-                raise ConfigError("agent", f"{self.name}: the mlp policy was trained on observations of shape "
-                                           f"{self.policy.observation_space.shape} and actions "
-                                           f"{self.policy.action_space}; this env has {flat.shape} and "
-                                           f"{act_space} (train with --policy equivariant to change sizes)")
+                raise ConfigError(
+                    "agent",
+                    f"{self.name}: the mlp policy was trained on observations of shape "
+                    f"{self.policy.observation_space.shape} and actions "
+                    f"{self.policy.action_space}; this env has {flat.shape} and "
+                    f"{act_space} (train with --policy equivariant to change sizes)",
+                )
             return
         key = (obs_space["free"].shape, obs_space["queue_jobs"].shape, act_space.n)
         if key not in self._policies:
@@ -201,8 +222,13 @@ class ModelAgent:
             mask = np.ones_like(mask)
         return masked_logits(self.policy, self._model_input(obs), mask)
 
-    def predict(self, observation: dict[str, np.ndarray], state: Any = None, episode_start: Any = None,
-                deterministic: bool = True) -> tuple[int, None]:
+    def predict(
+        self,
+        observation: dict[str, np.ndarray],
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[int, None]:
         """The action for one observation: masked argmax, or a masked sample when not deterministic."""
         z = self.logits(observation)
         if deterministic or self.meta["algo"] == "dqn":
@@ -217,8 +243,7 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     Sets torch to one CPU thread (``torch.set_num_threads(1)``) for per-step inference.
     """
     if params:
-        raise ConfigError(f"agent.{next(iter(params))}", f"a trained model takes no parameter "
-                                                         f"{next(iter(params))!r}")
+        raise ConfigError(f"agent.{next(iter(params))}", f"a trained model takes no parameter {next(iter(params))!r}")
     require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     import torch as th
 
@@ -228,8 +253,11 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     p = Path(path)
     if p.is_dir():  # a run folder: its final model
         if not (p / "model.zip").is_file():
-            raise ConfigError("agent", f"{path}: a folder without model.zip (a run folder of `clustergym train` "
-                                       "holds one when the run has finished)")
+            raise ConfigError(
+                "agent",
+                f"{path}: a folder without model.zip (a run folder of `clustergym train` "
+                "holds one when the run has finished)",
+            )
         p = p / "model.zip"
     if not p.is_file():
         raise ConfigError("agent", f"{path}: no such model file")

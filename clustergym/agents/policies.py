@@ -45,8 +45,15 @@ from torch import nn
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, number
 
-__all__ = ["PairScorer", "EquivariantPolicy", "EquivariantMaskablePolicy", "DictPassThrough", "transfer_policy",
-           "EQUIVARIANT_MODES", "MASKED_LOGIT"]
+__all__ = [
+    "PairScorer",
+    "EquivariantPolicy",
+    "EquivariantMaskablePolicy",
+    "DictPassThrough",
+    "transfer_policy",
+    "EQUIVARIANT_MODES",
+    "MASKED_LOGIT",
+]
 
 #: action modes the equivariant policy speaks
 EQUIVARIANT_MODES = ("head", "slot", "admit")
@@ -88,14 +95,22 @@ class PairScorer(nn.Module):
     that waits at every other step lets the queue explode before it learns).
     """
 
-    def __init__(self, observation_space: spaces.Dict, action_mode: str, hidden: int = 64,
-                 wait_bias: float = -2.0, work_conserving: bool = False, use_time: bool = True):
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        action_mode: str,
+        hidden: int = 64,
+        wait_bias: float = -2.0,
+        work_conserving: bool = False,
+        use_time: bool = True,
+    ):
         super().__init__()
         self.work_conserving = bool(work_conserving)
         self.use_time = bool(use_time)
         if action_mode not in EQUIVARIANT_MODES:
-            raise ConfigError("action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, "
-                                             f"got {action_mode!r}")
+            raise ConfigError(
+                "action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, got {action_mode!r}"
+            )
         self.action_mode = action_mode
         R = observation_space["free"].shape[1]
         J = observation_space["running"].shape[1]
@@ -123,20 +138,21 @@ class PairScorer(nn.Module):
         """Server embeddings (B, L, H), scored jobs' features (B, K', F), their embeddings, and context (B, H)."""
         free = obs["free"]
         L = free.shape[1]
-        servers = th.cat([free, th.log1p(obs["running"]), th.log1p(obs["dummies"]),
-                          obs["event_server"].unsqueeze(-1)], dim=-1)
-        h_s = self.server_net(servers)                                   # (B, L, H)
+        servers = th.cat(
+            [free, th.log1p(obs["running"]), th.log1p(obs["dummies"]), obs["event_server"].unsqueeze(-1)], dim=-1
+        )
+        h_s = self.server_net(servers)  # (B, L, H)
         jobs = obs["queue_jobs"]
-        qmask = obs["queue_mask"].unsqueeze(-1)                          # (B, K, 1)
-        h_all = self.job_net(th.log1p(jobs))                             # (B, K, H)
+        qmask = obs["queue_mask"].unsqueeze(-1)  # (B, K, 1)
+        h_all = self.job_net(th.log1p(jobs))  # (B, K, H)
         n_jobs = qmask.sum(dim=1)
-        h_jobs = (h_all * qmask).sum(dim=1) / n_jobs.clamp(min=1.0)      # masked mean (B, H)
+        h_jobs = (h_all * qmask).sum(dim=1) / n_jobs.clamp(min=1.0)  # masked mean (B, H)
         parts = [th.log1p(obs["queue_counts"]), th.log1p(obs["arrival_rates"] / L)]
         if self.use_time:
             parts.append(obs["time"])
         parts += [th.log1p(obs["event"]), th.log1p(n_jobs), h_s.mean(dim=1), h_jobs]
         glob = th.cat(parts, dim=-1)
-        g = self.global_net(glob)                                        # (B, H)
+        g = self.global_net(glob)  # (B, H)
         if self.action_mode == "head":
             scored = jobs[:, :1]
             h_j = h_all[:, :1]
@@ -150,10 +166,14 @@ class PairScorer(nn.Module):
     def forward(self, obs: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor]:
         h_s, scored, h_j, g = self._context(obs)
         B = h_s.shape[0]
-        residual = obs["free"].unsqueeze(1) - scored[..., : self.R].unsqueeze(2)     # (B, K', L, R)
-        pre = (self.pair_server(h_s).unsqueeze(1) + self.pair_job(h_j).unsqueeze(2)
-               + self.pair_global(g)[:, None, None, :] + self.pair_residual(residual))
-        pair = self.pair_out(pre).squeeze(-1).reshape(B, -1)                        # (B, K' * L): k * L + l
+        residual = obs["free"].unsqueeze(1) - scored[..., : self.R].unsqueeze(2)  # (B, K', L, R)
+        pre = (
+            self.pair_server(h_s).unsqueeze(1)
+            + self.pair_job(h_j).unsqueeze(2)
+            + self.pair_global(g)[:, None, None, :]
+            + self.pair_residual(residual)
+        )
+        pair = self.pair_out(pre).squeeze(-1).reshape(B, -1)  # (B, K' * L): k * L + l
         logits = th.cat([pair, self.wait_head(g)], dim=1)
         mask = obs["action_mask"] > 0.5
         if self.work_conserving:
@@ -184,20 +204,32 @@ class DictPassThrough(BaseFeaturesExtractor):
 class _EquivariantMixin:
     """Replaces SB3's MLP extractor and linear heads by a :class:`PairScorer`."""
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Any,
-                 action_mode: str = "head", hidden: int = 64, work_conserving: bool = False,
-                 wait_bias: float = -2.0, use_time: bool = True, **kwargs: Any):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Any,
+        action_mode: str = "head",
+        hidden: int = 64,
+        work_conserving: bool = False,
+        wait_bias: float = -2.0,
+        use_time: bool = True,
+        **kwargs: Any,
+    ):
         if not isinstance(observation_space, spaces.Dict) or "queue_jobs" not in observation_space.spaces:
-            raise ConfigError("policy", "the equivariant policy needs clustergym's Dict observation "
-                                        "(do not flatten it)")
+            raise ConfigError(
+                "policy", "the equivariant policy needs clustergym's Dict observation (do not flatten it)"
+            )
         if not isinstance(action_space, spaces.Discrete):
             raise ConfigError("policy", f"the equivariant policy needs a Discrete action space, got {action_space}")
         self.work_conserving = boolean(work_conserving, "policy.work_conserving", error=ConfigError)
         self.wait_bias = number(wait_bias, "policy.wait_bias", error=ConfigError)
         self.use_time = boolean(use_time, "policy.use_time", error=ConfigError)
         if self.work_conserving and action_mode == "admit":
-            raise ConfigError("policy.work_conserving", "admission ('admit' mode) has no WAIT to forbid: "
-                                                        "REJECT is the choice being learned")
+            raise ConfigError(
+                "policy.work_conserving",
+                "admission ('admit' mode) has no WAIT to forbid: REJECT is the choice being learned",
+            )
         self.action_mode = action_mode
         self.hidden = hidden
         kwargs.setdefault("features_extractor_class", DictPassThrough)
@@ -205,21 +237,34 @@ class _EquivariantMixin:
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = PairScorer(self.observation_space, self.action_mode, self.hidden,  # type: ignore
-                                        wait_bias=self.wait_bias, work_conserving=self.work_conserving,
-                                        use_time=self.use_time)
+        self.mlp_extractor = PairScorer(
+            self.observation_space,
+            self.action_mode,
+            self.hidden,  # type: ignore
+            wait_bias=self.wait_bias,
+            work_conserving=self.work_conserving,
+            use_time=self.use_time,
+        )
 
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
         self.action_net = nn.Identity()  # the extractor's actor output is already the logits
         self.value_net = nn.Identity()
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1),  # type: ignore
-                                              **self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(
+            self.parameters(),
+            lr=lr_schedule(1),  # type: ignore
+            **self.optimizer_kwargs,
+        )
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()  # type: ignore[misc]
-        data.update(action_mode=self.action_mode, hidden=self.hidden, work_conserving=self.work_conserving,
-                    wait_bias=self.wait_bias, use_time=self.use_time)
+        data.update(
+            action_mode=self.action_mode,
+            hidden=self.hidden,
+            work_conserving=self.work_conserving,
+            wait_bias=self.wait_bias,
+            use_time=self.use_time,
+        )
         return data
 
 
@@ -240,9 +285,12 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
     if observation_space == policy.observation_space and action_space == policy.action_space:
         return policy
     if not isinstance(policy, _EquivariantMixin):
-        raise ConfigError("agent", f"this model's policy ({type(policy).__name__}) has inputs sized for "
-                                   f"{policy.observation_space} and cannot run on other spaces; "
-                                   "train with --policy equivariant to transfer across cluster sizes")
+        raise ConfigError(
+            "agent",
+            f"this model's policy ({type(policy).__name__}) has inputs sized for "
+            f"{policy.observation_space} and cannot run on other spaces; "
+            "train with --policy equivariant to transfer across cluster sizes",
+        )
     data = policy._get_constructor_parameters()
     data.update(observation_space=observation_space, action_space=action_space)
     new = type(policy)(**data)
@@ -250,8 +298,11 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
         new.load_state_dict(policy.state_dict())
     except RuntimeError as e:  # torch: "size mismatch for ...": weights sized by the number of resources
         first = str(e).strip().splitlines()[-1].strip()
-        raise ConfigError("agent", f"this model was trained on a cluster of another shape (resources or job "
-                                   f"features) and its weights do not fit this one: {first}") from None
+        raise ConfigError(
+            "agent",
+            f"this model was trained on a cluster of another shape (resources or job "
+            f"features) and its weights do not fit this one: {first}",
+        ) from None
     new.set_training_mode(False)
     return new
 

@@ -78,7 +78,9 @@ class GreedyAgent(Agent):
     default_job_rule: ClassVar[str] = "fifo"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central", "local"))
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
+        queueing=("central", "local"),
+    )
 
     def __init__(self, select_job: str | None = None, scan: int | None = None, **params: Any):
         super().__init__(**params)
@@ -102,8 +104,11 @@ class GreedyAgent(Agent):
             self._pos = 0
             if self.scan is not None:
                 if ev.kind != EventKind.TICK:  # the scan window: the first `scan` queued jobs, oldest first
-                    self._sweep = (list(v.queue(self.scan)) if v.queueing == "central"
-                                   else list(islice(self._sweep_order(), self.scan)))
+                    self._sweep = (
+                        list(v.queue(self.scan))
+                        if v.queueing == "central"
+                        else list(islice(self._sweep_order(), self.scan))
+                    )
             elif ev.kind in (EventKind.START, EventKind.WAKEUP):
                 # after an arrival or a completion no queued job fits (that is what the agent keeps
                 # true), and a clock tick changes nothing: only these epochs need a sweep
@@ -146,11 +151,15 @@ class GreedyAgent(Agent):
 
         env = getattr(env, "unwrapped", env)
         reward = env.reward_fn
-        if env.skip_trivial or type(reward) is not ObjectiveReward or \
-                not fastpath.supported(env.sim, self.server_rule, self.scan, reward.integral):
+        if (
+            env.skip_trivial
+            or type(reward) is not ObjectiveReward
+            or not fastpath.supported(env.sim, self.server_rule, self.scan, reward.integral)
+        ):
             return None
-        return fastpath.run_scan_episode(env.sim, self.server_rule, self.scan, sign=reward.sign,
-                                         integral=reward.integral, scale=reward.scale)
+        return fastpath.run_scan_episode(
+            env.sim, self.server_rule, self.scan, sign=reward.sign, integral=reward.integral, scale=reward.scale
+        )
 
     def _sweep_order(self) -> list[int]:
         v = self.view
@@ -220,7 +229,9 @@ class _AdmitAgent(Agent):
     server_rule: ClassVar[str] = "best-fit"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}), queueing=("loss",))
+        commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}),
+        queueing=("loss",),
+    )
 
     def act(self, observation: Any) -> Command:
         v = self.view

@@ -25,7 +25,10 @@ class RandomMasked(Agent):
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.ADMIT, Cmd.REJECT}),
-        queueing=("central", "loss", "local"), skip_trivial=True, observes=True)
+        queueing=("central", "loss", "local"),
+        skip_trivial=True,
+        observes=True,
+    )
 
     def act(self, observation: Any) -> Any:
         env = self.env
@@ -34,7 +37,7 @@ class RandomMasked(Agent):
         if hasattr(space, "nvec"):  # MultiDiscrete with a factorised mask
             out, start = [], 0
             for n in space.nvec:
-                valid = np.flatnonzero(mask[start:start + n])
+                valid = np.flatnonzero(mask[start : start + n])
                 out.append(int(valid[self.rng.integers(valid.size)]))
                 start += n
             return np.array(out)

@@ -98,10 +98,19 @@ def _random_steps(scenario, seed: int, max_steps: int) -> tuple[int, int, float,
 
 
 def _row(bench: str, name: str, L: int, events: int, steps: int, wall: float, cpu: float) -> dict[str, Any]:
-    return {"benchmark": bench, "scenario": name, "servers": L, "events": events, "steps": steps,
-            "wall_seconds": wall, "cpu_seconds": cpu, "events_per_second": events / wall,
-            "steps_per_second": steps / wall, "events_per_cpu_second": events / cpu,
-            "steps_per_cpu_second": steps / cpu}
+    return {
+        "benchmark": bench,
+        "scenario": name,
+        "servers": L,
+        "events": events,
+        "steps": steps,
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "events_per_second": events / wall,
+        "steps_per_second": steps / wall,
+        "events_per_cpu_second": events / cpu,
+        "steps_per_cpu_second": steps / cpu,
+    }
 
 
 def _kernel_rows(quick: bool, log: Callable[[str], Any] | None) -> list[dict[str, Any]]:
@@ -123,8 +132,9 @@ def _kernel_rows(quick: bool, log: Callable[[str], Any] | None) -> list[dict[str
                 log(f"kernel-compiled: best-fit scan={REPLAY_SCAN} on {name} L={L} horizon={10 * horizon:g}")
             c0 = time.process_time()
             r = run_episode(sc.with_horizon(10 * horizon), make_agent("best-fit", scan=REPLAY_SCAN), seed=0)
-            rows.append(_row("kernel-compiled", name, L, r["events"], r["steps"], r["wall_seconds"],
-                             time.process_time() - c0))
+            rows.append(
+                _row("kernel-compiled", name, L, r["events"], r["steps"], r["wall_seconds"], time.process_time() - c0)
+            )
         max_steps = 5_000 if quick else 50_000
         if log:
             log(f"env-random: masked random policy on {name} L={L}, {max_steps} steps")
@@ -134,6 +144,7 @@ def _kernel_rows(quick: bool, log: Callable[[str], Any] | None) -> list[dict[str
 
 
 # ---------------------------------------------------------------------------------------------- replay
+
 
 def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
@@ -160,11 +171,21 @@ def _replay_child(first_n: int | None, servers: int) -> None:
         warm = time.perf_counter() - t0
     c0 = time.process_time()
     m = run_episode(sc, make_agent("best-fit", scan=REPLAY_SCAN), agent_name="best-fit")
-    out = {"implementation": "clustergym" + (" (compiled path)" if accel.enabled() else " (NumPy path)"),
-           "jobs": m["arrivals"], "servers": servers, "sim_time": m["sim_time"], "mean_wait": m["mean_wait"],
-           "mean_queue_length": m["mean_queue_length"], "events": m["events"], "wall_seconds": m["wall_seconds"],
-           "cpu_seconds": time.process_time() - c0, "trace_load_seconds": load_s, "warmup_seconds": warm,
-           "rss_after_load_mb": rss_loaded, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    out = {
+        "implementation": "clustergym" + (" (compiled path)" if accel.enabled() else " (NumPy path)"),
+        "jobs": m["arrivals"],
+        "servers": servers,
+        "sim_time": m["sim_time"],
+        "mean_wait": m["mean_wait"],
+        "mean_queue_length": m["mean_queue_length"],
+        "events": m["events"],
+        "wall_seconds": m["wall_seconds"],
+        "cpu_seconds": time.process_time() - c0,
+        "trace_load_seconds": load_s,
+        "warmup_seconds": warm,
+        "rss_after_load_mb": rss_loaded,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
     print(json.dumps(out))
 
 
@@ -191,14 +212,30 @@ def _timed_process(cmd: list[str], timeout: float, env: dict[str, str] | None = 
         if p.returncode != 0:
             errf.seek(0)
             raise RuntimeError(f"{' '.join(cmd[:4])} ... failed ({p.returncode}): {errf.read().strip()[-2000:]}")
-    return {"output": json.loads(stdout), "wall_seconds": wall, "cpu_seconds": ru.ru_utime + ru.ru_stime,
-            "user_seconds": ru.ru_utime, "system_seconds": ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024}
+    return {
+        "output": json.loads(stdout),
+        "wall_seconds": wall,
+        "cpu_seconds": ru.ru_utime + ru.ru_stime,
+        "user_seconds": ru.ru_utime,
+        "system_seconds": ru.ru_stime,
+        "peak_rss_mb": ru.ru_maxrss / 1024,
+    }
 
 
 def replay_command(first_n: int | None = None, servers: int = 420) -> list[str]:
     """The replay as one ``clustergym run`` process (what the whole-process figures time)."""
-    cmd = [sys.executable, "-m", "clustergym", "run", "google-bf-replay", "--agent", "best-fit",
-           "--set", f"agent.scan={REPLAY_SCAN}", "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "clustergym",
+        "run",
+        "google-bf-replay",
+        "--agent",
+        "best-fit",
+        "--set",
+        f"agent.scan={REPLAY_SCAN}",
+        "--json",
+    ]
     if servers != 420:
         cmd += ["--set", f"num_servers={servers}"]
     if first_n is not None:
@@ -206,9 +243,14 @@ def replay_command(first_n: int | None = None, servers: int = 420) -> list[str]:
     return cmd
 
 
-def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = True,
-                 log: Callable[[str], Any] | None = None, timeout: float = 3600.0,
-                 whole_process: bool = True) -> dict[str, Any]:
+def bench_replay(
+    first_n: int | None = None,
+    servers: int = 420,
+    simpy: bool = True,
+    log: Callable[[str], Any] | None = None,
+    timeout: float = 3600.0,
+    whole_process: bool = True,
+) -> dict[str, Any]:
     """clustergym and the SimPy reference on the Google Best-Fit replay, side by side.
 
     ``whole_process``: also time the whole ``clustergym run`` process on an empty trace cache
@@ -243,8 +285,13 @@ def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = T
                     log(f"replay: the whole `clustergym run` process, {phase} trace cache")
                 r = _timed_process(replay_command(first_n, servers), timeout, env)
                 m = r.pop("output")
-                r.update({"mean_wait": m["mean_wait"], "mean_queue_length": m["mean_queue_length"],
-                          "episode_wall_seconds": m["wall_seconds"]})
+                r.update(
+                    {
+                        "mean_wait": m["mean_wait"],
+                        "mean_queue_length": m["mean_queue_length"],
+                        "episode_wall_seconds": m["wall_seconds"],
+                    }
+                )
                 runs[phase] = r
             runs["command"] = " ".join(["python"] + replay_command(first_n, servers)[1:])
             runs["trace_cache"] = "a fresh empty directory ($" + CACHE_VAR + "); numba's on-disk cache warm"
@@ -266,24 +313,31 @@ def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = T
         out["simpy"] = sp
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    out["identical_metrics"] = bool(cg["mean_wait"] == sp["mean_wait"]
-                                    and cg["mean_queue_length"] == sp["mean_queue_length"])
-    out["relative_difference"] = {k: abs(cg[k] - sp[k]) / max(abs(sp[k]), 1e-300)
-                                  for k in ("mean_wait", "mean_queue_length", "sim_time")}
+    out["identical_metrics"] = bool(
+        cg["mean_wait"] == sp["mean_wait"] and cg["mean_queue_length"] == sp["mean_queue_length"]
+    )
+    out["relative_difference"] = {
+        k: abs(cg[k] - sp[k]) / max(abs(sp[k]), 1e-300) for k in ("mean_wait", "mean_queue_length", "sim_time")
+    }
     out["speedup_wall"] = sp["wall_seconds"] / cg["wall_seconds"]
     out["speedup_cpu"] = sp["cpu_seconds"] / cg["cpu_seconds"]
     if whole_process:
         wp = out["whole_process"]
         wp["simpy"] = whole
-        wp["identical_metrics"] = all(wp[ph]["mean_wait"] == sp["mean_wait"]
-                                      and wp[ph]["mean_queue_length"] == sp["mean_queue_length"]
-                                      for ph in ("cold", "warm"))
-        wp["speedup"] = {f"{ph}_{kind}": whole[f"{kind}_seconds"] / wp[ph][f"{kind}_seconds"]
-                         for ph in ("cold", "warm") for kind in ("wall", "cpu")}
+        wp["identical_metrics"] = all(
+            wp[ph]["mean_wait"] == sp["mean_wait"] and wp[ph]["mean_queue_length"] == sp["mean_queue_length"]
+            for ph in ("cold", "warm")
+        )
+        wp["speedup"] = {
+            f"{ph}_{kind}": whole[f"{kind}_seconds"] / wp[ph][f"{kind}_seconds"]
+            for ph in ("cold", "warm")
+            for kind in ("wall", "cpu")
+        }
     return out
 
 
 # ---------------------------------------------------------------------------------------------- PPO share
+
 
 def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Share of ``MaskablePPO.learn`` wall time spent in the environment on ``ec2`` (CPU torch, seed 0)."""
@@ -327,20 +381,29 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
     torch.set_num_threads(1)  # one core for the learner, as on CI; restored below
     try:
         env = Timed(FlattenObservation(ClusterEnv("ec2", horizon=200.0)))
-        model = MaskablePPO("MlpPolicy", env, seed=0, n_steps=min(2048, timesteps), batch_size=64, verbose=0,
-                            device="cpu")
+        model = MaskablePPO(
+            "MlpPolicy", env, seed=0, n_steps=min(2048, timesteps), batch_size=64, verbose=0, device="cpu"
+        )
         c0 = time.process_time()
         t0 = time.perf_counter()
         model.learn(timesteps)
         wall = time.perf_counter() - t0
     finally:
         torch.set_num_threads(threads)
-    return {"scenario": "ec2", "timesteps": timesteps, "env_steps": env.steps, "learn_wall_seconds": wall,
-            "learn_cpu_seconds": time.process_time() - c0, "env_wall_seconds": env.seconds,
-            "env_share": env.seconds / wall, "env_steps_per_second": env.steps / env.seconds}
+    return {
+        "scenario": "ec2",
+        "timesteps": timesteps,
+        "env_steps": env.steps,
+        "learn_wall_seconds": wall,
+        "learn_cpu_seconds": time.process_time() - c0,
+        "env_wall_seconds": env.seconds,
+        "env_share": env.seconds / wall,
+        "env_steps_per_second": env.steps / env.seconds,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- memory
+
 
 def _rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
@@ -359,13 +422,28 @@ def _memory_child(events: int, scan: int | None, job_memory: str = "full") -> No
     t_start = time.time()
     m = run_episode(sc, agent)
     t_end = time.time()
-    print(json.dumps({"episode_epoch_seconds": [t_start, t_end], "events": m["events"], "arrivals": m["arrivals"],
-                      "wall_seconds": m["wall_seconds"], "mean_wait": m["mean_wait"], "p99_wait": m["p99_wait"],
-                      "p99_wait_method": m.get("p99_wait_method", "exact (np.percentile)")}))
+    print(
+        json.dumps(
+            {
+                "episode_epoch_seconds": [t_start, t_end],
+                "events": m["events"],
+                "arrivals": m["arrivals"],
+                "wall_seconds": m["wall_seconds"],
+                "mean_wait": m["mean_wait"],
+                "p99_wait": m["p99_wait"],
+                "p99_wait_method": m.get("p99_wait_method", "exact (np.percentile)"),
+            }
+        )
+    )
 
 
-def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, interval: float = 0.1,
-                 log: Callable[[str], Any] | None = None, job_memory: str = "full") -> dict[str, Any]:
+def bench_memory(
+    events: int = 10_000_000,
+    scan: int | None = REPLAY_SCAN,
+    interval: float = 0.1,
+    log: Callable[[str], Any] | None = None,
+    job_memory: str = "full",
+) -> dict[str, Any]:
     """RSS of a child process running ``events`` events of Best-Fit on ``ec2``, sampled every ``interval`` s.
 
     ``scan`` (default 64) uses the compiled path when numba is installed (fast); ``None`` the
@@ -377,8 +455,10 @@ def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, inter
     divided by the episode's jobs per wall second (jobs arrive at a steady rate).
     """
     if log:
-        log(f"memory: RSS over {events:,} events of best-fit on ec2, job_memory={job_memory} "
-            f"(child process, sampled every {interval} s)")
+        log(
+            f"memory: RSS over {events:,} events of best-fit on ec2, job_memory={job_memory} "
+            f"(child process, sampled every {interval} s)"
+        )
     code = f"from clustergym.bench import _memory_child; _memory_child({events}, {scan!r}, {job_memory!r})"
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
@@ -403,11 +483,16 @@ def bench_memory(events: int = 10_000_000, scan: int | None = REPLAY_SCAN, inter
         mb_per_s = float(np.polyfit(t, m, 1)[0])
         slope = mb_per_s * 2**20 * (b - a) / res["arrivals"]  # / (jobs per second of the episode)
     res["episode_seconds"] = [round(a, 2), round(b, 2)]
-    res.update({"job_memory": job_memory, "samples": [[round(t, 2), round(m, 1)] for t, m in samples],
-                "rss_start_mb": float(rss[max(0, len(rss) // 10)]) if rss.size else None,
-                "rss_peak_mb": float(rss.max()) if rss.size else None,
-                "rss_end_mb": float(rss[-1]) if rss.size else None,
-                "bytes_per_job": slope})
+    res.update(
+        {
+            "job_memory": job_memory,
+            "samples": [[round(t, 2), round(m, 1)] for t, m in samples],
+            "rss_start_mb": float(rss[max(0, len(rss) // 10)]) if rss.size else None,
+            "rss_peak_mb": float(rss.max()) if rss.size else None,
+            "rss_end_mb": float(rss[-1]) if rss.size else None,
+            "bytes_per_job": slope,
+        }
+    )
     return res
 
 
@@ -447,8 +532,9 @@ def _per_server_bytes(env: Any) -> tuple[float, float]:
     return total / L, index / L
 
 
-def _scale_kernel_row(label: str, agent_name: str, params: dict[str, Any], L: int, events: int, warmup: float,
-                      seed: int = 0) -> dict[str, Any]:
+def _scale_kernel_row(
+    label: str, agent_name: str, params: dict[str, Any], L: int, events: int, warmup: float, seed: int = 0
+) -> dict[str, Any]:
     from clustergym.agent_api import make_agent, make_env_for
 
     p = {k: (float(v.split()[0]) * L if isinstance(v, str) and v.endswith(" L") else v) for k, v in params.items()}
@@ -470,8 +556,16 @@ def _scale_kernel_row(label: str, agent_name: str, params: dict[str, Any], L: in
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     row = _row(label, "ec2", L, sim.n_events - e0, steps, wall, cpu)
     per_server, index = _per_server_bytes(env)
-    row.update({"queued": sim.n_queued, "running": sim.n_running, "sim_time": sim.now, "digest": _digest(sim),
-                "bytes_per_server": per_server, "index_bytes_per_server": index})
+    row.update(
+        {
+            "queued": sim.n_queued,
+            "running": sim.n_running,
+            "sim_time": sim.now,
+            "digest": _digest(sim),
+            "bytes_per_server": per_server,
+            "index_bytes_per_server": index,
+        }
+    )
     return row
 
 
@@ -511,14 +605,27 @@ def _scale_env_row(L: int, steps: int, warmup: float, seed: int = 0) -> dict[str
     row["env_steps_per_second"] = steps / inside[0]
     row["env_steps_per_cpu_second"] = steps / inside[1]
     per_server, index = _per_server_bytes(env)
-    row.update({"queued": sim.n_queued, "running": sim.n_running, "sim_time": sim.now, "digest": _digest(sim),
-                "bytes_per_server": per_server, "index_bytes_per_server": index})
+    row.update(
+        {
+            "queued": sim.n_queued,
+            "running": sim.n_running,
+            "sim_time": sim.now,
+            "digest": _digest(sim),
+            "bytes_per_server": per_server,
+            "index_bytes_per_server": index,
+        }
+    )
     return row
 
 
-def bench_scale(servers: tuple[int, ...] | None = None, events: int = 30_000, steps: int = 20_000,
-                warmup: float = 1.0, log: Callable[[str], Any] | None = None,
-                agents: tuple[tuple[str, str, dict[str, Any]], ...] = SCALE_AGENTS) -> dict[str, Any]:
+def bench_scale(
+    servers: tuple[int, ...] | None = None,
+    events: int = 30_000,
+    steps: int = 20_000,
+    warmup: float = 1.0,
+    log: Callable[[str], Any] | None = None,
+    agents: tuple[tuple[str, str, dict[str, Any]], ...] = SCALE_AGENTS,
+) -> dict[str, Any]:
     """Events/s and env steps/s against the number of servers (``ec2``, arrival rates scale with L).
 
     Each row starts a fresh episode (seed 0, queue cap off), runs it for ``warmup`` time
@@ -547,14 +654,24 @@ def bench_scale(servers: tuple[int, ...] | None = None, events: int = 30_000, st
         for label in [a[0] for a in agents] + ["env-random"]:
             at = {r["servers"]: r for r in rows if r["benchmark"] == label}
             key = "steps" if label == "env-random" else "events"
-            ratios[label] = {"servers": top, "wall": at[top][f"{key}_per_second"] / at[200][f"{key}_per_second"],
-                             "cpu": at[top][f"{key}_per_cpu_second"] / at[200][f"{key}_per_cpu_second"]}
+            ratios[label] = {
+                "servers": top,
+                "wall": at[top][f"{key}_per_second"] / at[200][f"{key}_per_second"],
+                "cpu": at[top][f"{key}_per_cpu_second"] / at[200][f"{key}_per_cpu_second"],
+            }
             if label == "env-random":
                 ratios[label]["env_only"] = at[top]["env_steps_per_second"] / at[200]["env_steps_per_second"]
-                ratios[label]["env_only_cpu"] = (at[top]["env_steps_per_cpu_second"]
-                                                 / at[200]["env_steps_per_cpu_second"])
-    return {"servers": list(servers), "events": events, "steps": steps, "warmup": warmup, "rows": rows,
-            "ratios_to_200": ratios}
+                ratios[label]["env_only_cpu"] = (
+                    at[top]["env_steps_per_cpu_second"] / at[200]["env_steps_per_cpu_second"]
+                )
+    return {
+        "servers": list(servers),
+        "events": events,
+        "steps": steps,
+        "warmup": warmup,
+        "rows": rows,
+        "ratios_to_200": ratios,
+    }
 
 
 def plot_scale(result: dict[str, Any], path: str | Path) -> Path:
@@ -569,11 +686,20 @@ def plot_scale(result: dict[str, Any], path: str | Path) -> Path:
     for label in labels:
         rs = sorted((r for r in result["rows"] if r["benchmark"] == label), key=lambda r: r["servers"])
         key = "steps_per_cpu_second" if label == "env-random" else "events_per_cpu_second"
-        ax.plot([r["servers"] for r in rs], [r[key] for r in rs], marker="o",
-                label=f"{label} ({'steps, policy included' if label == 'env-random' else 'events'} / CPU-s)")
+        ax.plot(
+            [r["servers"] for r in rs],
+            [r[key] for r in rs],
+            marker="o",
+            label=f"{label} ({'steps, policy included' if label == 'env-random' else 'events'} / CPU-s)",
+        )
         if label == "env-random" and all("env_steps_per_cpu_second" in r for r in rs):
-            ax.plot([r["servers"] for r in rs], [r["env_steps_per_cpu_second"] for r in rs], marker="o",
-                    linestyle="--", label="env.step alone (steps / CPU-s)")
+            ax.plot(
+                [r["servers"] for r in rs],
+                [r["env_steps_per_cpu_second"] for r in rs],
+                marker="o",
+                linestyle="--",
+                label="env.step alone (steps / CPU-s)",
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("servers L")
@@ -591,8 +717,16 @@ def plot_scale(result: dict[str, Any], path: str | Path) -> Path:
 
 # ---------------------------------------------------------------------------------------------- all
 
-def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None, *, replay: bool = True,
-                   full_replay: bool = False, ppo: bool = True, memory_events: int = 0) -> dict[str, Any]:
+
+def run_benchmarks(
+    quick: bool = False,
+    log: Callable[[str], Any] | None = None,
+    *,
+    replay: bool = True,
+    full_replay: bool = False,
+    ppo: bool = True,
+    memory_events: int = 0,
+) -> dict[str, Any]:
     """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
     from clustergym.core import accel
     from clustergym.errors import ConfigError, require_extra
@@ -600,10 +734,17 @@ def run_benchmarks(quick: bool = False, log: Callable[[str], Any] | None = None,
 
     number(memory_events, "--memory-events", lo=0, integer=True, error=ConfigError)
     if ppo:  # checked before anything runs
-        require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "bench's PPO share (--ppo; --no-ppo skips it)")
+        require_extra(
+            ("torch", "stable_baselines3", "sb3_contrib"), "train", "bench's PPO share (--ppo; --no-ppo skips it)"
+        )
     out: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpus": os.cpu_count(),
-                    "load_average": list(os.getloadavg()), "numba": accel.available() and accel.enabled()},
+        "machine": {
+            "python": platform.python_version(),
+            "processor": platform.machine(),
+            "cpus": os.cpu_count(),
+            "load_average": list(os.getloadavg()),
+            "numba": accel.available() and accel.enabled(),
+        },
         "benchmarks": _kernel_rows(quick, log),
     }
     if replay:

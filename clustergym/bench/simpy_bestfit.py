@@ -37,7 +37,7 @@ import simpy
 from simpy.core import URGENT
 
 RTOL, ATOL = 1e-9, 1e-12  # clustergym.core.cluster.FIT_RTOL and its absolute slack
-SCORE_RTOL = 1e-9         # clustergym.core.cluster.SCORE_RTOL: scores this close are a tie
+SCORE_RTOL = 1e-9  # clustergym.core.cluster.SCORE_RTOL: scores this close are a tie
 
 
 def load_jobs(first_n: int | None = None, trace_dir: str | None = None):
@@ -62,17 +62,16 @@ class Completion(simpy.events.Event):
         env.schedule(self, URGENT, delay)
 
 
-def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, servers: int = 420,
-             scan: int = 64) -> dict:
+def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, servers: int = 420, scan: int = 64) -> dict:
     env = simpy.Environment()
     n = len(arrival)
     capacity = np.ones((servers, 2))
     limit = capacity * (1.0 + RTOL) + ATOL
     load = np.zeros((servers, 2))
     jobs_on = np.zeros(servers, dtype=np.int64)
-    queue: dict[int, None] = {}          # FIFO: insertion-ordered
+    queue: dict[int, None] = {}  # FIFO: insertion-ordered
     start = np.full(n, np.nan)
-    area = [0.0, 0.0]                    # [integral of queue length, time of the last update]
+    area = [0.0, 0.0]  # [integral of queue length, time of the last update]
 
     def integrate() -> None:
         area[0] += len(queue) * (env.now - area[1])
@@ -114,8 +113,14 @@ def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, serv
     env.run()
     T = env.now
     waits = start - arrival
-    return {"jobs": n, "servers": servers, "sim_time": T, "mean_wait": float(waits.mean()),
-            "mean_queue_length": area[0] / T, "events": 2 * n}
+    return {
+        "jobs": n,
+        "servers": servers,
+        "sim_time": T,
+        "mean_wait": float(waits.mean()),
+        "mean_queue_length": area[0] / T,
+        "events": 2 * n,
+    }
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ class _Commands(typer.core.TyperGroup):
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        _Commands.json_requested = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+        _Commands.json_requested = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
         return super().main(args, *a, **kw)
 
     def invoke(self, ctx: Any) -> Any:
@@ -51,8 +51,11 @@ class _Commands(typer.core.TyperGroup):
             raise
         except _USAGE_ERRORS as e:  # typer prints it (with the usage line) and exits with 2
             param = getattr(e, "param", None)
-            _json_error("UsageError", (param.opts[0] if getattr(param, "opts", None) else getattr(param, "name", None)),
-                        e.format_message())
+            _json_error(
+                "UsageError",
+                (param.opts[0] if getattr(param, "opts", None) else getattr(param, "name", None)),
+                e.format_message(),
+            )
             raise
         except ClusterGymError as e:
             _fail(e)
@@ -68,25 +71,35 @@ class _Commands(typer.core.TyperGroup):
             if os.environ.get("CLUSTERGYM_DEBUG"):
                 raise
             msg = f"{type(e).__name__}: {e}"
-            err.print("[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
-                      "CLUSTERGYM_DEBUG=1 shows the traceback): ", end="")
+            err.print(
+                "[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
+                "CLUSTERGYM_DEBUG=1 shows the traceback): ",
+                end="",
+            )
             err.print(msg, markup=False, highlight=False)
             _json_error("InternalError", None, msg)
             raise typer.Exit(1) from None
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Commands,
-                  help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    cls=_Commands,
+    help="Multi-resource cluster scheduling: environments, baselines, comparisons.",
+)
 err = Console(stderr=True)
 out = Console()
 
 
 @app.callback()
 def _global_options(
-    no_trace_cache: bool = typer.Option(False, "--no-trace-cache",
-                                        help="parse trace files instead of reading parsed tables from the on-disk "
-                                             "trace cache (sets CLUSTERGYM_TRACE_CACHE=off for this command and "
-                                             "its worker processes)"),
+    no_trace_cache: bool = typer.Option(
+        False,
+        "--no-trace-cache",
+        help="parse trace files instead of reading parsed tables from the on-disk "
+        "trace cache (sets CLUSTERGYM_TRACE_CACHE=off for this command and "
+        "its worker processes)",
+    ),
 ) -> None:
     """Multi-resource cluster scheduling: environments, baselines, comparisons."""
     if no_trace_cache:
@@ -112,8 +125,9 @@ def _with_warmup(sparams: dict[str, Any], warmup: float | None) -> None:
 
 def _json_error(kind: str, field: str | None, message: str) -> None:
     if _Commands.json_requested:
-        sys.stdout.write(json.dumps({"error": {"type": kind, "field": field or None, "message": message}},
-                                    indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps({"error": {"type": kind, "field": field or None, "message": message}}, indent=2) + "\n"
+        )
 
 
 def _version() -> str:
@@ -210,25 +224,40 @@ def run_cmd(
 @app.command("compare")
 def compare_cmd(
     scenario: str | None = typer.Argument(None, help="preset name or scenario file (not with --resume)"),
-    agents: str | None = typer.Option(None, "--agents", help="comma-separated agent names or model paths; "
-                                                     "'all' (alone or in the list): every registered agent that can run on the scenario"),
-    seeds: int | None = typer.Option(None, "--seeds", help="number of seeds (0..N-1), the same for every agent "
-                                                              "(default 5)"),
+    agents: str | None = typer.Option(
+        None,
+        "--agents",
+        help="comma-separated agent names or model paths; "
+        "'all' (alone or in the list): every registered agent that can run on the scenario",
+    ),
+    seeds: int | None = typer.Option(
+        None, "--seeds", help="number of seeds (0..N-1), the same for every agent (default 5)"
+    ),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
     horizon: float | None = typer.Option(None, "--horizon"),
     sweep_: str | None = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
-    reference: str | None = typer.Option(None, "--reference", help="agent the paired differences are taken "
-                                                                      "against (default: the first agent)"),
-    workers: int | None = typer.Option(None, "--workers", help="local worker processes (default: the "
-                                                                  "available cores; 1 runs in this process)"),
-    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
-                                                                  "'auto', HOST:PORT or ray://HOST:PORT"),
-    out_dir: Path | None = typer.Option(None, "--out", help="a new or empty folder: run.json and cells.jsonl "
-                                                               "(every episode as it finishes), then results.csv, "
-                                                               "results.parquet, summary.csv and a plot"),
+    reference: str | None = typer.Option(
+        None, "--reference", help="agent the paired differences are taken against (default: the first agent)"
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="local worker processes (default: the available cores; 1 runs in this process)"
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray", help="run the episodes on a Ray cluster: 'auto', HOST:PORT or ray://HOST:PORT"
+    ),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        help="a new or empty folder: run.json and cells.jsonl "
+        "(every episode as it finishes), then results.csv, "
+        "results.parquet, summary.csv and a plot",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
-    resume: Path | None = typer.Option(None, "--resume", help="continue the interrupted or failed run in this "
-                                                                 "folder (its run.json): only the missing episodes run"),
+    resume: Path | None = typer.Option(
+        None,
+        "--resume",
+        help="continue the interrupted or failed run in this folder (its run.json): only the missing episodes run",
+    ),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
@@ -255,8 +284,16 @@ def compare_cmd(
     from clustergym.scenarios import resolve_scenario
 
     workers = worker_count(workers, "--workers")
-    given = {"SCENARIO": scenario, "--agents": agents, "--seeds": seeds, "--set": list(set_) or None,
-             "--horizon": horizon, "--sweep": sweep_, "--reference": reference, "--warmup": warmup}
+    given = {
+        "SCENARIO": scenario,
+        "--agents": agents,
+        "--seeds": seeds,
+        "--set": list(set_) or None,
+        "--horizon": horizon,
+        "--sweep": sweep_,
+        "--reference": reference,
+        "--warmup": warmup,
+    }
     folder = None
     if resume is not None:
         if out_dir is not None and Path(out_dir).resolve() != Path(resume).resolve():
@@ -267,15 +304,25 @@ def compare_cmd(
         recorded = folder.config["compare"]["argv"]
         for opt, value in given.items():
             if value is not None and value != recorded.get(opt):
-                raise ConfigError(opt, f"{resume} was run with {opt} {recorded.get(opt)!r}; --resume continues it "
-                                       f"with its own settings (drop {opt}, or start a new run with --out)")
+                raise ConfigError(
+                    opt,
+                    f"{resume} was run with {opt} {recorded.get(opt)!r}; --resume continues it "
+                    f"with its own settings (drop {opt}, or start a new run with --out)",
+                )
         given = dict(recorded)
-        scenario, agents, seeds, set_, horizon = (given["SCENARIO"], given["--agents"], given["--seeds"],
-                                                  given["--set"] or [], given["--horizon"])
+        scenario, agents, seeds, set_, horizon = (
+            given["SCENARIO"],
+            given["--agents"],
+            given["--seeds"],
+            given["--set"] or [],
+            given["--horizon"],
+        )
         sweep_, reference, warmup = given["--sweep"], given["--reference"], given.get("--warmup")
     if scenario is None or agents is None:
-        raise ConfigError("SCENARIO" if scenario is None else "--agents",
-                          "a scenario and --agents are required (or --resume DIR of an earlier run)")
+        raise ConfigError(
+            "SCENARIO" if scenario is None else "--agents",
+            "a scenario and --agents are required (or --resume DIR of an earlier run)",
+        )
     seeds = 5 if seeds is None else seeds
 
     # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
@@ -309,8 +356,11 @@ def compare_cmd(
         raise ConfigError("--agents", f"{agents!r}: expected agent names, model paths or 'all'")
     twice = sorted({a for a in requested if requested.count(a) > 1})
     if twice:
-        raise ConfigError("--agents", f"{', '.join(twice)} listed twice: each agent is compared once (the runs "
-                                      "of a name listed twice would be pooled into one row)")
+        raise ConfigError(
+            "--agents",
+            f"{', '.join(twice)} listed twice: each agent is compared once (the runs "
+            "of a name listed twice would be pooled into one row)",
+        )
     named = [a for a in requested if a != "all"]
     for sc_v, v in zip(scenarios, values):
         names, bad = compatible_agents(sc_v, named)
@@ -325,14 +375,20 @@ def compare_cmd(
     reference = reference or names[0]
     if reference not in names:
         raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
-    cells = plan(scenario, names, seeds=range(seeds), horizon=horizon, params=sparams,
-                 sweep=(param, values) if param else None)
+    cells = plan(
+        scenario, names, seeds=range(seeds), horizon=horizon, params=sparams, sweep=(param, values) if param else None
+    )
     if folder is not None:
         folder.check_plan(cells)
     elif out_dir is not None:
-        folder = RunFolder.create(out_dir, {"compare": {"argv": given, "scenario": sc.name, "agents": names,
-                                                        "seeds": seeds, "cells": len(cells)},
-                                            "clustergym": _version()}, overwrite=overwrite)
+        folder = RunFolder.create(
+            out_dir,
+            {
+                "compare": {"argv": given, "scenario": sc.name, "agents": names, "seeds": seeds, "cells": len(cells)},
+                "clustergym": _version(),
+            },
+            overwrite=overwrite,
+        )
     if folder is not None and not json_out:
         for name, why in missing_outputs().items():
             err.print(f"note: {name} will not be written ({why})", highlight=False)
@@ -340,8 +396,11 @@ def compare_cmd(
         for a, why in skipped.items():
             err.print(f"skipped {a}: {why}", highlight=False)
         if folder is not None and folder.rows:
-            err.print(f"resuming {folder.path}: {len(folder.rows)} of {len(cells)} episodes kept, "
-                      f"{len(cells) - len(folder.rows)} to run", highlight=False)
+            err.print(
+                f"resuming {folder.path}: {len(folder.rows)} of {len(cells)} episodes kept, "
+                f"{len(cells) - len(folder.rows)} to run",
+                highlight=False,
+            )
 
     # ---- run, keeping each finished episode in the folder
     from rich.progress import Progress
@@ -357,15 +416,25 @@ def compare_cmd(
             def tick(agent: str, seed: int) -> None:
                 prog.update(task, advance=1, description=f"{agent} seed {seed}")
 
-            rows = run_rows(cells, workers=workers, ray=ray_address, progress=tick,
-                            done=folder.rows if folder is not None else None, on_row=keep)
+            rows = run_rows(
+                cells,
+                workers=workers,
+                ray=ray_address,
+                progress=tick,
+                done=folder.rows if folder is not None else None,
+                on_row=keep,
+            )
     except KeyboardInterrupt:
         if folder is None:
-            raise KeyboardInterrupt("nothing kept (with --out DIR every finished episode is kept, and "
-                                    "`clustergym compare --resume DIR` continues)") from None
+            raise KeyboardInterrupt(
+                "nothing kept (with --out DIR every finished episode is kept, and "
+                "`clustergym compare --resume DIR` continues)"
+            ) from None
         folder.set_status("interrupted")
-        raise KeyboardInterrupt(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; continue with "
-                                f"`clustergym compare --resume {folder.path}`") from None
+        raise KeyboardInterrupt(
+            f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; continue with "
+            f"`clustergym compare --resume {folder.path}`"
+        ) from None
     except Exception as e:
         if folder is None:
             raise
@@ -373,8 +442,10 @@ def compare_cmd(
         if not isinstance(e, ClusterGymError):
             err.print(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}", highlight=False)
             raise
-        raise EvaluationError(f"{e}\n{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; fix the problem "
-                      f"and continue with `clustergym compare --resume {folder.path}`") from None
+        raise EvaluationError(
+            f"{e}\n{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; fix the problem "
+            f"and continue with `clustergym compare --resume {folder.path}`"
+        ) from None
     if folder is not None:
         rows = folder.ordered_rows(len(cells))  # the kept rows: a resumed run gives the same tables
     runs = pd_frame(rows)
@@ -384,15 +455,32 @@ def compare_cmd(
         add_lp_bound(summary, sc)
     written: list[Path] = []
     if folder is not None:
-        written = write_results(folder.path, runs, summary, metric=metric, param=param,
-                                title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)")
+        written = write_results(
+            folder.path,
+            runs,
+            summary,
+            metric=metric,
+            param=param,
+            title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)",
+        )
         folder.add_files([p.name for p in written])
         folder.set_status("complete")
     if json_out:
-        _print_json({"scenario": sc.name, "seeds": list(range(seeds)), "agents": names, "reference": reference,
-                     "out": str(folder.path) if folder is not None else None,
-                     "skipped": skipped, "sweep": param, "values": values if param else None,
-                     "metric": metric, "summary": summary.to_dict("records"), "runs": runs.to_dict("records")})
+        _print_json(
+            {
+                "scenario": sc.name,
+                "seeds": list(range(seeds)),
+                "agents": names,
+                "reference": reference,
+                "out": str(folder.path) if folder is not None else None,
+                "skipped": skipped,
+                "sweep": param,
+                "values": values if param else None,
+                "metric": metric,
+                "summary": summary.to_dict("records"),
+                "runs": runs.to_dict("records"),
+            }
+        )
         return
     t = Table(title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)")
     if param is not None:
@@ -406,16 +494,22 @@ def compare_cmd(
     for _, r in summary.iterrows():
         lead = [str(r[param])] if param is not None else []
         diff = "" if r["agent"] == reference else f"{r[metric + '_diff']:+.4g} ± {r[metric + '_diff_ci95']:.2g}"
-        t.add_row(*lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], diff,
-                  str(r["unstable_runs"]))
+        t.add_row(
+            *lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], diff, str(r["unstable_runs"])
+        )
     out.print(t)
     if "lp_bound_per_server" in summary:
-        t = Table(title=f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}")
+        t = Table(
+            title=f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}"
+        )
         for c in ("agent", "reward per server", "ratio to U*"):
             t.add_column(c, justify="left" if c == "agent" else "right")
         for _, r in summary.iterrows():
-            t.add_row(r["agent"], f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
-                      f"{r['ratio_to_lp_bound']:.4f}")
+            t.add_row(
+                r["agent"],
+                f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
+                f"{r['ratio_to_lp_bound']:.4f}",
+            )
         out.print(t)
     if folder is not None:
         err.print(f"wrote {', '.join(p.name for p in written)} to {folder.path}", highlight=False)
@@ -423,31 +517,44 @@ def compare_cmd(
 
 @app.command("train")
 def train_cmd(
-    scenario: str | None = typer.Argument(None, help="preset name, scenario file or suite task "
-                                                   "(not needed with --resume)"),
+    scenario: str | None = typer.Argument(
+        None, help="preset name, scenario file or suite task (not needed with --resume)"
+    ),
     algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
     timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
-    out_dir: Path | None = typer.Option(None, "--out", help="a new or empty folder (default runs/train): "
-                                                               "model.zip, model.json, checkpoints/, tb/, eval.csv"),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        help="a new or empty folder (default runs/train): model.zip, model.json, checkpoints/, tb/, eval.csv",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
-    policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant "
-                                                                "(default)"),
+    policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant (default)"),
     envs: int | None = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
     seed: int | None = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
-    eval_horizon: float | None = typer.Option(None, "--eval-horizon", help="evaluation episode length "
-                                                                              "(default: the training horizon)"),
-    resume: Path | None = typer.Option(None, "--resume", help="continue a run: a checkpoint .zip or the run "
-                                                                 "folder; its scenario, --set settings, algorithm "
-                                                                 "and policy are restored from its model.json"),
-    set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
-                                                     "horizon, reward_scale; algo.<name>=v for the algorithm; "
-                                                     "policy.work_conserving=true"),
+    eval_horizon: float | None = typer.Option(
+        None, "--eval-horizon", help="evaluation episode length (default: the training horizon)"
+    ),
+    resume: Path | None = typer.Option(
+        None,
+        "--resume",
+        help="continue a run: a checkpoint .zip or the run "
+        "folder; its scenario, --set settings, algorithm "
+        "and policy are restored from its model.json",
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="scenario parameter k=v; env: action_mode, queue_window, "
+        "horizon, reward_scale; algo.<name>=v for the algorithm; "
+        "policy.work_conserving=true",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
-    warm_start: str | None = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
-                                                                         "(behaviour cloning), e.g. best-fit"),
+    warm_start: str | None = typer.Option(
+        None, "--warm-start", help="baseline to imitate before RL (behaviour cloning), e.g. best-fit"
+    ),
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
 ) -> None:
@@ -459,28 +566,57 @@ def train_cmd(
 
     params = parse_pairs(set_)
     agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
-    train(scenario, algo, timesteps=timesteps, n_envs=envs, policy=policy, seed=seed, out=out_dir,
-          overwrite=overwrite, eval_agents=agents, eval_every=eval_every, eval_seeds=range(eval_seeds),
-          eval_horizon=eval_horizon, resume=resume, progress_bar=progress, warm_start=warm_start,
-          warm_start_steps=warm_start_steps, warm_start_epochs=warm_start_epochs, **params)
+    train(
+        scenario,
+        algo,
+        timesteps=timesteps,
+        n_envs=envs,
+        policy=policy,
+        seed=seed,
+        out=out_dir,
+        overwrite=overwrite,
+        eval_agents=agents,
+        eval_every=eval_every,
+        eval_seeds=range(eval_seeds),
+        eval_horizon=eval_horizon,
+        resume=resume,
+        progress_bar=progress,
+        warm_start=warm_start,
+        warm_start_steps=warm_start_steps,
+        warm_start_epochs=warm_start_epochs,
+        **params,
+    )
 
 
 @app.command("reproduce")
 def reproduce_cmd(
     claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),
     all_: bool = typer.Option(False, "--all", help="run every registered claim"),
-    workers: int | None = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
-                                                                  "(default: min(2, available cores); 1 runs in "
-                                                                  "this process); the figures do not depend on it"),
-    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
-                                                                  "'auto', HOST:PORT or ray://HOST:PORT"),
-    scale: float = typer.Option(1.0, "--scale", help="multiply the simulated horizons of the simulation claims "
-                                                     "(RMS, BF-J/S, auto-scaling, LoTES generated data); below 1 "
-                                                     "for a quick look, the verdicts then mean little"),
-    set_: list[str] = typer.Option([], "--set", help="claim setting key=value (repeatable): rms.google_n, "
-                                                     "rms.google_scalings, lotes.machines, lotes.horizon, "
-                                                     "lotes.instances, lotes.google_n, "
-                                                     "autoscale.google_servers, autoscale.google_n; see the README"),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        help="local worker processes for the claims' episodes "
+        "(default: min(2, available cores); 1 runs in "
+        "this process); the figures do not depend on it",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray", help="run the episodes on a Ray cluster: 'auto', HOST:PORT or ray://HOST:PORT"
+    ),
+    scale: float = typer.Option(
+        1.0,
+        "--scale",
+        help="multiply the simulated horizons of the simulation claims "
+        "(RMS, BF-J/S, auto-scaling, LoTES generated data); below 1 "
+        "for a quick look, the verdicts then mean little",
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="claim setting key=value (repeatable): rms.google_n, "
+        "rms.google_scalings, lotes.machines, lotes.horizon, "
+        "lotes.instances, lotes.google_n, "
+        "autoscale.google_servers, autoscale.google_n; see the README",
+    ),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -498,9 +634,13 @@ def reproduce_cmd(
     from clustergym.runner import available_workers
 
     try:
-        config = ReproduceConfig(workers=workers if workers is not None else min(2, available_workers()),
-                                 ray=ray_address, scale=scale, progress=not quiet,
-                                 settings=ReproduceConfig.parse_sets(set_))
+        config = ReproduceConfig(
+            workers=workers if workers is not None else min(2, available_workers()),
+            ray=ray_address,
+            scale=scale,
+            progress=not quiet,
+            settings=ReproduceConfig.parse_sets(set_),
+        )
         if not claims and not all_:
             load_claims()
             listing = [{"id": c.id, "paper": c.paper, "claim": c.text} for c in CLAIMS.values()]
@@ -527,8 +667,14 @@ def reproduce_cmd(
         for c in ("id", "paper", "claim", "measured", "expected", "passed"):
             t.add_column(c)
         for r in results:
-            t.add_row(r["id"], r["paper"], r["claim"], str(_jsonable(r["measured"])), str(r["expected"]),
-                      "[green]yes[/]" if r["passed"] else "[red]no[/]")
+            t.add_row(
+                r["id"],
+                r["paper"],
+                r["claim"],
+                str(_jsonable(r["measured"])),
+                str(r["expected"]),
+                "[green]yes[/]" if r["passed"] else "[red]no[/]",
+            )
         out.print(t)
     if not all(r["passed"] for r in results):
         raise typer.Exit(1)
@@ -538,15 +684,19 @@ def reproduce_cmd(
 def bench_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     quick: bool = typer.Option(False, "--quick", help="shorter runs (a smoke test of the benchmark)"),
-    replay: bool = typer.Option(True, "--replay/--no-replay",
-                                help="the Google Best-Fit replay, clustergym vs the SimPy reference"),
-    full_replay: bool = typer.Option(False, "--full-replay",
-                                     help="replay all 310,705 tasks (SimPy needs minutes) instead of 50,000"),
+    replay: bool = typer.Option(
+        True, "--replay/--no-replay", help="the Google Best-Fit replay, clustergym vs the SimPy reference"
+    ),
+    full_replay: bool = typer.Option(
+        False, "--full-replay", help="replay all 310,705 tasks (SimPy needs minutes) instead of 50,000"
+    ),
     ppo: bool = typer.Option(True, "--ppo/--no-ppo", help="share of MaskablePPO training time spent in the env"),
-    memory_events: int = typer.Option(0, "--memory-events",
-                                      help="also sample RSS over a run of this many events (e.g. 10000000)"),
-    scale: bool = typer.Option(False, "--scale",
-                               help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"),
+    memory_events: int = typer.Option(
+        0, "--memory-events", help="also sample RSS over a run of this many events (e.g. 10000000)"
+    ),
+    scale: bool = typer.Option(
+        False, "--scale", help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"
+    ),
     plot: Path | None = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
@@ -558,37 +708,72 @@ def bench_cmd(
     if plot is not None:
         raise ConfigError("--plot", "is a plot of the scale benchmark: give it with --scale")
 
-    results = run_benchmarks(quick=quick, log=None if json_out else err.print, replay=replay,
-                             full_replay=full_replay, ppo=ppo, memory_events=memory_events)
+    results = run_benchmarks(
+        quick=quick,
+        log=None if json_out else err.print,
+        replay=replay,
+        full_replay=full_replay,
+        ppo=ppo,
+        memory_events=memory_events,
+    )
     if json_out:
         _print_json(results)
         return
     t = Table(title="clustergym bench")
-    for c in ("benchmark", "scenario", "servers", "events", "steps", "wall_seconds", "events_per_second",
-              "steps_per_second", "events_per_cpu_second", "steps_per_cpu_second"):
+    for c in (
+        "benchmark",
+        "scenario",
+        "servers",
+        "events",
+        "steps",
+        "wall_seconds",
+        "events_per_second",
+        "steps_per_second",
+        "events_per_cpu_second",
+        "steps_per_cpu_second",
+    ):
         t.add_column(c, justify="right" if c not in ("benchmark", "scenario") else "left")
     for r in results["benchmarks"]:
-        t.add_row(r["benchmark"], r["scenario"], str(r["servers"]), str(r["events"]), str(r["steps"]),
-                  f"{r['wall_seconds']:.3f}", f"{r['events_per_second']:,.0f}", f"{r['steps_per_second']:,.0f}",
-                  f"{r['events_per_cpu_second']:,.0f}", f"{r['steps_per_cpu_second']:,.0f}")
+        t.add_row(
+            r["benchmark"],
+            r["scenario"],
+            str(r["servers"]),
+            str(r["events"]),
+            str(r["steps"]),
+            f"{r['wall_seconds']:.3f}",
+            f"{r['events_per_second']:,.0f}",
+            f"{r['steps_per_second']:,.0f}",
+            f"{r['events_per_cpu_second']:,.0f}",
+            f"{r['steps_per_cpu_second']:,.0f}",
+        )
     out.print(t)
     rp = results.get("replay")
     if rp is not None and rp.get("status") != "ok":
         out.print(f"replay: skipped ({rp.get('reason')})")
     elif rp is not None:
-        t = Table(title=f"Google Best-Fit replay ({rp['clustergym']['jobs']:,} tasks, "
-                        f"{rp['clustergym']['servers']} servers, scan 64)")
+        t = Table(
+            title=f"Google Best-Fit replay ({rp['clustergym']['jobs']:,} tasks, "
+            f"{rp['clustergym']['servers']} servers, scan 64)"
+        )
         for c in ("implementation", "wall_seconds", "cpu_seconds", "peak_rss_mb", "mean_wait", "mean_queue_length"):
             t.add_column(c, justify="left" if c == "implementation" else "right")
         for key in ("clustergym", "simpy"):
             r = rp.get(key, {})
             if "wall_seconds" in r:
-                t.add_row(r["implementation"], f"{r['wall_seconds']:.2f}", f"{r['cpu_seconds']:.2f}",
-                          f"{r['peak_rss_mb']:.0f}", repr(r["mean_wait"]), repr(r["mean_queue_length"]))
+                t.add_row(
+                    r["implementation"],
+                    f"{r['wall_seconds']:.2f}",
+                    f"{r['cpu_seconds']:.2f}",
+                    f"{r['peak_rss_mb']:.0f}",
+                    repr(r["mean_wait"]),
+                    repr(r["mean_queue_length"]),
+                )
         out.print(t)
         if "speedup_wall" in rp:
-            out.print(f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
-                      f"identical metrics: {rp['identical_metrics']}")
+            out.print(
+                f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
+                f"identical metrics: {rp['identical_metrics']}"
+            )
         elif "simpy" in rp:
             out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
         wp = rp.get("whole_process")
@@ -597,24 +782,32 @@ def bench_cmd(
                 if ph in wp:
                     r = wp[ph]
                     name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
-                    out.print(f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
-                              f"peak RSS {r['peak_rss_mb']:.0f} MB")
+                    out.print(
+                        f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
+                        f"peak RSS {r['peak_rss_mb']:.0f} MB"
+                    )
             if "speedup" in wp:
                 q = wp["speedup"]
-                out.print(f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
-                          f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)")
+                out.print(
+                    f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
+                    f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)"
+                )
     pp = results.get("ppo")
     if pp is not None:
-        out.print(f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
-                  f"env {pp['env_wall_seconds']:.1f} s = {100 * pp['env_share']:.1f}% of it")
+        out.print(
+            f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
+            f"env {pp['env_wall_seconds']:.1f} s = {100 * pp['env_share']:.1f}% of it"
+        )
     for key in ("memory", "memory_bounded"):
         mm = results.get(key)
         if mm is not None:
             slope = "n/a" if mm["bytes_per_job"] is None else f"{mm['bytes_per_job']:.1f}"
-            out.print(f"memory, job_memory={mm['job_memory']}, over {mm['events']:,} events ({mm['arrivals']:,} jobs): "
-                      f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, "
-                      f"{mm['rss_end_mb']:.0f} MB at the end; "
-                      f"growth {slope} bytes/job")
+            out.print(
+                f"memory, job_memory={mm['job_memory']}, over {mm['events']:,} events ({mm['arrivals']:,} jobs): "
+                f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, "
+                f"{mm['rss_end_mb']:.0f} MB at the end; "
+                f"growth {slope} bytes/job"
+            )
 
 
 def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
@@ -630,22 +823,39 @@ def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
     if json_out:
         _print_json(res)
         return
-    t = Table(title=f"clustergym bench --scale (ec2; warm-up {res['warmup']:g} time units, then "
-                    f"{res['events']:,} events or {res['steps']:,} env steps)")
-    for c in ("bench", "L", "events/s", "events/CPU-s", "steps/s", "steps/CPU-s", "env.step steps/CPU-s",
-              "bytes/server"):
+    t = Table(
+        title=f"clustergym bench --scale (ec2; warm-up {res['warmup']:g} time units, then "
+        f"{res['events']:,} events or {res['steps']:,} env steps)"
+    )
+    for c in (
+        "bench",
+        "L",
+        "events/s",
+        "events/CPU-s",
+        "steps/s",
+        "steps/CPU-s",
+        "env.step steps/CPU-s",
+        "bytes/server",
+    ):
         t.add_column(c, justify="left" if c == "bench" else "right")
     for r in res["rows"]:
         env = r.get("env_steps_per_cpu_second")
-        t.add_row(r["benchmark"], f"{r['servers']:,}", f"{r['events_per_second']:,.0f}",
-                  f"{r['events_per_cpu_second']:,.0f}", f"{r['steps_per_second']:,.0f}",
-                  f"{r['steps_per_cpu_second']:,.0f}", "" if env is None else f"{env:,.0f}",
-                  f"{r['bytes_per_server']:,.0f}")
+        t.add_row(
+            r["benchmark"],
+            f"{r['servers']:,}",
+            f"{r['events_per_second']:,.0f}",
+            f"{r['events_per_cpu_second']:,.0f}",
+            f"{r['steps_per_second']:,.0f}",
+            f"{r['steps_per_cpu_second']:,.0f}",
+            "" if env is None else f"{env:,.0f}",
+            f"{r['bytes_per_server']:,.0f}",
+        )
     out.print(t)
     for label, q in res["ratios_to_200"].items():
-        extra = (f"; env.step alone {q['env_only']:.2f} (wall), {q['env_only_cpu']:.2f} (CPU)"
-                 if "env_only" in q else "")
-        out.print(f"{label}: rate at L={q['servers']:,} / rate at L=200 = {q['wall']:.2f} (wall), {q['cpu']:.2f} (CPU){extra}")
+        extra = f"; env.step alone {q['env_only']:.2f} (wall), {q['env_only_cpu']:.2f} (CPU)" if "env_only" in q else ""
+        out.print(
+            f"{label}: rate at L={q['servers']:,} / rate at L=200 = {q['wall']:.2f} (wall), {q['cpu']:.2f} (CPU){extra}"
+        )
     if "plot" in res:
         out.print(f"plot: {res['plot']}")
 

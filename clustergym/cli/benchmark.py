@@ -65,8 +65,16 @@ def plot_normalized(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
             lo.append(r["normalized"] - r.get("ci_low", r["normalized"]))
             hi.append(r.get("ci_high", r["normalized"]) - r["normalized"])
         oracle = any(r["oracle"] for r in rows if r["agent"] == agent)
-        ax.bar(xs, ys, width, yerr=np.array([lo, hi]) if any(lo) or any(hi) else None, capsize=2,
-               label=agent + (" (oracle)" if oracle else ""), hatch="//" if oracle else None, alpha=0.85)
+        ax.bar(
+            xs,
+            ys,
+            width,
+            yerr=np.array([lo, hi]) if any(lo) or any(hi) else None,
+            capsize=2,
+            label=agent + (" (oracle)" if oracle else ""),
+            hatch="//" if oracle else None,
+            alpha=0.85,
+        )
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_xticks(range(len(tasks)), tasks, rotation=15)
@@ -93,9 +101,17 @@ def _reference_plot_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             n = normalized(a["mean"], e)
             scale = abs(e["best_score"] - e["random"]) if e["best_score"] is not None else math.nan
             h = a["ci95"] / scale if scale and math.isfinite(a["ci95"]) else 0.0
-            rows.append({"task": name, "agent": "random" if agent == "random" else
-                         ("best oracle" if a["oracle"] else "best baseline"), "normalized": n,
-                         "ci_low": n - h, "ci_high": n + h, "oracle": a["oracle"], "name": agent})
+            rows.append(
+                {
+                    "task": name,
+                    "agent": "random" if agent == "random" else ("best oracle" if a["oracle"] else "best baseline"),
+                    "normalized": n,
+                    "ci_low": n - h,
+                    "ci_high": n + h,
+                    "oracle": a["oracle"],
+                    "name": agent,
+                }
+            )
         del rnd
     return rows
 
@@ -106,31 +122,50 @@ def _print_reference(doc: dict[str, Any]) -> None:
         t.add_column(c, justify="left" if c in ("task", "metric", "best baseline", "best oracle") else "right")
     for name, e in doc["tasks"].items():
         a = e["agents"]
-        t.add_row(name, e["metric"], f"{e['random']:.4g} ± {a['random']['ci95']:.2g}", str(e["best"]),
-                  f"{e['best_score']:.4g} ± {a[e['best']]['ci95']:.2g}" if e["best"] else "-", str(e["best_oracle"]),
-                  f"{e['best_oracle_score']:.4g} ± {a[e['best_oracle']]['ci95']:.2g}" if e["best_oracle"] else "-",
-                  str(len(a)), f"{e.get('wall_seconds', math.nan):.0f}")
+        t.add_row(
+            name,
+            e["metric"],
+            f"{e['random']:.4g} ± {a['random']['ci95']:.2g}",
+            str(e["best"]),
+            f"{e['best_score']:.4g} ± {a[e['best']]['ci95']:.2g}" if e["best"] else "-",
+            str(e["best_oracle"]),
+            f"{e['best_oracle_score']:.4g} ± {a[e['best_oracle']]['ci95']:.2g}" if e["best_oracle"] else "-",
+            str(len(a)),
+            f"{e.get('wall_seconds', math.nan):.0f}",
+        )
     _out.print(t)
 
 
 def benchmark_cmd(
-    specs: list[str] | None = typer.Argument(None, help="a registered agent or a model saved by `clustergym "
-                                                           "train` (OUT/model.zip); several models are training "
-                                                           "seeds of one method"),
-    tasks: str | None = typer.Option(None, "--tasks", help="comma-separated task names (default: every task "
-                                                              "that can run here)"),
+    specs: list[str] | None = typer.Argument(
+        None,
+        help="a registered agent or a model saved by `clustergym "
+        "train` (OUT/model.zip); several models are training "
+        "seeds of one method",
+    ),
+    tasks: str | None = typer.Option(
+        None, "--tasks", help="comma-separated task names (default: every task that can run here)"
+    ),
     seeds: int = typer.Option(30, "--seeds", help="evaluation seeds (the suite's first N, at most 100)"),
-    workers: int | None = typer.Option(None, "--workers", help="worker processes (default: the available "
-                                                                  "cores; 1 runs in this process)"),
-    reference: bool = typer.Option(False, "--reference", help="regenerate the reference scores (random and every "
-                                                              "compatible baseline) of --tasks (default all)"),
-    plot: Path | None = typer.Option(None, "--plot", help="draw the normalized scores to this file (.png, "
-                                                             ".svg); without an agent, the reference's"),
-    out_dir: Path | None = typer.Option(None, "--out", help="write results.csv and summary.json here (with "
-                                                               "--reference: reference.json, instead of the "
-                                                               "package's)"),
-    markdown: bool = typer.Option(False, "--markdown", help="print the reference scores as Markdown "
-                                                            "(docs/benchmark.md)"),
+    workers: int | None = typer.Option(
+        None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
+    ),
+    reference: bool = typer.Option(
+        False,
+        "--reference",
+        help="regenerate the reference scores (random and every compatible baseline) of --tasks (default all)",
+    ),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="draw the normalized scores to this file (.png, .svg); without an agent, the reference's"
+    ),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        help="write results.csv and summary.json here (with --reference: reference.json, instead of the package's)",
+    ),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)"
+    ),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Score an agent or saved models on the suite's tasks, normalized against the reference baselines."""
@@ -177,8 +212,9 @@ def _progress():
     return Progress(console=_err, transient=True)
 
 
-def _regenerate(task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None,
-                plot: Path | None, json_out: bool) -> None:
+def _regenerate(
+    task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None, plot: Path | None, json_out: bool
+) -> None:
     from clustergym.suite import TASKS
     from clustergym.suite.reference import build_reference, write_reference
 
@@ -192,8 +228,13 @@ def _regenerate(task_names: list[str] | None, seeds: int, workers: int, out_dir:
             prog.update(bar, advance=1, description=f"{task}: {agent} seed {seed}")
 
         for name in task_names or list(TASKS):  # each task is written as soon as it is done
-            one = build_reference([name], seeds=seeds, workers=workers, progress=tick,
-                                  log=None if json_out else lambda m: _err.print(m, highlight=False))
+            one = build_reference(
+                [name],
+                seeds=seeds,
+                workers=workers,
+                progress=tick,
+                log=None if json_out else lambda m: _err.print(m, highlight=False),
+            )
             doc = {**one, "tasks": {**doc.get("tasks", {}), **one["tasks"]}}
             path = write_reference(one, target)
     wall = time.perf_counter() - t0
@@ -208,8 +249,15 @@ def _regenerate(task_names: list[str] | None, seeds: int, workers: int, out_dir:
     _err.print(f"reference of {len(doc['tasks'])} tasks in {wall:.0f} s on {workers} workers -> {path}")
 
 
-def _benchmark(specs: list[str], task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None,
-               plot: Path | None, json_out: bool) -> None:
+def _benchmark(
+    specs: list[str],
+    task_names: list[str] | None,
+    seeds: int,
+    workers: int,
+    out_dir: Path | None,
+    plot: Path | None,
+    json_out: bool,
+) -> None:
     from clustergym.suite.benchmark import evaluate
 
     t0 = time.perf_counter()
@@ -226,12 +274,22 @@ def _benchmark(specs: list[str], task_names: list[str] | None, seeds: int, worke
 
         out_dir.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(res["rows"]).to_csv(out_dir / "results.csv", index=False)
-        (out_dir / "summary.json").write_text(json.dumps(_jsonable({k: v for k, v in res.items() if k != "rows"}),
-                                                         indent=1) + "\n")
+        (out_dir / "summary.json").write_text(
+            json.dumps(_jsonable({k: v for k, v in res.items() if k != "rows"}), indent=1) + "\n"
+        )
     if plot is not None:
-        rows = [{"task": t, "agent": spec, "normalized": r["normalized"],
-                 "ci_low": r["normalized"] - r["normalized_ci95"], "ci_high": r["normalized"] + r["normalized_ci95"],
-                 "oracle": False} for t, v in res["tasks"].items() for spec, r in v["runs"].items()]
+        rows = [
+            {
+                "task": t,
+                "agent": spec,
+                "normalized": r["normalized"],
+                "ci_low": r["normalized"] - r["normalized_ci95"],
+                "ci_high": r["normalized"] + r["normalized_ci95"],
+                "oracle": False,
+            }
+            for t, v in res["tasks"].items()
+            for spec, r in v["runs"].items()
+        ]
         plot_normalized(rows, plot, "clustergym suite: normalized scores")
     if json_out:
         sys.stdout.write(json.dumps(_jsonable(res), indent=1) + "\n")
@@ -243,9 +301,16 @@ def _benchmark(specs: list[str], task_names: list[str] | None, seeds: int, worke
         t.add_column(c, justify="left" if c in ("task", "agent", "best baseline") else "right")
     for name, v in res["tasks"].items():
         for spec, r in v["runs"].items():
-            t.add_row(name, spec, f"{r['mean']:.4g} ± {_fmt(r['ci95'], 2)}", f"{v['random']:.4g}",
-                      f"{v['best']} {v['best_score']:.4g}", f"{_fmt(r['normalized'], 3)} ± {_fmt(r['normalized_ci95'], 2)}",
-                      _fmt(r["vs_oracle"], 3), f"{r['complete']}/{len(res['seeds'])}")
+            t.add_row(
+                name,
+                spec,
+                f"{r['mean']:.4g} ± {_fmt(r['ci95'], 2)}",
+                f"{v['random']:.4g}",
+                f"{v['best']} {v['best_score']:.4g}",
+                f"{_fmt(r['normalized'], 3)} ± {_fmt(r['normalized_ci95'], 2)}",
+                _fmt(r["vs_oracle"], 3),
+                f"{r['complete']}/{len(res['seeds'])}",
+            )
     _out.print(t)
     t = Table(title="normalized score over tasks: IQM and mean [95% stratified bootstrap CI]")
     for c in ("runs", "tasks", "IQM", "mean"):
@@ -254,7 +319,11 @@ def _benchmark(specs: list[str], task_names: list[str] | None, seeds: int, worke
     if "over_specs" in res["aggregate"]:
         aggs.append((f"{len(specs)} specs (training seeds)", res["aggregate"]["over_specs"]))
     for name, a in aggs:
-        t.add_row(name, f"{a['tasks']:.0f}", f"{_fmt(a['iqm'], 3)} [{_fmt(a['iqm_low'], 3)}, {_fmt(a['iqm_high'], 3)}]",
-                  f"{_fmt(a['mean'], 3)} [{_fmt(a['mean_low'], 3)}, {_fmt(a['mean_high'], 3)}]")
+        t.add_row(
+            name,
+            f"{a['tasks']:.0f}",
+            f"{_fmt(a['iqm'], 3)} [{_fmt(a['iqm_low'], 3)}, {_fmt(a['iqm_high'], 3)}]",
+            f"{_fmt(a['mean'], 3)} [{_fmt(a['mean_low'], 3)}, {_fmt(a['mean_high'], 3)}]",
+        )
     _out.print(t)
     _err.print(f"{len(res['rows'])} episodes in {res['wall_seconds']:.0f} s")

@@ -34,8 +34,7 @@ def _window(text: str) -> tuple[float | None, float | None]:
     except ValueError:
         raise ConfigError("--window", f"{text!r}: START and END must be numbers of seconds") from None
     if start is not None and end is not None and not start < end:
-        raise ConfigError("--window", f"{text!r}: START must be before END (the window [START, END) would keep "
-                                      "no job)")
+        raise ConfigError("--window", f"{text!r}: START must be before END (the window [START, END) would keep no job)")
     return start, end
 
 
@@ -49,8 +48,11 @@ def _check_plot_target(plot: Path, command: str = "trace --plot") -> None:
     formats = Figure().canvas.get_supported_filetypes()
     suffix = plot.suffix.lower().lstrip(".")
     if suffix not in formats:
-        raise ConfigError("--plot", f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
-                                    f"{', '.join('.' + f for f in sorted(formats))}")
+        raise ConfigError(
+            "--plot",
+            f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
+            f"{', '.join('.' + f for f in sorted(formats))}",
+        )
     parent = plot.parent if str(plot.parent) else Path(".")
     if plot.is_dir():
         raise ConfigError("--plot", f"{plot} is a folder; give a file name such as {plot / 'trace.png'}")
@@ -73,8 +75,9 @@ def _priorities(text: str) -> str | list[int]:
     parts = [p.strip() for p in text.split(",")]
     bad = [p for p in parts if not p.isdigit()]
     if bad:
-        raise ConfigError("--priorities", f"{text!r}: expected a band name or comma-separated integers "
-                                          f"(e.g. 9,10,11), got {bad[0]!r}")
+        raise ConfigError(
+            "--priorities", f"{text!r}: expected a band name or comma-separated integers (e.g. 9,10,11), got {bad[0]!r}"
+        )
     return [int(p) for p in parts]
 
 
@@ -87,24 +90,34 @@ def _fmt(v: Any) -> str:
 
 
 def trace_cmd(
-    trace: str = typer.Argument(..., help="a trace format (google, alibaba-v2017, cloudsimpy, alibaba-gpu-v2023, "
-                                          "alibaba-gpu-v2025, azure) or a trace preset (rms-google, bfjs-google, "
-                                          "lotes-google, autoscale-google, alibaba-gpu)"),
-    path: Path | None = typer.Option(None, "--path", help="a trace file (or the task_events directory for google) "
-                                                             "instead of the trace directory's default"),
-    trace_dir: Path | None = typer.Option(None, "--trace-dir", help="the trace directory (default "
-                                                                       "$CLUSTERGYM_TRACES or ../shared/traces)"),
+    trace: str = typer.Argument(
+        ...,
+        help="a trace format (google, alibaba-v2017, cloudsimpy, alibaba-gpu-v2023, "
+        "alibaba-gpu-v2025, azure) or a trace preset (rms-google, bfjs-google, "
+        "lotes-google, autoscale-google, alibaba-gpu)",
+    ),
+    path: Path | None = typer.Option(
+        None,
+        "--path",
+        help="a trace file (or the task_events directory for google) instead of the trace directory's default",
+    ),
+    trace_dir: Path | None = typer.Option(
+        None, "--trace-dir", help="the trace directory (default $CLUSTERGYM_TRACES or ../shared/traces)"
+    ),
     first_n: int | None = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
-    window: str | None = typer.Option(None, "--window", help="START:END trace seconds on the arrival time "
-                                                               "(formats only)"),
-    priorities: str | None = typer.Option(None, "--priorities", help="google: a band (non-production, "
-                                                                       "production, free, middle, all) or 0,1,2"),
+    window: str | None = typer.Option(
+        None, "--window", help="START:END trace seconds on the arrival time (formats only)"
+    ),
+    priorities: str | None = typer.Option(
+        None, "--priorities", help="google: a band (non-production, production, free, middle, all) or 0,1,2"
+    ),
     lifecycle: str | None = typer.Option(None, "--lifecycle", help="google: strict, finished or attempts"),
     filter_: list[str] = typer.Option([], "--filter", help="another loader option key=value (formats)"),
     set_: list[str] = typer.Option([], "--set", help="a preset parameter key=value (presets)"),
     bin_width: float | None = typer.Option(None, "--bin", help="seconds per arrival-rate bin (default 1200)"),
-    plot: Path | None = typer.Option(None, "--plot", help="save a figure (arrivals over time, durations, "
-                                                             "demands) to this file"),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="save a figure (arrivals over time, durations, demands) to this file"
+    ),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Summarise a trace: jobs, span, demand quantiles per resource, arrival rate over time, filters."""
@@ -118,8 +131,10 @@ def trace_cmd(
     try:
         if trace in trace_presets:
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
-                raise ClusterGymError(f"{trace} is a preset: use --set key=value for its parameters "
-                                      "(--window/--priorities/--lifecycle/--filter/--path apply to formats)")
+                raise ClusterGymError(
+                    f"{trace} is a preset: use --set key=value for its parameters "
+                    "(--window/--priorities/--lifecycle/--filter/--path apply to formats)"
+                )
             params = parse_pairs(set_, "--set")
             if first_n is not None:
                 params["first_n"] = first_n
@@ -131,8 +146,9 @@ def trace_cmd(
             allowed = inspect.signature(builder).parameters
             for k in params:
                 if k not in allowed:
-                    raise ClusterGymError(f"--set {k}: preset {trace!r} has no parameter {k!r}; it takes "
-                                          f"{sorted(allowed)}")
+                    raise ClusterGymError(
+                        f"--set {k}: preset {trace!r} has no parameter {k!r}; it takes {sorted(allowed)}"
+                    )
             if not json_out:
                 _err.print(f"building {trace} ...")
             data = trace_data(builder(**params))
@@ -152,8 +168,10 @@ def trace_cmd(
                 _err.print(f"loading {trace} ...")
             data = trace_data(load_trace(trace, path, trace_dir=trace_dir, **opts), name=trace)
         else:
-            raise ClusterGymError(f"unknown trace {trace!r}: formats are {', '.join(sorted(FORMATS))}; "
-                                  f"presets are {', '.join(trace_presets)}")
+            raise ClusterGymError(
+                f"unknown trace {trace!r}: formats are {', '.join(sorted(FORMATS))}; "
+                f"presets are {', '.join(trace_presets)}"
+            )
         summary = summarize(data, bin_width=bin_width)
         if plot is not None:
             plot_summary(data, plot, bin_width=bin_width)
@@ -182,8 +200,10 @@ def _print(s: dict[str, Any]) -> None:
         t.add_row("last arrival (s)", _fmt(sp["last_s"]))
         t.add_row("span", f"{sp['length_s']:.6g} s = {sp['length_h']:.4g} h")
         t.add_row("mean arrival rate (1/s)", _fmt(ar["mean_per_s"]))
-        t.add_row(f"peak / min rate per {ar['bin_width_s']:g} s bin (1/s)",
-                  f"{_fmt(ar['peak_per_s'])} / {_fmt(ar['min_per_s'])}")
+        t.add_row(
+            f"peak / min rate per {ar['bin_width_s']:g} s bin (1/s)",
+            f"{_fmt(ar['peak_per_s'])} / {_fmt(ar['min_per_s'])}",
+        )
         d = s["duration"]
         t.add_row("duration mean / median / p99 (s)", f"{_fmt(d['mean'])} / {_fmt(d['p50'])} / {_fmt(d['p99'])}")
     out.print(t)
@@ -194,7 +214,10 @@ def _print(s: dict[str, Any]) -> None:
     for q in ("mean", "min", "p25", "p50", "p75", "p90", "p99", "max"):
         t.add_column(q, justify="right")
     for r, v in s["demand"].items():
-        t.add_row(f"{r} ({v['unit']})" if v["unit"] else r, *[_fmt(v[q]) for q in ("mean", "min", "p25", "p50", "p75", "p90", "p99", "max")])
+        t.add_row(
+            f"{r} ({v['unit']})" if v["unit"] else r,
+            *[_fmt(v[q]) for q in ("mean", "min", "p25", "p50", "p75", "p90", "p99", "max")],
+        )
     out.print(t)
     ar = s["arrival_rate"]
     counts = np.asarray(ar["counts"])

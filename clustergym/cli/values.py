@@ -88,4 +88,4 @@ def split_prefix(params: dict[str, Any], prefix: str) -> tuple[dict[str, Any], d
     """``params`` without the keys that start with ``prefix``, and those keys with the prefix removed
     (``agent.scan=64`` -> ``{"scan": 64}``)."""
     rest = {k: v for k, v in params.items() if not k.startswith(prefix)}
-    return rest, {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+    return rest, {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}

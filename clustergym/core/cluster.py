@@ -31,8 +31,17 @@ import numpy as np
 from clustergym.core.placement import PlacementIndex, scan_select
 from clustergym.core.scores import SCORE_RTOL, argbest, best_mask, score_ranks, score_tol
 
-__all__ = ["Cluster", "FIT_RTOL", "INDEX_MIN_SERVERS", "fit_limit", "SCORE_RTOL", "score_tol", "best_mask", "argbest",
-           "score_ranks"]
+__all__ = [
+    "Cluster",
+    "FIT_RTOL",
+    "INDEX_MIN_SERVERS",
+    "fit_limit",
+    "SCORE_RTOL",
+    "score_tol",
+    "best_mask",
+    "argbest",
+    "score_ranks",
+]
 
 FIT_RTOL = 1e-9
 #: from this many servers on, server selection and fit sets come from the placement index (below, the
@@ -59,8 +68,13 @@ class Cluster:
             ``INDEX_MIN_SERVERS``; 0: always; a large number: never).
     """
 
-    def __init__(self, capacity: np.ndarray, type_demand: np.ndarray, exact_types: bool = True,
-                 index_min_servers: int | None = None):
+    def __init__(
+        self,
+        capacity: np.ndarray,
+        type_demand: np.ndarray,
+        exact_types: bool = True,
+        index_min_servers: int | None = None,
+    ):
         self.capacity = np.asarray(capacity, dtype=np.float64)
         self.num_servers, self.num_resources = self.capacity.shape
         self.type_demand = np.asarray(type_demand, dtype=np.float64)
@@ -71,9 +85,9 @@ class Cluster:
         self.load = np.zeros((L, R))
         self.count_real = np.zeros((L, J), dtype=np.int64)
         self.count_dummy = np.zeros((L, J), dtype=np.int64)
-        self.slots = np.zeros((L, J), dtype=np.int64)         #: reservation slots (empty + filled)
+        self.slots = np.zeros((L, J), dtype=np.int64)  #: reservation slots (empty + filled)
         self.slots_filled = np.zeros((L, J), dtype=np.int64)  #: slots holding a real job
-        self.items = np.zeros(L, dtype=np.int64)              #: jobs + dummies + slots on the server
+        self.items = np.zeros(L, dtype=np.int64)  #: jobs + dummies + slots on the server
         self.any_slots = False
         self.had_dummies = False  #: a dummy job has been placed since reset (dummy_usage may be nonzero)
         # cluster-wide totals, kept incrementally for the metrics (R,)
@@ -84,7 +98,7 @@ class Cluster:
         self._journal: list[int] = []
         self._jbase = 0
         self._jmax = max(4096, 4 * L)
-        self._nr_cursor = -1                                  # servers_without_real, kept from the journal
+        self._nr_cursor = -1  # servers_without_real, kept from the journal
         self._no_real: np.ndarray = np.ones(L, dtype=bool)
         self._n_no_real = L
         threshold = INDEX_MIN_SERVERS if index_min_servers is None else int(index_min_servers)
@@ -92,9 +106,17 @@ class Cluster:
         self.placement = PlacementIndex(self, typed=exact_types)
 
     def reset(self) -> None:
-        for arr in (self.load, self.count_real, self.count_dummy, self.slots,
-                    self.slots_filled, self.items, self.real_usage, self.dummy_usage,
-                    self.empty_slot_usage):
+        for arr in (
+            self.load,
+            self.count_real,
+            self.count_dummy,
+            self.slots,
+            self.slots_filled,
+            self.items,
+            self.real_usage,
+            self.dummy_usage,
+            self.empty_slot_usage,
+        ):
             arr[...] = 0
         self.any_slots = False
         self.had_dummies = False
@@ -123,7 +145,7 @@ class Cluster:
         end = base + len(j)
         if cursor < base:
             return None, end
-        return j[cursor - base:], end
+        return j[cursor - base :], end
 
     @property
     def servers_without_real(self) -> int:
@@ -152,8 +174,15 @@ class Cluster:
         (``L >= INDEX_MIN_SERVERS``, and no reservation slots unless ``free_only``)."""
         return self.indexed and (free_only or not self.any_slots)
 
-    def select(self, rule: str, job_type: int, demand: np.ndarray, rng: np.random.Generator | None = None,
-               *, free_only: bool = False) -> int:
+    def select(
+        self,
+        rule: str,
+        job_type: int,
+        demand: np.ndarray,
+        rng: np.random.Generator | None = None,
+        *,
+        free_only: bool = False,
+    ) -> int:
         """The server ``rule`` (:data:`clustergym.core.placement.RULES`) chooses for a job, or -1.
 
         The candidates are :meth:`fits` (free capacity or an empty slot of the type), or

@@ -20,18 +20,18 @@ __all__ = ["Cmd", "Command", "EventKind"]
 class Cmd(enum.IntEnum):
     """Command kinds.  See :class:`Command` for the arguments each one uses."""
 
-    WAIT = 0      #: nothing more now; advance to the next epoch
-    PLACE = 1     #: start queued ``job`` on ``server`` (it must fit)
-    DUMMY = 2     #: start a dummy job of ``type`` on ``server`` (RMS)
-    RESERVE = 3   #: create an empty reservation slot of ``type`` on ``server`` (DRA)
-    RELEASE = 4   #: drop an empty reservation slot of ``type`` on ``server``
-    ADMIT = 5     #: loss mode: start the arriving job on ``server``
-    REJECT = 6    #: drop ``job`` (loss mode: the arriving job when ``job`` is -1)
-    MIGRATE = 7   #: move running ``job`` to ``server``; it keeps its remaining time
-    PREEMPT = 8   #: end running ``job``; it is lost (status PREEMPTED)
-    REPLACE = 9   #: start queued ``job`` on ``server`` in place of a dummy of its type (RMS Remark 2)
-    ROUTE = 10    #: per-server queues: move an unrouted ``job`` to ``server``'s local queue
-    WAKE = 11     #: ask for a decision epoch at absolute ``time`` (> now)
+    WAIT = 0  #: nothing more now; advance to the next epoch
+    PLACE = 1  #: start queued ``job`` on ``server`` (it must fit)
+    DUMMY = 2  #: start a dummy job of ``type`` on ``server`` (RMS)
+    RESERVE = 3  #: create an empty reservation slot of ``type`` on ``server`` (DRA)
+    RELEASE = 4  #: drop an empty reservation slot of ``type`` on ``server``
+    ADMIT = 5  #: loss mode: start the arriving job on ``server``
+    REJECT = 6  #: drop ``job`` (loss mode: the arriving job when ``job`` is -1)
+    MIGRATE = 7  #: move running ``job`` to ``server``; it keeps its remaining time
+    PREEMPT = 8  #: end running ``job``; it is lost (status PREEMPTED)
+    REPLACE = 9  #: start queued ``job`` on ``server`` in place of a dummy of its type (RMS Remark 2)
+    ROUTE = 10  #: per-server queues: move an unrouted ``job`` to ``server``'s local queue
+    WAKE = 11  #: ask for a decision epoch at absolute ``time`` (> now)
 
 
 class EventKind(enum.IntEnum):

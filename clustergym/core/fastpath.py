@@ -43,15 +43,60 @@ __all__ = ["supported", "run_scan_episode"]
 # return codes of the compiled loop
 _NEED_CHUNK, _TRUNCATED, _TERMINATED, _IMPOSSIBLE, _BAD_TYPE = 0, 1, 2, 3, 4
 # float state slots
-(F_NOW, F_Q, F_SYS, F_WQ, F_WSYS, F_REW, F_WQUEUED, F_WRUN, F_RRUN, F_NEXT_ARR, F_RATE_T, F_TOTAL, F_APREV,
- F_TSTEP, F_TNEXT, F_HORIZON, F_SIGN, F_SCALE, F_WINDOW) = range(19)
+(
+    F_NOW,
+    F_Q,
+    F_SYS,
+    F_WQ,
+    F_WSYS,
+    F_REW,
+    F_WQUEUED,
+    F_WRUN,
+    F_RRUN,
+    F_NEXT_ARR,
+    F_RATE_T,
+    F_TOTAL,
+    F_APREV,
+    F_TSTEP,
+    F_TNEXT,
+    F_HORIZON,
+    F_SIGN,
+    F_SCALE,
+    F_WINDOW,
+) = range(19)
 # int state slots
-(I_NQ, I_NRUN, I_NARR, I_NSTART, I_NCOMP, I_NREJ, I_IMPREJ, I_NEV, I_NEP, I_SEQ, I_HEAP, I_QHEAD, I_QTAIL,
- I_SIZE, I_CI, I_TCOUNT, I_STEPS, I_UNSTABLE, I_CHUNKS_DONE, I_QCAP, I_ERRJOB, I_OBJ) = range(22)
+(
+    I_NQ,
+    I_NRUN,
+    I_NARR,
+    I_NSTART,
+    I_NCOMP,
+    I_NREJ,
+    I_IMPREJ,
+    I_NEV,
+    I_NEP,
+    I_SEQ,
+    I_HEAP,
+    I_QHEAD,
+    I_QTAIL,
+    I_SIZE,
+    I_CI,
+    I_TCOUNT,
+    I_STEPS,
+    I_UNSTABLE,
+    I_CHUNKS_DONE,
+    I_QCAP,
+    I_ERRJOB,
+    I_OBJ,
+) = range(22)
 #: the TimeIntegrals attributes a reward can integrate on the compiled path -> their slot order
 _INTEGRALS = {"queue": 0, "system": 1, "weighted_system": 2, "reward": 3}
-_QUEUED, _RUNNING, _COMPLETED, _REJECTED = (int(JobStatus.QUEUED), int(JobStatus.RUNNING),
-                                            int(JobStatus.COMPLETED), int(JobStatus.REJECTED))
+_QUEUED, _RUNNING, _COMPLETED, _REJECTED = (
+    int(JobStatus.QUEUED),
+    int(JobStatus.RUNNING),
+    int(JobStatus.COMPLETED),
+    int(JobStatus.REJECTED),
+)
 
 
 def supported(sim: Simulator, server_rule: str, scan: int | None, integral: str) -> bool:
@@ -59,12 +104,24 @@ def supported(sim: Simulator, server_rule: str, scan: int | None, integral: str)
     a central queue without agent clocks, reservation slots or dummies, no warm-up (its snapshot
     of the integrals is taken by the step loop only), and a fresh episode."""
     e = sim.epochs
-    return (accel.enabled() and scan is not None and server_rule in ("first-fit", "best-fit")
-            and sim.warmup == 0
-            and sim.queueing == "central" and e.arrivals and e.completions
-            and e.tick_rate == 0 and e.tick_period == 0 and not sim.validate
-            and not sim.cluster.any_slots and sim.n_epochs == 0 and not sim._heap and sim.n_queued == 0
-            and sim.num_resources < 8 and integral in _INTEGRALS)
+    return (
+        accel.enabled()
+        and scan is not None
+        and server_rule in ("first-fit", "best-fit")
+        and sim.warmup == 0
+        and sim.queueing == "central"
+        and e.arrivals
+        and e.completions
+        and e.tick_rate == 0
+        and e.tick_period == 0
+        and not sim.validate
+        and not sim.cluster.any_slots
+        and sim.n_epochs == 0
+        and not sim._heap
+        and sim.n_queued == 0
+        and sim.num_resources < 8
+        and integral in _INTEGRALS
+    )
 
 
 @accel.njit
@@ -115,22 +172,69 @@ def _bf_score(load, demand, capacity, s, job, R):  # pragma: no cover - compiled
 
 
 @accel.njit
-def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_real, real_usage, I_qbt, I_real,
-          qbt, rate, ct, cdemand, ctype, cwork, cweight, creward,
-          arrival, demand, jtype, work, weight, reward_rate, start, end, server, status, dummy, in_slot,
-          qnext, qprev, ht, hs, hj, tr_t, tr_v, points, impossible_error, fail_at, comp_server,
-          score_rtol):  # pragma: no cover - compiled
+def _loop(
+    fs,
+    ist,
+    best_fit,
+    scan,
+    capacity,
+    limit,
+    speed,
+    load,
+    items,
+    count_real,
+    real_usage,
+    I_qbt,
+    I_real,
+    qbt,
+    rate,
+    ct,
+    cdemand,
+    ctype,
+    cwork,
+    cweight,
+    creward,
+    arrival,
+    demand,
+    jtype,
+    work,
+    weight,
+    reward_rate,
+    start,
+    end,
+    server,
+    status,
+    dummy,
+    in_slot,
+    qnext,
+    qprev,
+    ht,
+    hs,
+    hj,
+    tr_t,
+    tr_v,
+    points,
+    impossible_error,
+    fail_at,
+    comp_server,
+    score_rtol,
+):  # pragma: no cover - compiled
     L, R = load.shape
     J = qbt.shape[0]
     inf = np.inf
     window = np.empty(scan, np.int64)
     cand = np.empty(max(L, 16), np.int64)  # the servers a job fits (pruned scan: up to 16 completions)
-    sc = np.empty(max(L, 16))             # and their Best-Fit scores
+    sc = np.empty(max(L, 16))  # and their Best-Fit scores
     nchunk = ct.shape[0]
     while True:
         # ------------------------------------------------------------ next event (Simulator.advance)
-        if (fs[F_HORIZON] == inf and ist[I_CHUNKS_DONE] == 1 and fs[F_NEXT_ARR] == inf
-                and ist[I_NQ] == 0 and ist[I_NRUN] == 0):
+        if (
+            fs[F_HORIZON] == inf
+            and ist[I_CHUNKS_DONE] == 1
+            and fs[F_NEXT_ARR] == inf
+            and ist[I_NQ] == 0
+            and ist[I_NRUN] == 0
+        ):
             code = _TERMINATED
             break
         t = fs[F_HORIZON]
@@ -412,8 +516,9 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
     return code
 
 
-def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float, integral: str,
-                     scale: float) -> tuple[float, int]:
+def run_scan_episode(
+    sim: Simulator, server_rule: str, scan: int, *, sign: float, integral: str, scale: float
+) -> tuple[float, int]:
     """Run a freshly reset episode to its end with greedy ``server_rule`` over a ``scan`` window.
 
     Equivalent, bit for bit, to driving :class:`~clustergym.baselines.greedy.GreedyAgent` with
@@ -451,8 +556,8 @@ def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float
     points = sim.trace.points
     tr_t = np.empty(2 * points + 2)
     tr_v = np.empty(2 * points + 2, dtype=np.int64)
-    tr_t[:len(sim.trace.times)] = sim.trace.times
-    tr_v[:len(sim.trace.values)] = sim.trace.values
+    tr_t[: len(sim.trace.times)] = sim.trace.times
+    tr_v[: len(sim.trace.values)] = sim.trace.values
     ist[I_TCOUNT] = len(sim.trace.times)
     qbt = sim.queued_by_type
     I_qbt, I_real = I.queue_by_type, I.real_usage
@@ -466,7 +571,7 @@ def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float
     else:
         qnext = np.empty(0, np.int64)
         qprev = np.empty(0, np.int64)
-        fail_at = np.empty(0, np.int64)          # completion count when the job last fitted nowhere
+        fail_at = np.empty(0, np.int64)  # completion count when the job last fitted nowhere
     comp_server = np.empty(64, np.int64)  # server of the k-th completion, at k % 64
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
     empty_d = np.empty((0, R))
@@ -500,13 +605,53 @@ def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float
         if heap_cap < need_heap:
             heap_cap = max(2 * heap_cap, need_heap)
             ht, hs, hj = (np.resize(ht, heap_cap), np.resize(hs, heap_cap), np.resize(hj, heap_cap))
-        code = _loop(fs, ist, server_rule == "best-fit", int(scan), c.capacity, c._limit, sim.speed, c.load,
-                     c.items, c.count_real, c.real_usage, I_qbt, I_real, qbt, sim.rate_estimate,
-                     ct, cd, cty, cw, cwe, cr,
-                     jobs.arrival, jobs.demand, jobs.type, jobs.work, jobs.weight, jobs.reward_rate,
-                     jobs.start, jobs.end, jobs.server, jobs.status, jobs.dummy, jobs.in_slot,
-                     qnext, qprev, ht, hs, hj, tr_t, tr_v, points, sim.impossible == "error", fail_at, comp_server,
-                     SCORE_RTOL)
+        code = _loop(
+            fs,
+            ist,
+            server_rule == "best-fit",
+            int(scan),
+            c.capacity,
+            c._limit,
+            sim.speed,
+            c.load,
+            c.items,
+            c.count_real,
+            c.real_usage,
+            I_qbt,
+            I_real,
+            qbt,
+            sim.rate_estimate,
+            ct,
+            cd,
+            cty,
+            cw,
+            cwe,
+            cr,
+            jobs.arrival,
+            jobs.demand,
+            jobs.type,
+            jobs.work,
+            jobs.weight,
+            jobs.reward_rate,
+            jobs.start,
+            jobs.end,
+            jobs.server,
+            jobs.status,
+            jobs.dummy,
+            jobs.in_slot,
+            qnext,
+            qprev,
+            ht,
+            hs,
+            hj,
+            tr_t,
+            tr_v,
+            points,
+            sim.impossible == "error",
+            fail_at,
+            comp_server,
+            SCORE_RTOL,
+        )
         jobs.size = int(ist[I_SIZE])
         if bounded:
             jobs.release()
@@ -547,12 +692,14 @@ def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float
         j = int(qnext[j])
     for r in sim.running:
         r.clear()
-    for j in (jobs.base + np.flatnonzero(jobs.status[jobs.base:jobs.size] == _RUNNING)).tolist():
+    for j in (jobs.base + np.flatnonzero(jobs.status[jobs.base : jobs.size] == _RUNNING)).tolist():
         sim.running[int(jobs.server[j])][j] = None
     if code == _IMPOSSIBLE:
         job = int(ist[I_ERRJOB])
-        raise ImpossibleJobError(f"job {job} (arrival t={jobs.arrival[job]:g}, type {int(jobs.type[job])}) demands "
-                                 f"{jobs.demand[job].tolist()}, more than the capacity of every server")
+        raise ImpossibleJobError(
+            f"job {job} (arrival t={jobs.arrival[job]:g}, type {int(jobs.type[job])}) demands "
+            f"{jobs.demand[job].tolist()}, more than the capacity of every server"
+        )
     if code == _BAD_TYPE:
         job = int(ist[I_ERRJOB])
         raise ScenarioError("workload", f"job {job} has type {int(jobs.type[job])}, outside [0, {J})")

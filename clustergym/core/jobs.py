@@ -32,20 +32,20 @@ from clustergym.validation import choice
 __all__ = ["JobStatus", "JobTable", "StreamingJobStats", "JOB_MEMORY_MODES"]
 
 JOB_MEMORY_MODES = ("full", "bounded")
-RELEASE_EVERY = 1 << 16   #: bounded mode: added jobs between two release passes
-RELEASE_BLOCK = 1 << 12   #: bounded mode: rows are released in multiples of this (whole pages for 1-byte columns)
+RELEASE_EVERY = 1 << 16  #: bounded mode: added jobs between two release passes
+RELEASE_BLOCK = 1 << 12  #: bounded mode: rows are released in multiples of this (whole pages for 1-byte columns)
 _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)  # Linux value; Python 3.11's mmap does not export it
 
 
 class JobStatus(enum.IntEnum):
     """Life cycle of a job.  Every arrived job is in exactly one of these."""
 
-    QUEUED = 1      #: waiting (central or local queue, or awaiting admission in loss mode)
-    RUNNING = 2     #: in service on ``server``
-    COMPLETED = 3   #: finished its service
-    REJECTED = 4    #: dropped at arrival (loss mode), by an agent, or as impossible
-    PREEMPTED = 5   #: ended early by a PREEMPT command (lost)
-    CANCELLED = 6   #: a dummy job removed by REPLACE before its expiry
+    QUEUED = 1  #: waiting (central or local queue, or awaiting admission in loss mode)
+    RUNNING = 2  #: in service on ``server``
+    COMPLETED = 3  #: finished its service
+    REJECTED = 4  #: dropped at arrival (loss mode), by an agent, or as impossible
+    PREEMPTED = 5  #: ended early by a PREEMPT command (lost)
+    CANCELLED = 6  #: a dummy job removed by REPLACE before its expiry
 
 
 class JobTable:
@@ -68,8 +68,14 @@ class JobTable:
     :attr:`base` are released and summarised in :attr:`stats`; ``size - base`` rows are kept.
     """
 
-    def __init__(self, num_resources: int, capacity: int = 1024, memory: str = "full",
-                 virtual_rows: int = 1 << 31, warmup: float = 0.0):
+    def __init__(
+        self,
+        num_resources: int,
+        capacity: int = 1024,
+        memory: str = "full",
+        virtual_rows: int = 1 << 31,
+        warmup: float = 0.0,
+    ):
         choice(memory, "job_memory", JOB_MEMORY_MODES)
         self.num_resources = num_resources
         self.memory = memory
@@ -98,8 +104,11 @@ class JobTable:
         try:
             m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE)
         except OSError as e:  # e.g. vm.overcommit_memory=2, which ignores MAP_NORESERVE
-            raise ScenarioError("job_memory", f"bounded job memory could not reserve {nbytes / 2**30:.0f} GiB of "
-                                              f"address space for {shape[0]:,} job ids: {e}") from e
+            raise ScenarioError(
+                "job_memory",
+                f"bounded job memory could not reserve {nbytes / 2**30:.0f} GiB of "
+                f"address space for {shape[0]:,} job ids: {e}",
+            ) from e
         arr = np.frombuffer(m, dtype=dtype).reshape(shape)
         self._maps.append((m, arr))
         return arr
@@ -128,8 +137,18 @@ class JobTable:
             getattr(self, name)[: self.size] = arr[: self.size]
 
     _COLUMNS = (
-        "arrival", "demand", "type", "work", "weight", "reward_rate",
-        "start", "end", "server", "status", "dummy", "in_slot",
+        "arrival",
+        "demand",
+        "type",
+        "work",
+        "weight",
+        "reward_rate",
+        "start",
+        "end",
+        "server",
+        "status",
+        "dummy",
+        "in_slot",
     )
 
     def add(
@@ -165,7 +184,7 @@ class JobTable:
 
     def real(self) -> np.ndarray:
         """Boolean mask of real (non-dummy) jobs among ids ``< size`` (full mode; bounded: ``base..size``)."""
-        return ~self.dummy[self.base: self.size]
+        return ~self.dummy[self.base : self.size]
 
     def check(self, job: int) -> None:
         """Raise a clear error if ``job`` is not a row of this table (unknown or released)."""
@@ -174,13 +193,16 @@ class JobTable:
         if job < self.base:
             raise ReleasedJobError(
                 f"job {job} has finished and its row was released (job_memory='bounded' keeps ids "
-                f">= {self.base}, the oldest unfinished jobs and after)")
+                f">= {self.base}, the oldest unfinished jobs and after)"
+            )
 
     def require_all_rows(self, what: str) -> None:
         """Raise a clear error if rows were released: ``what`` reads every job of the episode."""
         if self.base:
-            raise ReleasedJobError(f"{what} reads every job's row, but job_memory='bounded' released jobs "
-                                   f"0..{self.base - 1}; run it with job_memory='full'")
+            raise ReleasedJobError(
+                f"{what} reads every job's row, but job_memory='bounded' released jobs "
+                f"0..{self.base - 1}; run it with job_memory='full'"
+            )
 
     def release(self) -> int:
         """Bounded mode: fold finished rows below the oldest unfinished job into :attr:`stats`
@@ -217,8 +239,9 @@ class JobTable:
             if self.warmup > 0:
                 real &= self.arrival[:n] >= self.warmup
             completed = real & (self.status[:n] == JobStatus.COMPLETED)
-            return summarize_jobs(self.arrival[:n][real], self.start[:n][real], self.end[:n][real],
-                                  self.weight[:n][real], completed[real])
+            return summarize_jobs(
+                self.arrival[:n][real], self.start[:n][real], self.end[:n][real], self.weight[:n][real], completed[real]
+            )
         live = StreamingJobStats(self.stats)
         live.add_rows(self, self.base, n)
         return live.summary()
@@ -291,7 +314,7 @@ class StreamingJobStats:
             lo_k, hi_k = min(self.k0, kmin), max(self.k0 + self.counts.size - 1, kmax)
             if lo_k < self.k0 or hi_k >= self.k0 + self.counts.size:
                 grown = np.zeros(hi_k - lo_k + 1, dtype=np.int64)
-                grown[self.k0 - lo_k: self.k0 - lo_k + self.counts.size] = self.counts
+                grown[self.k0 - lo_k : self.k0 - lo_k + self.counts.size] = self.counts
                 self.counts, self.k0 = grown, lo_k
             self.counts += np.bincount(k - self.k0, minlength=self.counts.size)
 

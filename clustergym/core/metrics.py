@@ -29,11 +29,11 @@ class TimeIntegrals:
     num_types: int
     num_resources: int
     elapsed: float = 0.0
-    queue: float = 0.0              #: ∫ jobs waiting (central + local queues)
-    system: float = 0.0             #: ∫ real jobs in system (waiting + in service)
-    weighted_system: float = 0.0    #: ∫ sum of weights of real jobs in system
-    weighted_queue: float = 0.0     #: ∫ sum of weights of waiting jobs
-    reward: float = 0.0             #: ∫ sum of reward rates of running real jobs
+    queue: float = 0.0  #: ∫ jobs waiting (central + local queues)
+    system: float = 0.0  #: ∫ real jobs in system (waiting + in service)
+    weighted_system: float = 0.0  #: ∫ sum of weights of real jobs in system
+    weighted_queue: float = 0.0  #: ∫ sum of weights of waiting jobs
+    reward: float = 0.0  #: ∫ sum of reward rates of running real jobs
     queue_by_type: np.ndarray = field(default=None)  # type: ignore[arg-type]
     real_usage: np.ndarray = field(default=None)  # type: ignore[arg-type]
     dummy_usage: np.ndarray = field(default=None)  # type: ignore[arg-type]
@@ -85,12 +85,12 @@ class QueueTrace:
 
 
 #: the instability test (see :func:`stability_test` and docs/metrics.md)
-STABILITY_BATCHES = 10        #: batch means over the tested window
-STABILITY_ALPHA = 0.01        #: one-sided significance level of the drift test
-STABILITY_MIN_DRIFT = 0.005   #: practical threshold: drift of at least this fraction of the arrival rate
-STABILITY_MIN_SAMPLES = 10    #: queue samples per batch, at least
+STABILITY_BATCHES = 10  #: batch means over the tested window
+STABILITY_ALPHA = 0.01  #: one-sided significance level of the drift test
+STABILITY_MIN_DRIFT = 0.005  #: practical threshold: drift of at least this fraction of the arrival rate
+STABILITY_MIN_SAMPLES = 10  #: queue samples per batch, at least
 STABILITY_MIN_ARRIVALS = 1000  #: expected arrivals in the tested window, at least
-STABILITY_MIN_CYCLES = 10      #: regeneration cycles (visits of the queue to 0) to call a run stable
+STABILITY_MIN_CYCLES = 10  #: regeneration cycles (visits of the queue to 0) to call a run stable
 
 
 def _ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -109,8 +109,9 @@ def _t_sf(t: float, df: int) -> float:
     return float(stdtr(df, -t))
 
 
-def stability_test(times: np.ndarray, values: np.ndarray, total_rate: float | None, *,
-                   start: float = 0.0, end: float | None = None) -> dict:
+def stability_test(
+    times: np.ndarray, values: np.ndarray, total_rate: float | None, *, start: float = 0.0, end: float | None = None
+) -> dict:
     """Is the queue drifting upwards?  A one-sided test on batch means (docs/metrics.md).
 
     The tested window is the second half of ``[start, end]`` (``start``: the warm-up; the first
@@ -153,8 +154,11 @@ def stability_test(times: np.ndarray, values: np.ndarray, total_rate: float | No
     out["cycles"] = int(np.count_nonzero(zero[1:] & ~zero[:-1]) + (1 if zero.size and zero[0] else 0))
     mostly_empty = zero.size > 0 and 2 * int(zero.sum()) >= zero.size
     span = stop - mid
-    if tw.size < B * STABILITY_MIN_SAMPLES or not span > 0 or (
-            total_rate is not None and total_rate > 0 and total_rate * span < STABILITY_MIN_ARRIVALS):
+    if (
+        tw.size < B * STABILITY_MIN_SAMPLES
+        or not span > 0
+        or (total_rate is not None and total_rate > 0 and total_rate * span < STABILITY_MIN_ARRIVALS)
+    ):
         return out
     idx = np.minimum(((tw - mid) / span * B).astype(np.int64), B - 1)
     counts = np.bincount(idx, minlength=B)
@@ -182,8 +186,9 @@ def trend_unstable(times: np.ndarray, values: np.ndarray, total_rate: float | No
     return stability_test(times, values, total_rate)["verdict"] == "unstable"
 
 
-def summarize_jobs(arrival: np.ndarray, start: np.ndarray, end: np.ndarray,
-                   weight: np.ndarray, completed: np.ndarray) -> dict[str, float]:
+def summarize_jobs(
+    arrival: np.ndarray, start: np.ndarray, end: np.ndarray, weight: np.ndarray, completed: np.ndarray
+) -> dict[str, float]:
     """Per-job statistics over real jobs.
 
     ``mean_wait`` and ``p99_wait`` are over jobs that started service (waiting =
@@ -197,8 +202,7 @@ def summarize_jobs(arrival: np.ndarray, start: np.ndarray, end: np.ndarray,
         "p99_wait": float(np.percentile(waits, 99)) if waits.size else float("nan"),
     }
     if completed.any():
-        out["mean_weighted_completion"] = float(
-            np.mean(weight[completed] * (end[completed] - arrival[completed])))
+        out["mean_weighted_completion"] = float(np.mean(weight[completed] * (end[completed] - arrival[completed])))
     else:
         out["mean_weighted_completion"] = float("nan")
     return out

@@ -83,8 +83,14 @@ def scan_scores(demand: np.ndarray, load: np.ndarray, capacity: np.ndarray) -> n
     return ((demand / cap) * (load / cap)).sum(axis=1)
 
 
-def scan_select(rule: str, fits: np.ndarray, demand: np.ndarray, load: np.ndarray, capacity: np.ndarray,
-                rng: np.random.Generator | None) -> int:
+def scan_select(
+    rule: str,
+    fits: np.ndarray,
+    demand: np.ndarray,
+    load: np.ndarray,
+    capacity: np.ndarray,
+    rng: np.random.Generator | None,
+) -> int:
     """The server chosen by ``rule`` among those where ``fits`` (``(L,)`` bool), or -1: the reference scan.
 
     Args:
@@ -149,18 +155,18 @@ class PlacementIndex:
         self.starts = np.arange(nb, dtype=np.int64) * B
         self.ends = np.minimum(self.starts + B, L)
         if self.typed:
-            self.fit3 = np.zeros((J, nb, B), dtype=bool)     # padding servers never fit
+            self.fit3 = np.zeros((J, nb, B), dtype=bool)  # padding servers never fit
             self.fit = self.fit3.reshape(J, nb * B)
-            self.score3: np.ndarray | None = None            # allocated at the first best/worst-fit query
+            self.score3: np.ndarray | None = None  # allocated at the first best/worst-fit query
             self.cnt = np.zeros((J, nb), dtype=np.int64)
-            self.total = [0] * J                              # fitting servers per type (cnt summed)
+            self.total = [0] * J  # fitting servers per type (cnt summed)
             # few types and resources: a changed server is recomputed in Python floats (the same IEEE
             # operations; sums in resource order as NumPy's for fewer than 8 terms), cheaper than NumPy calls
             self._py_rows = R < 8 and J * R <= 48
             self._Dl = self.D.tolist()
             self.first = np.zeros((J, nb), dtype=np.int64)
-            self.best = np.zeros((J, nb))      # per block: the largest score of a fitting server
-            self.worst = np.zeros((J, nb))     # and the smallest
+            self.best = np.zeros((J, nb))  # per block: the largest score of a fitting server
+            self.worst = np.zeros((J, nb))  # and the smallest
             # blocks whose summaries of each kind ("first", "best", "worst") are out of date, for the
             # kinds queried so far (a kind's first query summarises every block)
             self._stale: dict[str, set[int]] = {}
@@ -265,7 +271,8 @@ class PlacementIndex:
         # the scan's expression, element for element: (demand / cap) * (load / cap), summed over
         # resources (a row's sum does not depend on how many rows are summed at once)
         self.score3.reshape(self.J, -1)[:, idx] = (  # type: ignore[union-attr]
-            (self.D[:, None, :] / cap[None, :, :]) * (load / cap)[None, :, :]).sum(axis=2)
+            (self.D[:, None, :] / cap[None, :, :]) * (load / cap)[None, :, :]
+        ).sum(axis=2)
 
     def _summaries(self, kind: str) -> None:
         stale = self._stale.get(kind)
@@ -337,8 +344,8 @@ class PlacementIndex:
             out[...] = mask
             return out
         if out is None:
-            return self.fit[j, :self.L].copy()
-        out[...] = self.fit[j, :self.L]
+            return self.fit[j, : self.L].copy()
+        out[...] = self.fit[j, : self.L]
         return out
 
     def _demand(self, job_type: int, demand: np.ndarray | None) -> np.ndarray:
@@ -346,8 +353,9 @@ class PlacementIndex:
             return self.cluster.type_demand[job_type]
         return np.asarray(demand, dtype=np.float64)
 
-    def select(self, rule: str, job_type: int, demand: np.ndarray | None = None,
-               rng: np.random.Generator | None = None) -> int:
+    def select(
+        self, rule: str, job_type: int, demand: np.ndarray | None = None, rng: np.random.Generator | None = None
+    ) -> int:
         """The server ``rule`` chooses among those whose free capacity holds ``demand``, or -1.
 
         Equal to ``scan_select(rule, cluster.fits_free(demand), demand, load, capacity, rng)``,
@@ -364,7 +372,7 @@ class PlacementIndex:
         if rule == "best-fit":
             self._summaries("best")
             row = self.best[j]
-            b = int(row.argmax())          # a block holding the largest score
+            b = int(row.argmax())  # a block holding the largest score
             if row[b] == _NEG:
                 return -1
             # scores within SCORE_RTOL of the best are ties, to the lowest index (scan_select's argbest):
@@ -507,8 +515,22 @@ class PlacementIndex:
         """Bytes held by the index's arrays (0 before the first query)."""
         if not self._ready:
             return 0
-        names = ("fit3", "score3", "cnt", "first", "best", "worst", "c_minload", "c_maxv",
-                 "c_minv", "c_maxabs", "c_maxlim", "capn", "starts", "ends")
+        names = (
+            "fit3",
+            "score3",
+            "cnt",
+            "first",
+            "best",
+            "worst",
+            "c_minload",
+            "c_maxv",
+            "c_minv",
+            "c_maxabs",
+            "c_maxlim",
+            "capn",
+            "starts",
+            "ends",
+        )
         return int(sum(a.nbytes for n in names if isinstance(a := getattr(self, n, None), np.ndarray)))
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
@@ -547,7 +569,7 @@ class ResidualIndex:
         self._tol = self.tol.tolist()
         self._group = self.group.tolist()
         self._lists = [SortedList() for _ in values]
-        self.key = np.full(self.nb * self.B, _NEG)   # padding never fits
+        self.key = np.full(self.nb * self.B, _NEG)  # padding never fits
         self.bmax = np.full(self.nb, _NEG)
         self._entry: list[tuple[float, float, int] | None] = [None] * L
         self._dirty: set[int] = set(range(L))
@@ -564,7 +586,7 @@ class ResidualIndex:
         if len(dirty) > max(64, self.L // 8):  # rebuild from scratch
             r = np.asarray(res, dtype=np.float64)
             k = r + self.tol  # the scans' fl(residual + tol)
-            self.key[:self.L] = k
+            self.key[: self.L] = k
             for sl in self._lists:
                 sl.clear()
             entries = list(zip(k.tolist(), r.tolist(), range(self.L)))
@@ -588,7 +610,7 @@ class ResidualIndex:
                     blocks.add(l // self.B)
             B = self.B
             for b in blocks:
-                self.bmax[b] = self.key[b * B:(b + 1) * B].max()
+                self.bmax[b] = self.key[b * B : (b + 1) * B].max()
         dirty.clear()
 
     def first(self, x: float) -> int:
@@ -598,7 +620,7 @@ class ResidualIndex:
         b = int(hit.argmax())
         if not hit[b]:
             return -1
-        return b * self.B + int((self.key[b * self.B:(b + 1) * self.B] >= x).argmax())
+        return b * self.B + int((self.key[b * self.B : (b + 1) * self.B] >= x).argmax())
 
     def tightest(self, x: float, scale: float = 0.0) -> int:
         """Among the servers where ``x`` fits, the lowest index with residual ``<= fl(m + tol)``,

@@ -33,7 +33,17 @@ from clustergym.core.source import ArrivalChunk, ArrivalSource
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
 from clustergym.validation import choice, number
 
-__all__ = ["EpochConfig", "SLOT_EPOCHS", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
+__all__ = [
+    "EpochConfig",
+    "SLOT_EPOCHS",
+    "Event",
+    "Simulator",
+    "Queueing",
+    "Routing",
+    "QUEUEING_MODES",
+    "ROUTINGS",
+    "ImpossibleJobError",
+]
 
 Queueing = Literal["central", "local", "loss"]
 Routing = Literal["jsq", "power-of-two", "random", "agent"]
@@ -42,13 +52,19 @@ ROUTINGS: tuple[str, ...] = get_args(Routing)
 
 _INF = math.inf
 _QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
-_COMPLETION, _ARRIVAL, _TICK, _WAKEUP, _HORIZON = (int(EventKind.COMPLETION), int(EventKind.ARRIVAL),
-                                                   int(EventKind.TICK), int(EventKind.WAKEUP), int(EventKind.HORIZON))
+_COMPLETION, _ARRIVAL, _TICK, _WAKEUP, _HORIZON = (
+    int(EventKind.COMPLETION),
+    int(EventKind.ARRIVAL),
+    int(EventKind.TICK),
+    int(EventKind.WAKEUP),
+    int(EventKind.HORIZON),
+)
 
 
 # command kinds that name a server, a type, a job (sets: one hash per check)
-_NEEDS_SERVER = frozenset({Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT, Cmd.MIGRATE, Cmd.REPLACE,
-                           Cmd.ROUTE})
+_NEEDS_SERVER = frozenset(
+    {Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT, Cmd.MIGRATE, Cmd.REPLACE, Cmd.ROUTE}
+)
 _NEEDS_TYPE = frozenset({Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE})
 _NEEDS_JOB = frozenset({Cmd.PLACE, Cmd.MIGRATE, Cmd.PREEMPT, Cmd.REPLACE, Cmd.ROUTE})
 
@@ -162,8 +178,8 @@ class Simulator:
             unchanged.  0 (default): everything from time 0, exactly as without the option.
     """
 
-    _chunks: Iterator[ArrivalChunk] | None   # None once the source is exhausted
-    _arrival_seed: np.random.SeedSequence   # see __getstate__
+    _chunks: Iterator[ArrivalChunk] | None  # None once the source is exhausted
+    _arrival_seed: np.random.SeedSequence  # see __getstate__
 
     def __init__(
         self,
@@ -184,12 +200,15 @@ class Simulator:
     ):
         capacity = np.asarray(capacity, dtype=np.float64)
         if capacity.ndim != 2 or capacity.shape[0] < 1 or capacity.shape[1] < 1:
-            raise ScenarioError("cluster.capacity", f"expected an (L, R) array with L, R >= 1, got shape {capacity.shape}")
+            raise ScenarioError(
+                "cluster.capacity", f"expected an (L, R) array with L, R >= 1, got shape {capacity.shape}"
+            )
         if not np.all(np.isfinite(capacity)) or np.any(capacity < 0):
             raise ScenarioError("cluster.capacity", "capacities must be finite and >= 0")
         if source.num_resources != capacity.shape[1]:
             raise ScenarioError(
-                "workload", f"demands have {source.num_resources} resources but servers have {capacity.shape[1]}")
+                "workload", f"demands have {source.num_resources} resources but servers have {capacity.shape[1]}"
+            )
         choice(queueing, "queueing", QUEUEING_MODES)
         choice(routing, "routing", ROUTINGS)
         choice(impossible, "impossible", ("reject", "error"))
@@ -209,7 +228,9 @@ class Simulator:
         else:
             self.speed = np.asarray(speed, dtype=np.float64)
             if self.speed.shape != (L, J) or np.any(~np.isfinite(self.speed)) or np.any(self.speed <= 0):
-                raise ScenarioError("cluster.speed", f"expected ({L}, {J}) positive finite speeds, got shape {self.speed.shape}")
+                raise ScenarioError(
+                    "cluster.speed", f"expected ({L}, {J}) positive finite speeds, got shape {self.speed.shape}"
+                )
         self.queueing = queueing
         self.routing = routing
         self.epochs = epochs
@@ -271,7 +292,7 @@ class Simulator:
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
         # queues: insertion-ordered dicts of job ids (O(1) removal anywhere, FIFO iteration)
-        self.queue: OrderedDict[int, None] = OrderedDict()           # central / unrouted / pending admission
+        self.queue: OrderedDict[int, None] = OrderedDict()  # central / unrouted / pending admission
         self.type_queue: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(J)]
         self.local_queue: dict[tuple[int, int], OrderedDict[int, None]] = {}  # (server, type) -> ids
         self.local_count = np.zeros((L, J), dtype=np.int64)
@@ -336,7 +357,9 @@ class Simulator:
                 break
             if len(chunk):
                 if chunk.demand.shape[1] != self.num_resources:
-                    raise ScenarioError("workload", f"a chunk has {chunk.demand.shape[1]} resources, expected {self.num_resources}")
+                    raise ScenarioError(
+                        "workload", f"a chunk has {chunk.demand.shape[1]} resources, expected {self.num_resources}"
+                    )
                 self._chunk = chunk
                 self._ct = chunk.time.tolist()
                 self._ctype = chunk.type.tolist()
@@ -418,8 +441,11 @@ class Simulator:
         jobs = self.jobs
         while True:
             # drop stale completions (jobs preempted or replaced) before they can move the clock
-            while heap and heap[0][1] == _COMPLETION and (
-                    jobs.status[heap[0][3]] != _RUNNING or jobs.end[heap[0][3]] != heap[0][0]):
+            while (
+                heap
+                and heap[0][1] == _COMPLETION
+                and (jobs.status[heap[0][3]] != _RUNNING or jobs.end[heap[0][3]] != heap[0][0])
+            ):
                 heapq.heappop(heap)
             if self._drained():
                 self._finish(terminated=True)
@@ -466,8 +492,9 @@ class Simulator:
                 else:
                     srv = int(self.jobs.server[job])
                     event = Event(EventKind.ARRIVAL, t, job, srv, int(self.jobs.type[job]))
-                    stop = ep.arrivals or self.queueing == "loss" or (
-                        self.queueing == "local" and self.routing == "agent")
+                    stop = (
+                        ep.arrivals or self.queueing == "loss" or (self.queueing == "local" and self.routing == "agent")
+                    )
                 if self.queue_cap is not None and self.n_queued > self.queue_cap:
                     self.unstable = True
                     self._finish(terminated=True)
@@ -494,8 +521,9 @@ class Simulator:
         if self.done or self.now >= self.horizon:
             return False
         t, ep = self.now, self.epochs
-        if self._next_arrival == t and (ep.arrivals or self.queueing == "loss" or (
-                self.queueing == "local" and self.routing == "agent")):
+        if self._next_arrival == t and (
+            ep.arrivals or self.queueing == "loss" or (self.queueing == "local" and self.routing == "agent")
+        ):
             return True
         if self._next_tick == t:
             return True
@@ -514,8 +542,13 @@ class Simulator:
         """With an infinite horizon: the source is exhausted and no real job waits or runs.
 
         Agent clocks, wake-ups and dummy jobs do not keep such an episode alive."""
-        return (self.horizon == _INF and self._chunks is None and self._next_arrival == _INF
-                and self.n_queued == 0 and self.n_running == 0)
+        return (
+            self.horizon == _INF
+            and self._chunks is None
+            and self._next_arrival == _INF
+            and self.n_queued == 0
+            and self.n_running == 0
+        )
 
     def _finish(self, *, truncated: bool = False, terminated: bool = False) -> None:
         self.done = True
@@ -549,7 +582,8 @@ class Simulator:
             if self.impossible == "error":
                 raise ImpossibleJobError(
                     f"job {job} (arrival t={t:g}, type {jtype}) demands {demand.tolist()}, "
-                    f"more than the capacity of every server")
+                    f"more than the capacity of every server"
+                )
             self.impossible_rejected += 1
             self.jobs.status[job] = JobStatus.REJECTED
             self.n_rejected += 1
@@ -704,8 +738,7 @@ class Simulator:
                 return f"type {cmd.type} does not exist (0..{J - 1})"
             if not self.types.exact:
                 return f"{k.name} needs a workload with discrete job types"
-        needs_job = k in _NEEDS_JOB or (
-            k == Cmd.REJECT and cmd.job >= 0)
+        needs_job = k in _NEEDS_JOB or (k == Cmd.REJECT and cmd.job >= 0)
         if needs_job and not 0 <= cmd.job < jobs.size:
             return f"job {cmd.job} does not exist"
         if needs_job and cmd.job < jobs.base:
@@ -862,8 +895,17 @@ class Simulator:
         if W is None:
             return D, 0.0
         D.elapsed = I.elapsed - W.elapsed
-        for k in ("queue", "system", "weighted_queue", "weighted_system", "reward", "queue_by_type", "real_usage",
-                  "dummy_usage", "empty_slot_usage"):
+        for k in (
+            "queue",
+            "system",
+            "weighted_queue",
+            "weighted_system",
+            "reward",
+            "queue_by_type",
+            "real_usage",
+            "dummy_usage",
+            "empty_slot_usage",
+        ):
             setattr(D, k, getattr(I, k) - getattr(W, k))
         return D, D.elapsed
 
@@ -936,8 +978,11 @@ class Simulator:
         c = self.cluster
         jobs = self.jobs
         n, lo = jobs.size, jobs.base  # bounded job memory: rows below lo are released (all finished)
-        rel = jobs.stats.counts_by if jobs.stats is not None else dict.fromkeys(("real", "started", "COMPLETED",
-                                                                               "REJECTED", "PREEMPTED"), 0)
+        rel = (
+            jobs.stats.counts_by
+            if jobs.stats is not None
+            else dict.fromkeys(("real", "started", "COMPLETED", "REJECTED", "PREEMPTED"), 0)
+        )
         assert np.all(c.load <= c._limit), f"server over capacity: {np.argwhere(c.load > c._limit)[:3].tolist()}"
         status = jobs.status[lo:n]
         valid = np.isin(status, [s.value for s in JobStatus])
@@ -964,8 +1009,9 @@ class Simulator:
         load += c.slots @ c.type_demand
         assert sum(len(r) for r in self.running) == len(running), "a server lists a job that is not running"
         assert np.array_equal(count_real, c.count_real), "per-type real counts out of sync"
-        assert c.servers_without_real == int((count_real.sum(axis=1) == 0).sum()), \
+        assert c.servers_without_real == int((count_real.sum(axis=1) == 0).sum()), (
             "count of servers without real jobs out of sync"
+        )
         assert np.array_equal(count_dummy, c.count_dummy), "dummy counts out of sync"
         assert np.array_equal(filled, c.slots_filled), "filled slot counts out of sync"
         assert np.all(c.slots_filled <= c.slots), "more filled slots than slots"
@@ -973,7 +1019,8 @@ class Simulator:
         queued = lo + np.flatnonzero(status == _QUEUED)
         in_queues = len(self.queue) + int(self.local_count.sum())
         assert len(queued) == in_queues == self.n_queued, (
-            f"queued jobs {len(queued)} != jobs in queues {in_queues} != counter {self.n_queued}")
+            f"queued jobs {len(queued)} != jobs in queues {in_queues} != counter {self.n_queued}"
+        )
         for j in queued:
             assert not jobs.dummy[j], "a dummy job is queued"
             if j not in self.queue:

@@ -36,8 +36,15 @@ from clustergym.core.simulator import Simulator
 from clustergym.errors import ConfigError
 from clustergym.validation import choice
 
-__all__ = ["ActionMode", "HeadServerMode", "SlotServerMode", "AdmitMode", "CommandMode", "make_action_mode",
-           "ACTION_MODES"]
+__all__ = [
+    "ActionMode",
+    "HeadServerMode",
+    "SlotServerMode",
+    "AdmitMode",
+    "CommandMode",
+    "make_action_mode",
+    "ACTION_MODES",
+]
 
 
 def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
@@ -122,8 +129,9 @@ class _OneJobMode(ActionMode):
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
         if sim.queueing != self.queueing:
-            raise ConfigError("action_mode", f"{self.name!r} needs queueing={self.queueing!r}, "
-                                             f"the scenario has {sim.queueing!r}")
+            raise ConfigError(
+                "action_mode", f"{self.name!r} needs queueing={self.queueing!r}, the scenario has {sim.queueing!r}"
+            )
         self._space = spaces.Discrete(sim.num_servers + 1)
 
     @abstractmethod
@@ -252,8 +260,9 @@ class AdmitMode(_OneJobMode):
         pending = self.sim.pending >= 0
         if command.kind == Cmd.ADMIT and pending:
             return int(command.server)
-        if (command.kind == Cmd.REJECT and pending and command.job in (-1, self.sim.pending)) or \
-                (command.kind == Cmd.WAIT and not pending):
+        if (command.kind == Cmd.REJECT and pending and command.job in (-1, self.sim.pending)) or (
+            command.kind == Cmd.WAIT and not pending
+        ):
             return self.sim.num_servers
         return None
 
@@ -262,8 +271,17 @@ class CommandMode(ActionMode):
     name = "command"
     skippable = False
 
-    _ENCODABLE = (Cmd.WAIT, Cmd.PLACE, Cmd.DUMMY, Cmd.RESERVE, Cmd.RELEASE, Cmd.ADMIT, Cmd.REJECT,
-                  Cmd.REPLACE, Cmd.ROUTE)
+    _ENCODABLE = (
+        Cmd.WAIT,
+        Cmd.PLACE,
+        Cmd.DUMMY,
+        Cmd.RESERVE,
+        Cmd.RELEASE,
+        Cmd.ADMIT,
+        Cmd.REJECT,
+        Cmd.REPLACE,
+        Cmd.ROUTE,
+    )
 
     def __init__(self, sim: Simulator, queue_window: int):
         super().__init__(sim, queue_window)
@@ -285,8 +303,8 @@ class CommandMode(ActionMode):
         m = np.zeros(self.mask_size, dtype=bool)
         nk = len(Cmd)
         m[Cmd.WAIT] = True
-        m[nk:nk + self.num_args] = True
-        m[nk + self.num_args:] = True
+        m[nk : nk + self.num_args] = True
+        m[nk + self.num_args :] = True
         if sim.queueing == "loss":
             m[Cmd.ADMIT] = m[Cmd.REJECT] = sim.pending >= 0
         elif sim.n_queued:  # = sim.queue or sim.local_count.any(), without a pass over the servers

@@ -156,12 +156,14 @@ class ClusterEnv(gym.Env):
         self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
         self.action_mode = self.mode.name
         self.queue_window = queue_window
-        self.skip_trivial = (self.mode.skippable if skip_trivial is None
-                             else boolean(skip_trivial, "skip_trivial", error=ConfigError))
+        self.skip_trivial = (
+            self.mode.skippable if skip_trivial is None else boolean(skip_trivial, "skip_trivial", error=ConfigError)
+        )
         self.invalid_action = invalid_action
         self.invalid_penalty = number(invalid_penalty, "invalid_penalty", error=ConfigError)  # finite
-        self.max_invalid_per_epoch = number(max_invalid_per_epoch, "max_invalid_per_epoch", lo=1, integer=True,
-                                            error=ConfigError)
+        self.max_invalid_per_epoch = number(
+            max_invalid_per_epoch, "max_invalid_per_epoch", lo=1, integer=True, error=ConfigError
+        )
         self.reward_scale = number(reward_scale, "reward_scale", lo=0.0, lo_open=True, error=ConfigError)
         self.render_mode = render_mode
         self.observe = boolean(observe, "observe", error=ConfigError)
@@ -172,8 +174,7 @@ class ClusterEnv(gym.Env):
         elif not callable(reward_fn):
             raise ConfigError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
         self.reward_fn = reward_fn
-        self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size,
-                                              self.scenario.clairvoyant)
+        self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size, self.scenario.clairvoyant)
         self.observation_space = self.obs_builder.space
         self.action_space = self.mode.space
         self.view = ClusterView(self.sim, clairvoyant=self.scenario.clairvoyant)
@@ -297,8 +298,13 @@ class ClusterEnv(gym.Env):
 
     def _info(self) -> dict[str, Any]:
         ev = self.sim.event
-        return {"time": self.sim.now, "event": _KIND_NAMES[ev.kind], "event_job": ev.job,
-                "event_server": ev.server, "unstable": self.sim.unstable}
+        return {
+            "time": self.sim.now,
+            "event": _KIND_NAMES[ev.kind],
+            "event_job": ev.job,
+            "event_server": ev.server,
+            "unstable": self.sim.unstable,
+        }
 
 
 class AdmissionEnv(ClusterEnv):
@@ -339,5 +345,8 @@ class AdmissionEnv(ClusterEnv):
     def __init__(self, scenario: str | dict | Scenario = "autoscale-4vm", **kwargs: Any):
         super().__init__(scenario, **kwargs)
         if self.scenario.queueing != "loss":
-            raise ScenarioError("queueing", f"AdmissionEnv needs a loss scenario, {self.scenario.name!r} is "
-                                            f"{self.scenario.queueing!r}; use ClusterEnv")
+            raise ScenarioError(
+                "queueing",
+                f"AdmissionEnv needs a loss scenario, {self.scenario.name!r} is "
+                f"{self.scenario.queueing!r}; use ClusterEnv",
+            )

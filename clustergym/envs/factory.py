@@ -10,9 +10,24 @@ from clustergym.scenarios import Scenario, resolve_scenario
 __all__ = ["make_env", "ENV_KWARGS"]
 
 #: keyword arguments of the environment (the rest of ``make_env``'s keywords are preset parameters)
-ENV_KWARGS = frozenset({"action_mode", "queue_window", "epochs", "horizon", "invalid_action", "invalid_penalty",
-                        "max_invalid_per_epoch", "skip_trivial", "reward_scale", "reward_timing", "reward_fn",
-                        "validate", "observe", "render_mode"})
+ENV_KWARGS = frozenset(
+    {
+        "action_mode",
+        "queue_window",
+        "epochs",
+        "horizon",
+        "invalid_action",
+        "invalid_penalty",
+        "max_invalid_per_epoch",
+        "skip_trivial",
+        "reward_scale",
+        "reward_timing",
+        "reward_fn",
+        "validate",
+        "observe",
+        "render_mode",
+    }
+)
 
 
 def make_env(scenario: str | dict | Scenario = "ec2", **kwargs: Any) -> ClusterEnv:

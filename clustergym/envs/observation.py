@@ -79,19 +79,23 @@ class ObservationBuilder:
         f32 = np.float32
         # an OrderedDict keeps the keys in this table's order (a plain dict would be sorted by Gymnasium):
         # observations come back in the same order as the space, so flattening either gives one layout
-        self.space = spaces.Dict(OrderedDict({
-            "free": spaces.Box(0.0, 1.0, (L, R), f32),
-            "running": spaces.Box(0.0, inf, (L, J), f32),
-            "dummies": spaces.Box(0.0, inf, (L, J), f32),
-            "queue_counts": spaces.Box(0.0, inf, (J,), f32),
-            "queue_jobs": spaces.Box(0.0, inf, (self.K, self.F), f32),
-            "queue_mask": spaces.Box(0.0, 1.0, (self.K,), f32),
-            "event": spaces.Box(0.0, inf, (len(_EVENT_KINDS) + self.F,), f32),
-            "event_server": spaces.Box(0.0, 1.0, (L,), f32),
-            "arrival_rates": spaces.Box(0.0, inf, (J,), f32),
-            "time": spaces.Box(0.0, 1.0, (1,), f32),
-            "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
-        }))
+        self.space = spaces.Dict(
+            OrderedDict(
+                {
+                    "free": spaces.Box(0.0, 1.0, (L, R), f32),
+                    "running": spaces.Box(0.0, inf, (L, J), f32),
+                    "dummies": spaces.Box(0.0, inf, (L, J), f32),
+                    "queue_counts": spaces.Box(0.0, inf, (J,), f32),
+                    "queue_jobs": spaces.Box(0.0, inf, (self.K, self.F), f32),
+                    "queue_mask": spaces.Box(0.0, 1.0, (self.K,), f32),
+                    "event": spaces.Box(0.0, inf, (len(_EVENT_KINDS) + self.F,), f32),
+                    "event_server": spaces.Box(0.0, 1.0, (L,), f32),
+                    "arrival_rates": spaces.Box(0.0, inf, (J,), f32),
+                    "time": spaces.Box(0.0, 1.0, (1,), f32),
+                    "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
+                }
+            )
+        )
 
     def _job_features(self, job: int, out: np.ndarray) -> None:
         sim = self.sim
@@ -107,10 +111,10 @@ class ObservationBuilder:
         """Recompute the per-server features of ``rows`` (a list of servers, or every one)."""
         c = self.sim.cluster
         free = c.load[rows] / self._cap[rows]  # 1 - load/cap clipped to [0, 1], in place (np.clip's
-        np.subtract(1.0, free, out=free)       # overhead is per call)
+        np.subtract(1.0, free, out=free)  # overhead is per call)
         np.maximum(free, 0.0, out=free)
         np.minimum(free, 1.0, out=free)
-        self._free[rows] = free               # cast to float32 as astype would
+        self._free[rows] = free  # cast to float32 as astype would
         self._running[rows] = c.count_real[rows]
         # slot counts are all zero while the cluster has never had reservation slots
         self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
@@ -178,7 +182,7 @@ class ObservationBuilder:
         if k is not None:
             event[k] = 1.0
         if ev.job >= 0:
-            self._job_features(ev.job, event[len(_EVENT_KINDS):])
+            self._job_features(ev.job, event[len(_EVENT_KINDS) :])
         event_server = np.zeros(L, dtype=np.float32)
         if ev.server >= 0:
             event_server[ev.server] = 1.0

@@ -17,8 +17,10 @@ __all__ = ["register_envs"]
 
 def register_envs() -> list[str]:
     """Register every clustergym id with Gymnasium (idempotent); return the ids."""
-    entries: list[tuple[str, str, dict]] = [("clustergym/Queueing-v0", "clustergym.envs:ClusterEnv", {}),
-               ("clustergym/Admission-v0", "clustergym.envs:AdmissionEnv", {})]
+    entries: list[tuple[str, str, dict]] = [
+        ("clustergym/Queueing-v0", "clustergym.envs:ClusterEnv", {}),
+        ("clustergym/Admission-v0", "clustergym.envs:AdmissionEnv", {}),
+    ]
     entries += [(f"clustergym/{name}-v0", "clustergym.envs:make_env", {"scenario": name}) for name in PRESETS]
     for env_id, entry, kwargs in entries:
         if env_id not in registry:

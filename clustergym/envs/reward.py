@@ -73,6 +73,8 @@ def make_reward_fn(objective_name: str, *, timing: Any = "integral", scale: floa
     if choice(timing, "reward_timing", ("integral", "start"), error=ConfigError) == "integral":
         return ObjectiveReward(objective_name, scale)
     if objective_name != "reward":
-        raise ConfigError("reward_timing", f"'start' pays the rewards of the 'reward' objective; the scenario "
-                                           f"has objective {objective_name!r}")
+        raise ConfigError(
+            "reward_timing",
+            f"'start' pays the rewards of the 'reward' objective; the scenario has objective {objective_name!r}",
+        )
     return StartReward(scale)

@@ -25,8 +25,10 @@ def render_text(sim: Simulator, max_servers: int = 20) -> str:
     ]
     shown = min(sim.num_servers, max_servers)
     for s in range(shown):
-        lines.append(f"  server {s:4d} [{_bar(used[s])}] jobs={int(c.count_real[s].sum())}"
-                     f" dummies={int(c.count_dummy[s].sum())} slots={int(c.slots[s].sum())}")
+        lines.append(
+            f"  server {s:4d} [{_bar(used[s])}] jobs={int(c.count_real[s].sum())}"
+            f" dummies={int(c.count_dummy[s].sum())} slots={int(c.slots[s].sum())}"
+        )
     if sim.num_servers > shown:
         lines.append(f"  ... {sim.num_servers - shown} more servers, mean load {used.mean():.2f}")
     return "\n".join(lines)

@@ -64,6 +64,7 @@ class Setting:
 
     def parse(self, value: Any) -> Any:
         """The value checked and normalised (``floats`` as a tuple); :class:`ConfigError` if bad."""
+
         def bad(why: str) -> ConfigError:
             return ConfigError(self.name, f"{why}, got {value!r} ({self.help})")
 
@@ -91,20 +92,44 @@ class Setting:
 
 
 #: every ``--set`` knob, by name; the defaults give the documented figures
-SETTINGS: dict[str, Setting] = {s.name: s for s in (
-    Setting("rms.google_n", 10_000, "int", 0, "rms-fig8: the first N tasks of the Google slice; 0 = all 288k "
-                                              "(hours of CPU)"),
-    Setting("rms.google_scalings", (0.5, 1.0, 1.5), "floats", 0, "rms-fig8: the traffic scalings 1/alpha "
-                                                                 "(a finer grid: 0.5,0.75,1,1.25,1.5)", above=True),
-    Setting("lotes.machines", 50, "int", 1, "LoTES generated data: machines per configuration (paper: 1000)"),
-    Setting("lotes.horizon", 6.0, "float", 0, "LoTES generated data: hours per run (paper: 100)", above=True),
-    Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)"),
-    Setting("lotes.google_n", 0, "int", 0, "lotes-google-*: the first N trace attempts; 0 = all"),
-    Setting("autoscale.google_servers", 300, "int", 1, "autoscale-google-trace-ordering: unit servers "
-                                                       "(Fig. 6 of the paper shows 1000)"),
-    Setting("autoscale.google_n", 60_000, "int", 0, "autoscale-google-trace-ordering: the first N completed "
-                                                    "tasks; 0 = the whole slice"),
-)}
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting(
+            "rms.google_n",
+            10_000,
+            "int",
+            0,
+            "rms-fig8: the first N tasks of the Google slice; 0 = all 288k (hours of CPU)",
+        ),
+        Setting(
+            "rms.google_scalings",
+            (0.5, 1.0, 1.5),
+            "floats",
+            0,
+            "rms-fig8: the traffic scalings 1/alpha (a finer grid: 0.5,0.75,1,1.25,1.5)",
+            above=True,
+        ),
+        Setting("lotes.machines", 50, "int", 1, "LoTES generated data: machines per configuration (paper: 1000)"),
+        Setting("lotes.horizon", 6.0, "float", 0, "LoTES generated data: hours per run (paper: 100)", above=True),
+        Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)"),
+        Setting("lotes.google_n", 0, "int", 0, "lotes-google-*: the first N trace attempts; 0 = all"),
+        Setting(
+            "autoscale.google_servers",
+            300,
+            "int",
+            1,
+            "autoscale-google-trace-ordering: unit servers (Fig. 6 of the paper shows 1000)",
+        ),
+        Setting(
+            "autoscale.google_n",
+            60_000,
+            "int",
+            0,
+            "autoscale-google-trace-ordering: the first N completed tasks; 0 = the whole slice",
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -153,8 +178,9 @@ class ReproduceConfig:
         for item in items:
             key, eq, raw = item.partition("=")
             if not eq or not key.strip():
-                raise ConfigError("set", f"{item!r}: expected key=value, e.g. lotes.machines=100; "
-                                         f"settings: {', '.join(SETTINGS)}")
+                raise ConfigError(
+                    "set", f"{item!r}: expected key=value, e.g. lotes.machines=100; settings: {', '.join(SETTINGS)}"
+                )
             try:
                 out[key.strip()] = yaml.safe_load(raw) if raw.strip() else raw
             except yaml.YAMLError:
@@ -204,9 +230,17 @@ def run_claims(ids: list[str], config: ReproduceConfig | None = None) -> list[di
         c = CLAIMS[i]
         t0 = time.perf_counter()
         measured, expected, passed = c.check(config)
-        results.append({"id": c.id, "paper": c.paper, "claim": c.text, "measured": measured,
-                        "expected": expected, "passed": bool(passed),
-                        "wall_seconds": round(time.perf_counter() - t0, 3)})
+        results.append(
+            {
+                "id": c.id,
+                "paper": c.paper,
+                "claim": c.text,
+                "measured": measured,
+                "expected": expected,
+                "passed": bool(passed),
+                "wall_seconds": round(time.perf_counter() - t0, 3),
+            }
+        )
     return results
 
 
@@ -215,8 +249,9 @@ def run_claims(ids: list[str], config: ReproduceConfig | None = None) -> list[di
 RUNS: dict[Cell, dict[str, Any]] = {}
 
 
-def episodes(cells: Sequence[Cell], config: ReproduceConfig, *,
-             cost: Callable[[Cell], float] | None = None) -> list[dict[str, Any]]:
+def episodes(
+    cells: Sequence[Cell], config: ReproduceConfig, *, cost: Callable[[Cell], float] | None = None
+) -> list[dict[str, Any]]:
     """The rows of ``cells``' episodes, in cell order, run by the runner as ``config`` says; an
     episode already run in this process (:data:`RUNS`) is not run again.
 
@@ -233,8 +268,13 @@ def episodes(cells: Sequence[Cell], config: ReproduceConfig, *,
         done[0] += 1
         print(f"[reproduce] episode {done[0]}/{total} done: {agent}, seed {seed}", file=sys.stderr, flush=True)
 
-    rows = run_rows([cells[i] for i in order], workers=config.workers, ray=config.ray, memo=RUNS,
-                    progress=tick if config.progress else None)
+    rows = run_rows(
+        [cells[i] for i in order],
+        workers=config.workers,
+        ray=config.ray,
+        memo=RUNS,
+        progress=tick if config.progress else None,
+    )
     out: list[dict[str, Any]] = [{}] * len(cells)
     for i, row in zip(order, rows):
         out[i] = row
@@ -257,8 +297,11 @@ def _new_runs(cells: list[Cell]) -> int:
 
 
 # ---------------------------------------------------------------- foundation claims (capacity region)
-@claim("rms-ec2-boundary", "rms",
-       "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (§VII-A)")
+@claim(
+    "rms-ec2-boundary",
+    "rms",
+    "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (§VII-A)",
+)
 def _ec2_boundary(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
     from clustergym.theory.capacity import boundary_point, capacity_scale
@@ -267,18 +310,26 @@ def _ec2_boundary(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     v = boundary_point(EC2_TYPES, cap)
     t = capacity_scale(v, EC2_TYPES, cap)
     measured = {"V": np.round(v, 4).tolist(), "t_star": round(t, 6)}
-    return measured, {"V": [13.3333, 73.3333, 13.3333], "t_star": 1.0}, bool(
-        abs(t - 1.0) < 1e-6 and np.allclose(v, [40 / 3, 220 / 3, 40 / 3]))
+    return (
+        measured,
+        {"V": [13.3333, 73.3333, 13.3333], "t_star": 1.0},
+        bool(abs(t - 1.0) < 1e-6 and np.allclose(v, [40 / 3, 220 / 3, 40 / 3])),
+    )
 
 
-@claim("rms-fig1b-interior", "rms",
-       "Fig. 1b: rho = (20.8, 10.4) lies inside C (rho < (22.22, 11.11) in C) for 10 servers of capacity 10")
+@claim(
+    "rms-fig1b-interior",
+    "rms",
+    "Fig. 1b: rho = (20.8, 10.4) lies inside C (rho < (22.22, 11.11) in C) for 10 servers of capacity 10",
+)
 def _fig1b_interior(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.capacity import capacity_scale
 
     rho = np.array([20.8, 10.4])
     t = capacity_scale(rho, np.array([[2.0], [5.0]]), np.full((10, 1), 10.0))
     boundary = (t * rho).round(2).tolist()
-    return ({"t_star": round(t, 6), "boundary_point": boundary},
-            {"t_star": "> 1 (1.068376)", "boundary_point": [22.22, 11.11]},
-            bool(t > 1 and np.allclose(boundary, [22.22, 11.11], atol=0.01)))
+    return (
+        {"t_star": round(t, 6), "boundary_point": boundary},
+        {"t_star": "> 1 (1.068376)", "boundary_point": [22.22, 11.11]},
+        bool(t > 1 and np.allclose(boundary, [22.22, 11.11], atol=0.01)),
+    )

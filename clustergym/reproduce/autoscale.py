@@ -87,8 +87,9 @@ def _add_window(out: dict[str, Any], t0: float) -> dict[str, Any]:
     return out
 
 
-def windowed_reward(scenario: Any, agent: Any, *, seed: int = 0, t0: float = 0.0, validate: bool = False,
-                    **agent_params: Any) -> dict[str, Any]:
+def windowed_reward(
+    scenario: Any, agent: Any, *, seed: int = 0, t0: float = 0.0, validate: bool = False, **agent_params: Any
+) -> dict[str, Any]:
     """One replication in this process: reward per server averaged over ``[t0, T]``.
 
     The window starts at the first decision epoch at or after ``t0`` (epochs are dense, so
@@ -97,8 +98,14 @@ def windowed_reward(scenario: Any, agent: Any, *, seed: int = 0, t0: float = 0.0
     run the same measurement as cells (:func:`window_cell`).
     """
     ag = make_agent(agent, **agent_params) if isinstance(agent, str) else agent
-    out = run_episode(scenario, ag, seed=seed, validate=validate, probes=_window_probes(t0),
-                      agent_name=agent if isinstance(agent, str) else None)
+    out = run_episode(
+        scenario,
+        ag,
+        seed=seed,
+        validate=validate,
+        probes=_window_probes(t0),
+        agent_name=agent if isinstance(agent, str) else None,
+    )
     out = _add_window(out, t0)
     out["agent_obj"] = ag
     return out
@@ -121,18 +128,36 @@ def _windowed(cells: list[Cell], t0: float, config: ReproduceConfig) -> list[dic
     return [_add_window(r, t0) for r in episodes(cells, config)]
 
 
-def policy_table(Ls: tuple[int, ...] = (30, 180, 500), agents: tuple[str, ...] = (
-        "dra", "dra-no-migration", "dra-preemption", "gpa-static", "lp-static", "best-fit-admit", "first-fit-admit",
-        "power-of-d", "trunk-reservation"), *, seeds: int = 3, horizon: float = _T_DEFAULT, t0: float = _T0_DEFAULT,
-        load: float = 1.0, config: ReproduceConfig | None = None) -> Any:
+def policy_table(
+    Ls: tuple[int, ...] = (30, 180, 500),
+    agents: tuple[str, ...] = (
+        "dra",
+        "dra-no-migration",
+        "dra-preemption",
+        "gpa-static",
+        "lp-static",
+        "best-fit-admit",
+        "first-fit-admit",
+        "power-of-d",
+        "trunk-reservation",
+    ),
+    *,
+    seeds: int = 3,
+    horizon: float = _T_DEFAULT,
+    t0: float = _T0_DEFAULT,
+    load: float = 1.0,
+    config: ReproduceConfig | None = None,
+) -> Any:
     """Reward per server (window ``[t0, T]``) per policy and L on SYN4, with 95% CIs over seeds and
     the ratios to ``U*`` and ``U^(g)`` (the closing table of issue #8)."""
     import pandas as pd
 
     config = config if config is not None else ReproduceConfig()
     keys = [(L, name, s) for L in Ls for name in agents for s in range(seeds)]
-    cells = [window_cell("autoscale-4vm", name, seed=s, t0=t0, num_servers=L, load=load, horizon=horizon)
-             for L, name, s in keys]
+    cells = [
+        window_cell("autoscale-4vm", name, seed=s, t0=t0, num_servers=L, load=load, horizon=horizon)
+        for L, name, s in keys
+    ]
     got = dict(zip(keys, _windowed(cells, t0, config)))
     rows = []
     for L in Ls:
@@ -143,9 +168,18 @@ def policy_table(Ls: tuple[int, ...] = (30, 180, 500), agents: tuple[str, ...] =
         for name in agents:
             a = np.array([got[(L, name, s)]["reward_per_server"] for s in range(seeds)])
             half = mean_ci(a)[1]
-            rows.append({"L": L, "agent": name, "reward_per_server": a.mean(), "ci95": half,
-                         "ratio_U_star": a.mean() / us, "ratio_U_star_ci95": half / us,
-                         "ratio_U_g": a.mean() / ug, "ratio_U_g_ci95": half / ug})
+            rows.append(
+                {
+                    "L": L,
+                    "agent": name,
+                    "reward_per_server": a.mean(),
+                    "ci95": half,
+                    "ratio_U_star": a.mean() / us,
+                    "ratio_U_star_ci95": half / us,
+                    "ratio_U_g": a.mean() / ug,
+                    "ratio_U_g_ci95": half / ug,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -154,23 +188,35 @@ def _rel(a: float, b: float) -> float:
 
 
 # =============================================================================== exact claims
-@claim("autoscale-syn4-values", PAPER,
-       "SYN4 (doubled 4-VM instance of §7.1): U^(g) = 3196/3, U* = 1236, ratio U^(g)/U* = 0.8619 (paper: ~0.862)")
+@claim(
+    "autoscale-syn4-values",
+    PAPER,
+    "SYN4 (doubled 4-VM instance of §7.1): U^(g) = 3196/3, U* = 1236, ratio U^(g)/U* = 0.8619 (paper: ~0.862)",
+)
 def _syn4_values(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     sp = syn4_space()
     g = global_greedy(SYN4_RHO_EXACT, sp)
     lp = lp_upper_bound(SYN4_RHO_EXACT, sp)
     ratio = float(g.value) / lp.value
-    measured = {"U_g": str(g.value), "U_star": round(lp.value, 6), "ratio": round(ratio, 5), "C": sp.size,
-                "K": sp.max_jobs, "x_g": {str(k): str(v) for k, v in g.x.items()}}
+    measured = {
+        "U_g": str(g.value),
+        "U_star": round(lp.value, 6),
+        "ratio": round(ratio, 5),
+        "C": sp.size,
+        "K": sp.max_jobs,
+        "x_g": {str(k): str(v) for k, v in g.x.items()},
+    }
     expected = {"U_g": "3196/3", "U_star": 1236, "ratio": 0.8619, "C": 1459, "K": 40}
     ok = g.value == Fraction(3196, 3) and _rel(lp.value, 1236) < 1e-6 and abs(ratio - 0.86192) < 5e-5
     return measured, expected, ok and sp.size == 1459 and sp.max_jobs == 40
 
 
-@claim("autoscale-syn4-critical-loads", PAPER,
-       "Figure 2: the critical load factors on SYN4 are alpha = 6/7 and alpha = 6; U^(g) < U* strictly between, "
-       "equal outside, worst ratio at alpha = 1")
+@claim(
+    "autoscale-syn4-critical-loads",
+    PAPER,
+    "Figure 2: the critical load factors on SYN4 are alpha = 6/7 and alpha = 6; U^(g) < U* strictly between, "
+    "equal outside, worst ratio at alpha = 1",
+)
 def _syn4_critical(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     sp = syn4_space()
     a1, a2 = critical_loads(SYN4_RHO_EXACT, sp)
@@ -187,16 +233,25 @@ def _syn4_critical(config: ReproduceConfig) -> tuple[Any, Any, bool]:
             outside_ok &= equal
         if ug / us < worst:
             worst, worst_a = ug / us, a
-    measured = {"alpha_1": str(a1), "alpha_2": str(a2), "strictly_below_between": inside_ok,
-                "equal_outside": outside_ok, "worst_alpha_on_grid": str(worst_a), "worst_ratio": round(worst, 5)}
+    measured = {
+        "alpha_1": str(a1),
+        "alpha_2": str(a2),
+        "strictly_below_between": inside_ok,
+        "equal_outside": outside_ok,
+        "worst_alpha_on_grid": str(worst_a),
+        "worst_ratio": round(worst, 5),
+    }
     expected = {"alpha_1": "6/7", "alpha_2": "6", "worst_alpha_on_grid": "1", "worst_ratio": 0.862}
     ok = a1 == Fraction(6, 7) and a2 == 6 and inside_ok and outside_ok and worst_a == 1
     return measured, expected, ok
 
 
-@claim("autoscale-examples", PAPER,
-       "Introduction and Example 1 (§1, §3.1): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
-       "K^(g) of Example 1 = {(2,1),(2,0),(0,2),0}")
+@claim(
+    "autoscale-examples",
+    PAPER,
+    "Introduction and Example 1 (§1, §3.1): U^(g) = U* = 5, 9/2 (intro) and 11, 16, 41/2 (Example 1); "
+    "K^(g) of Example 1 = {(2,1),(2,0),(0,2),0}",
+)
 def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios.presets.autoscale import (
         EX1_REWARDS,
@@ -210,8 +265,13 @@ def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     intro = ConfigSpace.additive(INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS)
     ex1 = ConfigSpace.additive(EX1_TYPES, EX1_SERVER, EX1_REWARDS)
     F = Fraction
-    cases = [("intro", intro, (1, F(1, 2), F(1, 2)), F(5)), ("intro", intro, (2, F(1, 4), F(1, 4)), F(9, 2)),
-             ("ex1", ex1, (1, 1), F(11)), ("ex1", ex1, (F(3, 2), 1), F(16)), ("ex1", ex1, (2, F(1, 2)), F(41, 2))]
+    cases = [
+        ("intro", intro, (1, F(1, 2), F(1, 2)), F(5)),
+        ("intro", intro, (2, F(1, 4), F(1, 4)), F(9, 2)),
+        ("ex1", ex1, (1, 1), F(11)),
+        ("ex1", ex1, (F(3, 2), 1), F(16)),
+        ("ex1", ex1, (2, F(1, 2)), F(41, 2)),
+    ]
     measured, ok = {}, True
     for name, sp, rho, want in cases:
         g = global_greedy(rho, sp).value
@@ -221,12 +281,19 @@ def _examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     kg = ex1.greedy_configurations()
     measured["ex1 K^(g)"] = [list(k) for k in kg]
     ok &= kg == [(2, 1), (2, 0), (0, 2), (0, 0)] and ex1.size == 7 and ex1.max_jobs == 3
-    return measured, {"intro": ["5", "9/2"], "ex1": ["11", "16", "41/2"], "ex1 K^(g)": [[2, 1], [2, 0], [0, 2], [0, 0]]}, ok
+    return (
+        measured,
+        {"intro": ["5", "9/2"], "ex1": ["11", "16", "41/2"], "ex1 K^(g)": [[2, 1], [2, 0], [0, 2], [0, 0]]},
+        ok,
+    )
 
 
-@claim("autoscale-worst-case-family", PAPER,
-       "Worst-case family W_n (instances for Theorem 2's bound): U^(g)/U* = 1 - (1 - 1/n)^n exactly, >= 1 - 1/e (Theorem 2) > 1/2 (Theorem 1), "
-       "decreasing towards 1 - 1/e")
+@claim(
+    "autoscale-worst-case-family",
+    PAPER,
+    "Worst-case family W_n (instances for Theorem 2's bound): U^(g)/U* = 1 - (1 - 1/n)^n exactly, >= 1 - 1/e (Theorem 2) > 1/2 (Theorem 1), "
+    "decreasing towards 1 - 1/e",
+)
 def _worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, expected, ok = {}, {}, True
     prev = 2.0
@@ -239,15 +306,18 @@ def _worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
         r = float(g) / us
         measured[f"n={n}"] = round(r, 6)
         expected[f"n={n}"] = f"{want} = {float(want):.6f}"
-        ok &= abs(us - n ** n) < 1e-6 * n ** n and g == want * n ** n and r >= 1 - 1 / math.e - 1e-12 and r < prev
+        ok &= abs(us - n**n) < 1e-6 * n**n and g == want * n**n and r >= 1 - 1 / math.e - 1e-12 and r < prev
         prev = r
     measured["1-1/e"] = round(1 - 1 / math.e, 6)
     return measured, expected, ok
 
 
-@claim("autoscale-random-instances", PAPER,
-       "Theorems 1-2 on 10^4 random instances (J <= 5, D <= 3, capacities 6-16, u in [1,20], rho in [0.1,6]): "
-       "U^(g)/U* >= 1/2 always, = 1 for J = 1, >= 3/4 for J = 2 (T2)")
+@claim(
+    "autoscale-random-instances",
+    PAPER,
+    "Theorems 1-2 on 10^4 random instances (J <= 5, D <= 3, capacities 6-16, u in [1,20], rho in [0.1,6]): "
+    "U^(g)/U* >= 1/2 always, = 1 for J = 1, >= 3/4 for J = 2 (T2)",
+)
 def _random_instances(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     stats = random_instance_ratios(10_000, seed=2022)
     ok = stats["min"] >= 0.5 - 1e-9 and stats["min_J1"] >= 1 - 1e-7 and stats["min_J2"] >= 0.75 - 1e-9
@@ -270,9 +340,13 @@ def random_instance_ratios(count: int, seed: int = 0) -> dict[str, Any]:
         us = lp_upper_bound(rho, sp).value
         ratios.setdefault(J, []).append(g / us if us > 0 else 1.0)
     allr = [r for v in ratios.values() for r in v]
-    return {"instances": count, "min": round(min(allr), 6), "mean": round(float(np.mean(allr)), 6),
-            "below_1-1/e": int(sum(r < 1 - 1 / math.e for r in allr)),
-            **{f"min_J{J}": round(min(v), 6) for J, v in sorted(ratios.items())}}
+    return {
+        "instances": count,
+        "min": round(min(allr), 6),
+        "mean": round(float(np.mean(allr)), 6),
+        "below_1-1/e": int(sum(r < 1 - 1 / math.e for r in allr)),
+        **{f"min_J{J}": round(min(v), 6) for J, v in sorted(ratios.items())},
+    }
 
 
 # =============================================================================== simulation claims
@@ -280,60 +354,99 @@ _DRA_LS = (30, 60, 180, 500)
 _T, _T0 = _T_DEFAULT, _T0_DEFAULT
 
 
-def dra_series(Ls: tuple[int, ...] = _DRA_LS, *, horizon: float = _T, t0: float = _T0, seed: int = 0,
-               load: float = 1.0, config: ReproduceConfig | None = None) -> list[dict[str, Any]]:
+def dra_series(
+    Ls: tuple[int, ...] = _DRA_LS,
+    *,
+    horizon: float = _T,
+    t0: float = _T0,
+    seed: int = 0,
+    load: float = 1.0,
+    config: ReproduceConfig | None = None,
+) -> list[dict[str, Any]]:
     """DRA's reward per server (window ``[t0, T]``) on SYN4 for each L, and its ratios to ``U^(g)`` and ``U*``."""
     config = config if config is not None else ReproduceConfig()
-    cells = [window_cell("autoscale-4vm", "dra", seed=seed, t0=t0, num_servers=L, load=load, horizon=horizon) for L in Ls]
+    cells = [
+        window_cell("autoscale-4vm", "dra", seed=seed, t0=t0, num_servers=L, load=load, horizon=horizon) for L in Ls
+    ]
     rows = []
     for L, r in zip(Ls, _windowed(cells, t0, config)):
         sc = make_preset("autoscale-4vm", num_servers=L, load=load, horizon=horizon)
         inst = instance_of(sc)
         ug = float(global_greedy(inst.rho, inst.space).value)
         us = lp_upper_bound(inst.rho, inst.space).value
-        rows.append({"L": L, "g": r["g"], "reward_per_server": round(r["reward_per_server"], 2),
-                     "ratio_U_g": round(r["reward_per_server"] / ug, 4), "ratio_U_star": round(r["reward_per_server"] / us, 4)})
+        rows.append(
+            {
+                "L": L,
+                "g": r["g"],
+                "reward_per_server": round(r["reward_per_server"], 2),
+                "ratio_U_g": round(r["reward_per_server"] / ug, 4),
+                "ratio_U_star": round(r["reward_per_server"] / us, 4),
+            }
+        )
     return rows
 
 
-@claim("autoscale-dra-approaches-greedy", PAPER,
-       "Figure 3 / Theorem 4: on SYN4 (alpha = 1) DRA's reward per server approaches U^(g) as L grows "
-       "(L = 30, 60, 180, 500; T = 25, window [10, 25]; reference runs: 0.894, 0.930, 0.972, 0.990 of U^(g)) "
-       "and ~86% of U*")
+@claim(
+    "autoscale-dra-approaches-greedy",
+    PAPER,
+    "Figure 3 / Theorem 4: on SYN4 (alpha = 1) DRA's reward per server approaches U^(g) as L grows "
+    "(L = 30, 60, 180, 500; T = 25, window [10, 25]; reference runs: 0.894, 0.930, 0.972, 0.990 of U^(g)) "
+    "and ~86% of U*",
+)
 def _dra_converges(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = dra_series(horizon=_T * config.scale, t0=_T0 * config.scale, config=config)
     ratios = [r["ratio_U_g"] for r in rows]
     nondecreasing = all(b >= a - 0.01 for a, b in zip(ratios, ratios[1:]))
     last = rows[-1]
     ok = nondecreasing and 0.97 <= last["ratio_U_g"] <= 1.01 and 0.83 <= last["ratio_U_star"] <= 0.87
-    return rows, {"ratio_U_g": "non-decreasing in L (+-0.01); in [0.97, 1.01] at L = 500",
-                  "ratio_U_star": "in [0.83, 0.87] at L = 500 (paper: 86%)"}, ok
+    return (
+        rows,
+        {
+            "ratio_U_g": "non-decreasing in L (+-0.01); in [0.97, 1.01] at L = 500",
+            "ratio_U_star": "in [0.83, 0.87] at L = 500 (paper: 86%)",
+        },
+        ok,
+    )
 
 
-@claim("autoscale-dra-worst-case", PAPER,
-       "Theorem 3 on the worst-case family: DRA's reward per server is >= 1/2 U* and close to "
-       "U^(g) = (1 - (1-1/n)^n) U* (n = 2, 3; L = 500, T = 25, window [10, 25])")
+@claim(
+    "autoscale-dra-worst-case",
+    PAPER,
+    "Theorem 3 on the worst-case family: DRA's reward per server is >= 1/2 U* and close to "
+    "U^(g) = (1 - (1-1/n)^n) U* (n = 2, 3; L = 500, T = 25, window [10, 25])",
+)
 def _dra_worst_case(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, ok = {}, True
     T, t0 = _T * config.scale, _T0 * config.scale
     ns = (2, 3)
-    runs = _windowed([window_cell("autoscale-worst-case", "dra", seed=0, t0=t0, n=n, num_servers=500, horizon=T)
-                      for n in ns], t0, config)
+    runs = _windowed(
+        [window_cell("autoscale-worst-case", "dra", seed=0, t0=t0, n=n, num_servers=500, horizon=T) for n in ns],
+        t0,
+        config,
+    )
     for n, r in zip(ns, runs):
         sc = make_preset("autoscale-worst-case", n=n, num_servers=500, horizon=T)
         inst = instance_of(sc)
         ug = float(global_greedy(inst.rho, inst.space).value)
         us = lp_upper_bound(inst.rho, inst.space).value
         a = r["reward_per_server"]
-        measured[f"n={n}"] = {"reward_per_server": round(a, 4), "U_g": round(ug, 4), "U_star": round(us, 4),
-                              "ratio_U_g": round(a / ug, 4), "ratio_U_star": round(a / us, 4)}
+        measured[f"n={n}"] = {
+            "reward_per_server": round(a, 4),
+            "U_g": round(ug, 4),
+            "U_star": round(us, 4),
+            "ratio_U_g": round(a / ug, 4),
+            "ratio_U_star": round(a / us, 4),
+        }
         ok &= a >= 0.5 * us and 0.95 <= a / ug <= 1.01
     return measured, {"ratio_U_star": ">= 0.5 (Theorem 3)", "ratio_U_g": "in [0.95, 1.01]"}, ok
 
 
-@claim("autoscale-static-oracles", PAPER,
-       "T7: static LP reservation reaches ~0.95 U* and static GPA(rho L) ~U^(g) on SYN4 (L = 180, T = 25, "
-       "window [10, 25], 4 seeds); both know rho (oracles)")
+@claim(
+    "autoscale-static-oracles",
+    PAPER,
+    "T7: static LP reservation reaches ~0.95 U* and static GPA(rho L) ~U^(g) on SYN4 (L = 180, T = 25, "
+    "window [10, 25], 4 seeds); both know rho (oracles)",
+)
 def _static_oracles(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     T, t0 = _T * config.scale, _T0 * config.scale
     sc = make_preset("autoscale-4vm", num_servers=180, horizon=T)
@@ -343,32 +456,68 @@ def _static_oracles(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     out = {}
     names = ("lp-static", "gpa-static")
     keys = [(name, s) for name in names for s in range(4)]
-    runs = dict(zip(keys, _windowed([window_cell("autoscale-4vm", name, seed=s, t0=t0, num_servers=180, horizon=T)
-                                     for name, s in keys], t0, config)))
+    runs = dict(
+        zip(
+            keys,
+            _windowed(
+                [window_cell("autoscale-4vm", name, seed=s, t0=t0, num_servers=180, horizon=T) for name, s in keys],
+                t0,
+                config,
+            ),
+        )
+    )
     for name in names:
         a = float(np.mean([runs[(name, s)]["reward_per_server"] for s in range(4)]))
         out[name] = {"reward_per_server": round(a, 2), "ratio_U_star": round(a / us, 4), "ratio_U_g": round(a / ug, 4)}
     ok = out["lp-static"]["ratio_U_star"] >= 0.93 and 0.95 <= out["gpa-static"]["ratio_U_g"] <= 1.01
-    return out, {"lp-static": "ratio_U_star >= 0.93 (reference run: 0.949)",
-                 "gpa-static": "ratio_U_g in [0.95, 1.01] (reference run: 0.970)"}, ok
+    return (
+        out,
+        {
+            "lp-static": "ratio_U_star >= 0.93 (reference run: 0.949)",
+            "gpa-static": "ratio_U_g in [0.95, 1.01] (reference run: 0.970)",
+        },
+        ok,
+    )
 
 
-_BOUND_AGENTS = ("dra", "dra-no-migration", "dra-preemption", "gpa-static", "lp-static", "best-fit-admit",
-                 "first-fit-admit", "power-of-d", "trunk-reservation", "random")
+_BOUND_AGENTS = (
+    "dra",
+    "dra-no-migration",
+    "dra-preemption",
+    "gpa-static",
+    "lp-static",
+    "best-fit-admit",
+    "first-fit-admit",
+    "power-of-d",
+    "trunk-reservation",
+    "random",
+)
 
 
-@claim("autoscale-lp-bound-all-policies", PAPER,
-       "§3 / T1: no policy's reward per server exceeds the LP bound U*[rho] (SYN4 at alpha = 0.5, 1, 2; L = 60, "
-       "T = 15, 3 seeds, from an empty system; one-sided 99.9% test)")
+@claim(
+    "autoscale-lp-bound-all-policies",
+    PAPER,
+    "§3 / T1: no policy's reward per server exceeds the LP bound U*[rho] (SYN4 at alpha = 0.5, 1, 2; L = 60, "
+    "T = 15, 3 seeds, from an empty system; one-sided 99.9% test)",
+)
 def _lp_bound_all(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.runner.stats import check_lp_bound
 
     measured, ok = {}, True
     T, loads = 15.0 * config.scale, (0.5, 1.0, 2.0)
     keys = [(load, name, s) for load in loads for name in _BOUND_AGENTS for s in range(3)]
-    rows = dict(zip(keys, episodes([Cell("autoscale-4vm", name, s, params=(("horizon", T), ("load", load),
-                                                                           ("num_servers", 60)))
-                                    for load, name, s in keys], config)))
+    rows = dict(
+        zip(
+            keys,
+            episodes(
+                [
+                    Cell("autoscale-4vm", name, s, params=(("horizon", T), ("load", load), ("num_servers", 60)))
+                    for load, name, s in keys
+                ],
+                config,
+            ),
+        )
+    )
     for load in loads:
         sc = make_preset("autoscale-4vm", num_servers=60, load=load, horizon=T)
         for name in _BOUND_AGENTS:
@@ -387,8 +536,13 @@ def _autoscale_google(**params: Any) -> Any:
     return make_preset("autoscale-google", **params)
 
 
-def trace_experiment(num_servers: int = 300, first_n: int | None = 60_000, agents: tuple[str, ...] = _TRACE_AGENTS,
-                     seed: int = 0, config: ReproduceConfig | None = None) -> dict[str, Any]:
+def trace_experiment(
+    num_servers: int = 300,
+    first_n: int | None = 60_000,
+    agents: tuple[str, ...] = _TRACE_AGENTS,
+    seed: int = 0,
+    config: ReproduceConfig | None = None,
+) -> dict[str, Any]:
     """Figure 5 at one cluster size: total reward per unit time of each policy and of the Upper Bound
     (§7.2), all over the same window ``[0, T_end]`` (``T_end`` = the last event of any run).
     ``first_n`` 0 or ``None``: every completed task of the slice."""
@@ -397,8 +551,13 @@ def trace_experiment(num_servers: int = 300, first_n: int | None = 60_000, agent
     config = config if config is not None else ReproduceConfig()
     first_n = int(first_n) if first_n else None
     sc = _autoscale_google(num_servers=num_servers, first_n=first_n)
-    rows = episodes([Cell("autoscale-google", name, seed, params=(("first_n", first_n), ("num_servers", num_servers)))
-                     for name in agents], config)
+    rows = episodes(
+        [
+            Cell("autoscale-google", name, seed, params=(("first_n", first_n), ("num_servers", num_servers)))
+            for name in agents
+        ],
+        config,
+    )
     areas, ends = {}, []
     for name, r in zip(agents, rows):
         areas[name] = r["reward_rate"] * r["sim_time"]
@@ -409,25 +568,36 @@ def trace_experiment(num_servers: int = 300, first_n: int | None = 60_000, agent
     rates = {name: areas[name] / t_end for name in agents}
     rates["upper-bound"] = ub
     order = sorted(rates, key=rates.get, reverse=True)
-    return {"servers": num_servers, "tasks": first_n if first_n is not None else "all", "T_end": round(t_end, 1),
-            "reward_rate": {k: round(v, 3) for k, v in rates.items()},
-            "preempted": {k: areas[k + ":preempted"] for k in agents if areas[k + ":preempted"]},
-            "ordering": " > ".join(order)}
+    return {
+        "servers": num_servers,
+        "tasks": first_n if first_n is not None else "all",
+        "T_end": round(t_end, 1),
+        "reward_rate": {k: round(v, 3) for k, v in rates.items()},
+        "preempted": {k: areas[k + ":preempted"] for k in agents if areas[k + ":preempted"]},
+        "ordering": " > ".join(order),
+    }
 
 
-@claim("autoscale-google-trace-ordering", PAPER,
-       "§7.2 / Figure 5 on the Google-trace setup (first 60,000 completed tasks of the shared 19.7-h slice, "
-       "300 unit servers by default: --set autoscale.google_n, autoscale.google_servers; reward = size x 1/3/9 by "
-       "priority band): the policies' ordering, stated as measured. "
-       "Passes when the time-varying Upper Bound (§7.2) is above every policy; the paper's ordering "
-       "(Upper Bound > DRA+Preemption > DRA, power-of-d) is reported, not asserted")
+@claim(
+    "autoscale-google-trace-ordering",
+    PAPER,
+    "§7.2 / Figure 5 on the Google-trace setup (first 60,000 completed tasks of the shared 19.7-h slice, "
+    "300 unit servers by default: --set autoscale.google_n, autoscale.google_servers; reward = size x 1/3/9 by "
+    "priority band): the policies' ordering, stated as measured. "
+    "Passes when the time-varying Upper Bound (§7.2) is above every policy; the paper's ordering "
+    "(Upper Bound > DRA+Preemption > DRA, power-of-d) is reported, not asserted",
+)
 def _trace_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    res = trace_experiment(num_servers=config.get("autoscale.google_servers"),
-                           first_n=config.get("autoscale.google_n"), config=config)
+    res = trace_experiment(
+        num_servers=config.get("autoscale.google_servers"), first_n=config.get("autoscale.google_n"), config=config
+    )
     rates = res["reward_rate"]
     ub = rates["upper-bound"]
     ok = all(v <= ub * (1 + 1e-9) for v in rates.values())
     paper = rates["dra-preemption"] > rates["dra"] and rates["dra-preemption"] > rates["power-of-d"]
     res["paper_ordering_reproduced"] = bool(paper)
-    return res, {"ordering (paper)": "upper-bound > dra-preemption > dra, power-of-d",
-                 "bound": "upper-bound >= every policy"}, ok
+    return (
+        res,
+        {"ordering (paper)": "upper-bound > dra-preemption > dra, power-of-d", "bound": "upper-bound >= every policy"},
+        ok,
+    )

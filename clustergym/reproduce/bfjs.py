@@ -57,8 +57,14 @@ __all__ = ["HORIZONS", "classify", "run_slotted", "slotted_cell", "slotted_recor
 PAPER = "bfjs-vqs"
 
 #: slots per run of each claim (see the module docstring)
-HORIZONS = {"e1": 1_000_000, "e2": 1_000_000, "e2-vqs-bf": 10_000_000, "e3a": 100_000, "e3a-0.99": 1_000_000,
-            "e3b": 200_000}
+HORIZONS = {
+    "e1": 1_000_000,
+    "e2": 1_000_000,
+    "e2-vqs-bf": 10_000_000,
+    "e3a": 100_000,
+    "e3a-0.99": 1_000_000,
+    "e3b": 200_000,
+}
 
 
 def _queue_checkpoint(env: Any) -> tuple[float, int, float]:
@@ -80,15 +86,29 @@ def _vq_count(agent: Any) -> Any:
     return getattr(agent, "J", None)
 
 
-def slotted_cell(scenario: str, agent: str, *, seed: int, horizon: int, params: dict[str, Any] | None = None,
-                 agent_params: dict[str, Any] | None = None, points: int = 100) -> Cell:
+def slotted_cell(
+    scenario: str,
+    agent: str,
+    *,
+    seed: int,
+    horizon: int,
+    params: dict[str, Any] | None = None,
+    agent_params: dict[str, Any] | None = None,
+    points: int = 100,
+) -> Cell:
     """One seeded run of ``agent`` on a slotted preset over ``horizon`` slots, with the queue integral,
     the queue and Z at ``points + 1`` equally spaced checkpoints (see :func:`slotted_record`)."""
     T = int(horizon)
     cps = tuple(float(T * k // points) for k in range(points + 1))
-    return Cell(scenario, agent, seed, params=tuple(sorted((params or {}).items())), horizon=float(T),
-                agent_params=tuple(sorted((agent_params or {}).items())),
-                probes=(("checkpoints", Probe(_queue_checkpoint, at=cps)), ("J", Probe(_vq_count, of="agent"))))
+    return Cell(
+        scenario,
+        agent,
+        seed,
+        params=tuple(sorted((params or {}).items())),
+        horizon=float(T),
+        agent_params=tuple(sorted((agent_params or {}).items())),
+        probes=(("checkpoints", Probe(_queue_checkpoint, at=cps)), ("J", Probe(_vq_count, of="agent"))),
+    )
 
 
 def slotted_record(res: dict[str, Any], cell: Cell) -> dict[str, Any]:
@@ -106,17 +126,39 @@ def slotted_record(res: dict[str, Any], cell: Cell) -> dict[str, Any]:
         return float((I[b] - I[a]) / max(cps[b] - cps[a], 1))
 
     p = points
-    return {"agent": res["agent"], "seed": res["seed"], "horizon": T, "avg": window(p // 10, p), "avg_all": window(0, p),
-            "m1": window(p // 4, p // 2), "m2": window(3 * p // 4, p), "m_half": window(p // 2, p),
-            "q_final": int(res["queued_at_end"]), "z_final": zs[-1], "q_samples": qs, "z_samples": zs,
-            "wall": res["wall_seconds"], "hit_cap": bool(res.get("hit_queue_cap", False)), "J": res["J"]}
+    return {
+        "agent": res["agent"],
+        "seed": res["seed"],
+        "horizon": T,
+        "avg": window(p // 10, p),
+        "avg_all": window(0, p),
+        "m1": window(p // 4, p // 2),
+        "m2": window(3 * p // 4, p),
+        "m_half": window(p // 2, p),
+        "q_final": int(res["queued_at_end"]),
+        "z_final": zs[-1],
+        "q_samples": qs,
+        "z_samples": zs,
+        "wall": res["wall_seconds"],
+        "hit_cap": bool(res.get("hit_queue_cap", False)),
+        "J": res["J"],
+    }
 
 
-def run_slotted(scenario: str, agent: str, *, seed: int, horizon: int, params: dict[str, Any] | None = None,
-                agent_params: dict[str, Any] | None = None, points: int = 100) -> dict[str, Any]:
+def run_slotted(
+    scenario: str,
+    agent: str,
+    *,
+    seed: int,
+    horizon: int,
+    params: dict[str, Any] | None = None,
+    agent_params: dict[str, Any] | None = None,
+    points: int = 100,
+) -> dict[str, Any]:
     """One seeded run of ``agent`` on a slotted preset (in this process); queue statistics from exact integrals."""
-    cell = slotted_cell(scenario, agent, seed=seed, horizon=horizon, params=params, agent_params=agent_params,
-                        points=points)
+    cell = slotted_cell(
+        scenario, agent, seed=seed, horizon=horizon, params=params, agent_params=agent_params, points=points
+    )
     return slotted_record(run_cell(cell), cell)
 
 
@@ -137,13 +179,24 @@ def classify(runs: list[dict[str, Any]], *, growth: float | None = None, q_max: 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     avg, avg_ci = mean_ci([r["avg"] for r in runs])
-    return {"avg_Q": round(avg, 2), "avg_Q_ci95": None if math.isnan(avg_ci) else round(avg_ci, 2),
-            "Q_T": [r["q_final"] for r in runs], "m1": [round(r["m1"], 1) for r in runs],
-            "m2": [round(r["m2"], 1) for r in runs], "seconds": round(sum(r["wall"] for r in runs), 1)}
+    return {
+        "avg_Q": round(avg, 2),
+        "avg_Q_ci95": None if math.isnan(avg_ci) else round(avg_ci, 2),
+        "Q_T": [r["q_final"] for r in runs],
+        "m1": [round(r["m1"], 1) for r in runs],
+        "m2": [round(r["m2"], 1) for r in runs],
+        "seconds": round(sum(r["wall"] for r in runs), 1),
+    }
 
 
-def _runs(config: ReproduceConfig, scenario: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
-          params: Sequence[dict[str, Any]] = ({},)) -> list[dict[str, list[dict[str, Any]]]]:
+def _runs(
+    config: ReproduceConfig,
+    scenario: str,
+    agents: Sequence[str],
+    seeds: Sequence[int],
+    horizon: int,
+    params: Sequence[dict[str, Any]] = ({},),
+) -> list[dict[str, list[dict[str, Any]]]]:
     """Per parameter set (in order): agent -> its runs over ``seeds``, all run in one batch."""
     keys = [(i, a, s) for i in range(len(params)) for a in agents for s in seeds]
     cells = [slotted_cell(scenario, a, seed=s, horizon=horizon, params=params[i]) for i, a, s in keys]
@@ -155,9 +208,12 @@ def _runs(config: ReproduceConfig, scenario: str, agents: Sequence[str], seeds: 
 
 
 # ================================================================================== E1 (Fig. 3a)
-@claim("bfjs-e1", PAPER,
-       "E1 (Fig. 3a): one server, sizes 0.4/0.6, lambda = 0.014, geometric service of mean 100: VQS is unstable "
-       "(lambda > 2/3 x 0.02), BF-J/S and VQS-BF are stable; the 2/3 bound is tight (rho_KRED = 2/3 rho*)")
+@claim(
+    "bfjs-e1",
+    PAPER,
+    "E1 (Fig. 3a): one server, sizes 0.4/0.6, lambda = 0.014, geometric service of mean 100: VQS is unstable "
+    "(lambda > 2/3 x 0.02), BF-J/S and VQS-BF are stable; the 2/3 bound is tight (rho_KRED = 2/3 rho*)",
+)
 def _e1(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.baselines.bfjs.vqs import kred_capacity, optimal_capacity, vq_type
 
@@ -169,25 +225,37 @@ def _e1(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     t0 = time.perf_counter()
     (runs,) = _runs(config, "two-sizes", ("vqs", "bf-js", "vqs-bf"), seeds, T)
     growth = 0.25 * (lam - rho_kred * mu) * T
-    cls = {"vqs": classify(runs["vqs"], growth=growth, q_max=20),
-           "bf-js": classify(runs["bf-js"], growth=growth, q_max=20),
-           "vqs-bf": classify(runs["vqs-bf"], growth=growth, q_max=20)}
+    cls = {
+        "vqs": classify(runs["vqs"], growth=growth, q_max=20),
+        "bf-js": classify(runs["bf-js"], growth=growth, q_max=20),
+        "vqs-bf": classify(runs["vqs-bf"], growth=growth, q_max=20),
+    }
     measured: dict[str, Any] = {
-        "horizon_slots": T, "seeds": list(seeds), "wall_seconds": round(time.perf_counter() - t0, 1),
-        "rho_star": round(rho_opt, 4), "rho_KRED": round(rho_kred, 4), "ratio": round(rho_kred / rho_opt, 4),
-        "lambda_VQS_cap": round(rho_kred * mu, 5), "unstable_if_Q(T)>=": round(growth, 1)}
+        "horizon_slots": T,
+        "seeds": list(seeds),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "rho_star": round(rho_opt, 4),
+        "rho_KRED": round(rho_kred, 4),
+        "ratio": round(rho_kred / rho_opt, 4),
+        "lambda_VQS_cap": round(rho_kred * mu, 5),
+        "unstable_if_Q(T)>=": round(growth, 1),
+    }
     for a, rs in runs.items():
         measured[a] = {"class": cls[a], **_summary(rs), "Z_T": [round(r["z_final"], 1) for r in rs]}
     expected = {"vqs": "UNSTABLE", "bf-js": "STABLE (Q_max 20)", "vqs-bf": "STABLE (Q_max 20)", "ratio": "2/3"}
-    passed = (cls == {"vqs": "UNSTABLE", "bf-js": "STABLE", "vqs-bf": "STABLE"}
-              and abs(rho_kred / rho_opt - 2 / 3) < 1e-6)
+    passed = (
+        cls == {"vqs": "UNSTABLE", "bf-js": "STABLE", "vqs-bf": "STABLE"} and abs(rho_kred / rho_opt - 2 / 3) < 1e-6
+    )
     return measured, expected, passed
 
 
 # ================================================================================== E2 (Fig. 3b)
-@claim("bfjs-e2", PAPER,
-       "E2 (Fig. 3b): one server of capacity 10, sizes 2 (p 2/3) and 5, lambda = 0.0306, deterministic service of "
-       "100 slots: VQS is stable, BF-J/S is not (trapped in configuration (2, 1), which serves 0.03 < 0.0306)")
+@claim(
+    "bfjs-e2",
+    PAPER,
+    "E2 (Fig. 3b): one server of capacity 10, sizes 2 (p 2/3) and 5, lambda = 0.0306, deterministic service of "
+    "100 slots: VQS is stable, BF-J/S is not (trapped in configuration (2, 1), which serves 0.03 < 0.0306)",
+)
 def _e2(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.baselines.bfjs.vqs import optimal_capacity
 
@@ -195,11 +263,16 @@ def _e2(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rho_opt = optimal_capacity([0.2, 0.5], [2 / 3, 1 / 3])
     t0 = time.perf_counter()
     (runs,) = _runs(config, "two-sizes", ("vqs", "bf-js"), seeds, T, params=({"variant": "e2"},))
-    growth = 0.25 * (lam - 0.03) * T          # the (2, 1) trap's drift (§VII-A-2: it serves (0.02, 0.01) < lambda)
+    growth = 0.25 * (lam - 0.03) * T  # the (2, 1) trap's drift (§VII-A-2: it serves (0.02, 0.01) < lambda)
     cls = {a: classify(rs, growth=growth, q_max=50) for a, rs in runs.items()}
     measured: dict[str, Any] = {
-        "horizon_slots": T, "seeds": list(seeds), "wall_seconds": round(time.perf_counter() - t0, 1),
-        "rho_star": round(rho_opt, 4), "load": round(lam / (rho_opt / 100), 4), "unstable_if_Q(T)>=": growth}
+        "horizon_slots": T,
+        "seeds": list(seeds),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "rho_star": round(rho_opt, 4),
+        "load": round(lam / (rho_opt / 100), 4),
+        "unstable_if_Q(T)>=": growth,
+    }
     for a, rs in runs.items():
         measured[a] = {"class": cls[a], **_summary(rs)}
     expected = {"vqs": "STABLE (Q_max 50)", "bf-js": "UNSTABLE", "rho_star": "10/3 (load 0.918)"}
@@ -207,17 +280,24 @@ def _e2(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     return measured, expected, passed
 
 
-@claim("bfjs-e2-vqs-bf", PAPER,
-       "E2 (Fig. 3b): VQS-BF is not stable either (reference runs: it looks stable for ~10^6 slots, grows by 10^7)")
+@claim(
+    "bfjs-e2-vqs-bf",
+    PAPER,
+    "E2 (Fig. 3b): VQS-BF is not stable either (reference runs: it looks stable for ~10^6 slots, grows by 10^7)",
+)
 def _e2_vqs_bf(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     T, seeds, lam = _horizon("e2-vqs-bf", config), (0,), 0.0306
     t0 = time.perf_counter()
     runs = _runs(config, "two-sizes", ("vqs-bf",), seeds, T, params=({"variant": "e2"},))[0]["vqs-bf"]
     growth = 0.25 * (lam - 0.03) * T
     cls = classify(runs, growth=growth, q_max=50)
-    measured = {"horizon_slots": T, "seeds": list(seeds), "wall_seconds": round(time.perf_counter() - t0, 1),
-                "unstable_if_Q(T)>=": growth, "vqs-bf": {"class": cls, **_summary(runs),
-                                                         "Q_every_10pct": [r["q_samples"][::10] for r in runs]}}
+    measured = {
+        "horizon_slots": T,
+        "seeds": list(seeds),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "unstable_if_Q(T)>=": growth,
+        "vqs-bf": {"class": cls, **_summary(runs), "Q_every_10pct": [r["q_samples"][::10] for r in runs]},
+    }
     return measured, {"vqs-bf": "UNSTABLE"}, cls == "UNSTABLE"
 
 
@@ -226,13 +306,20 @@ E3_ALPHAS = (0.85, 0.90, 0.95, 0.99)
 E3_SEEDS = (0, 1, 2)
 
 
-def _e3(config: ReproduceConfig, params: dict[str, Any],
-        horizon: int) -> tuple[dict[str, Any], dict[float, dict[str, float]]]:
+def _e3(
+    config: ReproduceConfig, params: dict[str, Any], horizon: int
+) -> tuple[dict[str, Any], dict[float, dict[str, float]]]:
     t0 = time.perf_counter()
     table: dict[str, Any] = {}
     means: dict[float, dict[str, float]] = {}
-    grid = _runs(config, "uniform-sizes", ("bf-js", "vqs-bf", "vqs"), E3_SEEDS, horizon,
-                 params=[{**params, "alpha": alpha} for alpha in E3_ALPHAS])
+    grid = _runs(
+        config,
+        "uniform-sizes",
+        ("bf-js", "vqs-bf", "vqs"),
+        E3_SEEDS,
+        horizon,
+        params=[{**params, "alpha": alpha} for alpha in E3_ALPHAS],
+    )
     for alpha, runs in zip(E3_ALPHAS, grid):
         row = {}
         for a, rs in runs.items():
@@ -241,54 +328,87 @@ def _e3(config: ReproduceConfig, params: dict[str, Any],
             row[a] = f"{m:.1f} ± {ci:.1f}" + (f" (growing in {trend}/{len(rs)})" if trend else "")
             means.setdefault(alpha, {})[a] = m
         table[str(alpha)] = row
-    return {"horizon_slots": horizon, "seeds": list(E3_SEEDS), "warmup": "10%",
-            "wall_seconds": round(time.perf_counter() - t0, 1), "avg_Q (mean ± 95% CI)": table}, means
+    return {
+        "horizon_slots": horizon,
+        "seeds": list(E3_SEEDS),
+        "warmup": "10%",
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "avg_Q (mean ± 95% CI)": table,
+    }, means
 
 
-@claim("bfjs-e3a", PAPER,
-       "E3a (Fig. 4a): 5 servers, sizes U[0.01, 0.19], alpha 0.85..0.99: VQS has the largest average queue; "
-       "BF-J/S and VQS-BF are comparable up to alpha = 0.95")
+@claim(
+    "bfjs-e3a",
+    PAPER,
+    "E3a (Fig. 4a): 5 servers, sizes U[0.01, 0.19], alpha 0.85..0.99: VQS has the largest average queue; "
+    "BF-J/S and VQS-BF are comparable up to alpha = 0.95",
+)
 def _e3a(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, means = _e3(config, {"low": 0.01, "high": 0.19}, _horizon("e3a", config))
     worst = all(m["vqs"] > max(m["bf-js"], m["vqs-bf"]) for m in means.values())
     comparable = all(0.5 <= m["vqs-bf"] / m["bf-js"] <= 2 for a, m in means.items() if a <= 0.95)
-    measured["checks"] = {"vqs_worst": worst, "comparable_le_0.95": comparable,
-                          "ratio_vqs_bf_over_bf_js": {str(a): round(m["vqs-bf"] / m["bf-js"], 2)
-                                                      for a, m in means.items()}}
-    expected = {"vqs_worst": True, "comparable_le_0.95": "ratio in [0.5, 2]",
-                "alpha_0.99": "see bfjs-e3a-0.99 (needs 10^6 slots)"}
+    measured["checks"] = {
+        "vqs_worst": worst,
+        "comparable_le_0.95": comparable,
+        "ratio_vqs_bf_over_bf_js": {str(a): round(m["vqs-bf"] / m["bf-js"], 2) for a, m in means.items()},
+    }
+    expected = {
+        "vqs_worst": True,
+        "comparable_le_0.95": "ratio in [0.5, 2]",
+        "alpha_0.99": "see bfjs-e3a-0.99 (needs 10^6 slots)",
+    }
     return measured, expected, worst and comparable
 
 
-@claim("bfjs-e3a-0.99", PAPER,
-       "E3a (Fig. 4a) above alpha = 0.95: BF-J/S has a clear advantage over VQS-BF (alpha = 0.99, 10^6 slots)")
+@claim(
+    "bfjs-e3a-0.99",
+    PAPER,
+    "E3a (Fig. 4a) above alpha = 0.95: BF-J/S has a clear advantage over VQS-BF (alpha = 0.99, 10^6 slots)",
+)
 def _e3a_high(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     T, alpha = _horizon("e3a-0.99", config), 0.99
     t0 = time.perf_counter()
-    (runs,) = _runs(config, "uniform-sizes", ("bf-js", "vqs-bf"), E3_SEEDS, T,
-                    params=({"low": 0.01, "high": 0.19, "alpha": alpha},))
+    (runs,) = _runs(
+        config, "uniform-sizes", ("bf-js", "vqs-bf"), E3_SEEDS, T, params=({"low": 0.01, "high": 0.19, "alpha": alpha},)
+    )
     means = {a: mean_ci([r["avg"] for r in rs])[0] for a, rs in runs.items()}
-    measured: dict[str, Any] = {"alpha": alpha, "horizon_slots": T, "seeds": list(E3_SEEDS), "warmup": "10%",
-                                "wall_seconds": round(time.perf_counter() - t0, 1)}
+    measured: dict[str, Any] = {
+        "alpha": alpha,
+        "horizon_slots": T,
+        "seeds": list(E3_SEEDS),
+        "warmup": "10%",
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+    }
     for a, rs in runs.items():
-        measured[a] = {**_summary(rs), "avg_per_seed": [round(r["avg"], 1) for r in rs],
-                       "growing": sum(r["m2"] > 1.5 * r["m1"] + 10 for r in rs)}
+        measured[a] = {
+            **_summary(rs),
+            "avg_per_seed": [round(r["avg"], 1) for r in rs],
+            "growing": sum(r["m2"] > 1.5 * r["m1"] + 10 for r in rs),
+        }
     measured["ratio_vqs_bf_over_bf_js"] = round(means["vqs-bf"] / means["bf-js"], 2)
     measured["seeds_where_vqs_bf_worse"] = sum(b["avg"] > a["avg"] for a, b in zip(runs["bf-js"], runs["vqs-bf"]))
-    return measured, {"ratio_vqs_bf_over_bf_js": "> 1.5 (reference run: 1584 vs 116)"}, \
-        means["vqs-bf"] > 1.5 * means["bf-js"]
+    return (
+        measured,
+        {"ratio_vqs_bf_over_bf_js": "> 1.5 (reference run: 1584 vs 116)"},
+        means["vqs-bf"] > 1.5 * means["bf-js"],
+    )
 
 
-@claim("bfjs-e3b", PAPER,
-       "E3b (Fig. 4b): 5 servers, sizes U[0.1, 0.9], alpha 0.85..0.99: VQS has the largest average queue and "
-       "BF-J/S a clear advantage over VQS-BF")
+@claim(
+    "bfjs-e3b",
+    PAPER,
+    "E3b (Fig. 4b): 5 servers, sizes U[0.1, 0.9], alpha 0.85..0.99: VQS has the largest average queue and "
+    "BF-J/S a clear advantage over VQS-BF",
+)
 def _e3b(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     measured, means = _e3(config, {}, _horizon("e3b", config))
     order = all(m["bf-js"] < m["vqs-bf"] < m["vqs"] for m in means.values())
     clear = all(m["vqs-bf"] > 1.5 * m["bf-js"] for m in means.values())
-    measured["checks"] = {"order_bf_js_<_vqs_bf_<_vqs": order, "bf_js_clearly_better": clear,
-                          "ratio_vqs_bf_over_bf_js": {str(a): round(m["vqs-bf"] / m["bf-js"], 2)
-                                                      for a, m in means.items()}}
+    measured["checks"] = {
+        "order_bf_js_<_vqs_bf_<_vqs": order,
+        "bf_js_clearly_better": clear,
+        "ratio_vqs_bf_over_bf_js": {str(a): round(m["vqs-bf"] / m["bf-js"], 2) for a, m in means.items()},
+    }
     expected = {"order_bf_js_<_vqs_bf_<_vqs": True, "bf_js_clearly_better": "VQS-BF > 1.5 x BF-J/S at every alpha"}
     return measured, expected, order and clear
 
@@ -297,10 +417,13 @@ def _e3b(config: ReproduceConfig) -> tuple[Any, Any, bool]:
 E4_SCALINGS = (1.0, 1.3, 1.6)
 
 
-@claim("bfjs-e4", PAPER,
-       "E4 (Fig. 5): Google trace, 1000 unit servers, 100 ms slots, traffic scaling 1/beta from 1 to 1.6: as the "
-       "scaling grows BF-J/S and VQS-BF have a clear advantage over VQS and FIFO-FF, and VQS-BF a small, "
-       "consistent one over BF-J/S")
+@claim(
+    "bfjs-e4",
+    PAPER,
+    "E4 (Fig. 5): Google trace, 1000 unit servers, 100 ms slots, traffic scaling 1/beta from 1 to 1.6: as the "
+    "scaling grows BF-J/S and VQS-BF have a clear advantage over VQS and FIFO-FF, and VQS-BF a small, "
+    "consistent one over BF-J/S",
+)
 def _e4(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios import make_preset
 
@@ -311,8 +434,10 @@ def _e4(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     avg: dict[float, dict[str, float]] = {}
     keys = [(s, a) for s in E4_SCALINGS for a in ("bf-js", "vqs-bf", "vqs", "fifo-ff")]
     # the arrival window: the average is over it (§VII-B states no warm-up)
-    cells = [slotted_cell("bfjs-google", a, seed=0, horizon=int(span0 / s) + 1, params={"traffic_scaling": s})
-             for s, a in keys]
+    cells = [
+        slotted_cell("bfjs-google", a, seed=0, horizon=int(span0 / s) + 1, params={"traffic_scaling": s})
+        for s, a in keys
+    ]
     for (s, a), r, c in zip(keys, episodes(cells, config), cells):
         avg.setdefault(s, {})[a] = slotted_record(r, c)["avg_all"]
     for s in E4_SCALINGS:
@@ -320,10 +445,18 @@ def _e4(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     top = avg[max(avg)]
     clear = max(top["bf-js"], top["vqs-bf"]) < 0.8 * min(top["vqs"], top["fifo-ff"])
     vqs_bf_edge = all(m["vqs-bf"] <= m["bf-js"] for s, m in avg.items() if s > 1.0)
-    measured = {"tasks": int(base.params.get("jobs", 0)), "arrival_window_slots_at_1.0": span0 + 1,
-                "servers": base.num_servers, "J": 10, "deterministic replay": "one run per point (no CI)",
-                "wall_seconds": round(time.perf_counter() - t0, 1), "avg_Q over the arrival window": table,
-                "checks": {"bf_js_and_vqs_bf_clearly_better_at_1.6": clear, "vqs_bf_<=_bf_js_above_1.0": vqs_bf_edge}}
-    expected = {"bf_js_and_vqs_bf_clearly_better_at_1.6": "both < 0.8 x min(VQS, FIFO-FF)",
-                "vqs_bf_<=_bf_js_above_1.0": True}
+    measured = {
+        "tasks": int(base.params.get("jobs", 0)),
+        "arrival_window_slots_at_1.0": span0 + 1,
+        "servers": base.num_servers,
+        "J": 10,
+        "deterministic replay": "one run per point (no CI)",
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "avg_Q over the arrival window": table,
+        "checks": {"bf_js_and_vqs_bf_clearly_better_at_1.6": clear, "vqs_bf_<=_bf_js_above_1.0": vqs_bf_edge},
+    }
+    expected = {
+        "bf_js_and_vqs_bf_clearly_better_at_1.6": "both < 0.8 x min(VQS, FIFO-FF)",
+        "vqs_bf_<=_bf_js_above_1.0": True,
+    }
     return measured, expected, clear and vqs_bf_edge

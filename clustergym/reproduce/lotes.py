@@ -69,9 +69,11 @@ PAPER = "lotes"
 def reduced_scale(config: ReproduceConfig | None = None) -> dict[str, Any]:
     """The scale of the generated-data runs (the ``lotes.*`` settings above; ``scale`` multiplies the hours)."""
     config = config if config is not None else ReproduceConfig()
-    return {"machines_per_config": config.get("lotes.machines"),
-            "horizon_h": config.get("lotes.horizon") * config.scale,
-            "instances": config.get("lotes.instances")}
+    return {
+        "machines_per_config": config.get("lotes.machines"),
+        "horizon_h": config.get("lotes.horizon") * config.scale,
+        "instances": config.get("lotes.instances"),
+    }
 
 
 # ============================================================================ running and measuring
@@ -88,7 +90,7 @@ def unstable_a23(times: np.ndarray, values: np.ndarray) -> bool:
     res = stats.linregress(t, q)
     p_one_sided = res.pvalue / 2 if res.slope > 0 else 1.0
     base = max(1.0, float(np.median(values[: max(1, n // 10)])))
-    final = float(np.mean(values[-max(1, n // 20):]))
+    final = float(np.mean(values[-max(1, n // 20) :]))
     return bool(p_one_sided < 0.05 and final > 10 * base)
 
 
@@ -101,8 +103,10 @@ def _wait_fractions(env: Any) -> dict[str, float]:
     start, arrival = jobs.start[:n][real], jobs.arrival[:n][real]
     started = ~np.isnan(start)
     waits = start[started] - arrival[started]
-    return {"immediate": float(np.mean(waits <= 0)) if waits.size else math.nan,
-            "p_wait_gt_1h": float(np.mean(waits > 3600.0)) if waits.size else math.nan}
+    return {
+        "immediate": float(np.mean(waits <= 0)) if waits.size else math.nan,
+        "p_wait_gt_1h": float(np.mean(waits > 3600.0)) if waits.size else math.nan,
+    }
 
 
 def _a23_unstable(env: Any) -> bool:
@@ -120,15 +124,26 @@ def _agent_stats(agent: Any) -> dict[str, Any]:
     return dict(getattr(agent, "stats", {}) or {})
 
 
-_PROBES = (("waits", Probe(_wait_fractions)), ("a23_unstable", Probe(_a23_unstable)),
-           ("facts", Probe(_scenario_facts)), ("agent_stats", Probe(_agent_stats, of="agent")))
+_PROBES = (
+    ("waits", Probe(_wait_fractions)),
+    ("a23_unstable", Probe(_a23_unstable)),
+    ("facts", Probe(_scenario_facts)),
+    ("agent_stats", Probe(_agent_stats, of="agent")),
+)
 
 
-def case_cell(scenario: Any, agent: str, *, seed: int = 0, params: dict[str, Any] | None = None,
-              **agent_params: Any) -> Cell:
+def case_cell(
+    scenario: Any, agent: str, *, seed: int = 0, params: dict[str, Any] | None = None, **agent_params: Any
+) -> Cell:
     """One episode with the probes the claims use (``scenario``: a preset name with ``params``, or a Scenario)."""
-    return Cell(scenario, agent, seed, params=tuple(sorted((params or {}).items())),
-                agent_params=tuple(sorted(agent_params.items())), probes=_PROBES)
+    return Cell(
+        scenario,
+        agent,
+        seed,
+        params=tuple(sorted((params or {}).items())),
+        agent_params=tuple(sorted(agent_params.items())),
+        probes=_PROBES,
+    )
 
 
 def _record(r: dict[str, Any], agent: str, seed: int) -> dict[str, Any]:
@@ -136,12 +151,19 @@ def _record(r: dict[str, Any], agent: str, seed: int) -> dict[str, Any]:
     st = r["agent_stats"]
     arrivals = max(1, int(st.get("arrivals", r["arrivals"])))
     return {
-        "agent": agent, "seed": seed, "arrivals": int(r["arrivals"]), "started": int(r["started"]),
-        "mean_wait": float(r["mean_wait"]), "p99_wait": float(r["p99_wait"]),
-        "mean_queue": float(r["mean_queue_length"]), "queued_at_end": int(r["queued_at_end"]),
-        "immediate": r["waits"]["immediate"], "p_wait_gt_1h": r["waits"]["p_wait_gt_1h"],
+        "agent": agent,
+        "seed": seed,
+        "arrivals": int(r["arrivals"]),
+        "started": int(r["started"]),
+        "mean_wait": float(r["mean_wait"]),
+        "p99_wait": float(r["p99_wait"]),
+        "mean_queue": float(r["mean_queue_length"]),
+        "queued_at_end": int(r["queued_at_end"]),
+        "immediate": r["waits"]["immediate"],
+        "p_wait_gt_1h": r["waits"]["p_wait_gt_1h"],
         "unstable": bool(r["hit_queue_cap"] or r["unstable"] or r["a23_unstable"]),
-        "hit_cap": bool(r["hit_queue_cap"]), "sim_time": float(r["sim_time"]),
+        "hit_cap": bool(r["hit_queue_cap"]),
+        "sim_time": float(r["sim_time"]),
         "wall_seconds": round(float(r["wall_seconds"]), 1),
         "examined_per_arrival": (st["examined"] / arrivals) if "examined" in st else math.nan,
         "lambda_ratio_round": r["facts"]["lambda_ratio_round"],
@@ -160,17 +182,33 @@ def _cases(config: ReproduceConfig, cells: list[Cell]) -> list[dict[str, Any]]:
 
 def _phi_cell(config: ReproduceConfig, agent: str, phi: float, instance: int, rounding: str | None = None) -> Cell:
     sc = reduced_scale(config)
-    return case_cell("lotes-phi", agent, params={"phi": phi, "instance": instance, "load": 0.97,
-                                                 "machines_per_config": sc["machines_per_config"],
-                                                 "horizon": sc["horizon_h"]},
-                     **({"rounding": rounding} if rounding else {}))
+    return case_cell(
+        "lotes-phi",
+        agent,
+        params={
+            "phi": phi,
+            "instance": instance,
+            "load": 0.97,
+            "machines_per_config": sc["machines_per_config"],
+            "horizon": sc["horizon_h"],
+        },
+        **({"rounding": rounding} if rounding else {}),
+    )
 
 
 def _omega_cell(config: ReproduceConfig, agent: str, omega: float, load: float) -> Cell:
     sc = reduced_scale(config)
-    return case_cell("lotes-omega", agent, params={"omega": omega, "instance": 0, "load": load,
-                                                   "machines_per_config": sc["machines_per_config"],
-                                                   "horizon": sc["horizon_h"]})
+    return case_cell(
+        "lotes-omega",
+        agent,
+        params={
+            "omega": omega,
+            "instance": 0,
+            "load": load,
+            "machines_per_config": sc["machines_per_config"],
+            "horizon": sc["horizon_h"],
+        },
+    )
 
 
 def _fmt(x: float) -> float:
@@ -179,14 +217,19 @@ def _fmt(x: float) -> float:
 
 def _setting(config: ReproduceConfig) -> str:
     sc = reduced_scale(config)
-    return (f"{sc['machines_per_config']} machines/config (paper 1000), {sc['horizon_h']:g} h (paper 100), "
-            f"{sc['instances']} instance(s) per Phi (paper 5), seed 0")
+    return (
+        f"{sc['machines_per_config']} machines/config (paper 1000), {sc['horizon_h']:g} h (paper 100), "
+        f"{sc['instances']} instance(s) per Phi (paper 5), seed 0"
+    )
 
 
 # ============================================================================ offline stages (§4.1-4.2)
-@claim("lotes-offline-examples", PAPER,
-       "O1/O2 (§2, §4.1-4.2, Fig. 5): fluid example lambda* 10/3 (Stage 1) vs 2 (Stage 2); 8-core example 80 vs 60; "
-       "Fig. 5 bins {(3,0),(2,1),(0,2)}, Algorithm 1 (with reset) adds (1,1)")
+@claim(
+    "lotes-offline-examples",
+    PAPER,
+    "O1/O2 (§2, §4.1-4.2, Fig. 5): fluid example lambda* 10/3 (Stage 1) vs 2 (Stage 2); 8-core example 80 vs 60; "
+    "Fig. 5 bins {(3,0),(2,1),(0,2)}, Algorithm 1 (with reset) adds (1,1)",
+)
 def _claim_offline_examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.theory.lotes import (
         algorithm1_bins,
@@ -202,46 +245,89 @@ def _claim_offline_examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     r = np.array([[2.0], [3.0]])
     nd = [tuple(b) for b in nondominated_bins([7.0], [0, 1], r).tolist()]
     a1 = [tuple(b) for b in algorithm1_bins([7.0], [0, 1], r).tolist()]
-    measured = {"fluid": [round(l1, 6), round(l2, 6)], "eight_core": [round(f1, 6), round(f2, 6)],
-                "fig5_nondominated": nd, "fig5_algorithm1": a1}
-    expected = {"fluid": [3.333333, 2.0], "eight_core": [80.0, 60.0],
-                "fig5_nondominated": [(3, 0), (2, 1), (0, 2)], "fig5_algorithm1": [(3, 0), (2, 1), (1, 1), (0, 2)]}
-    ok = (abs(l1 - 10 / 3) < 1e-9 and abs(l2 - 2) < 1e-9 and abs(f1 - 80) < 1e-9 and abs(f2 - 60) < 1e-9
-          and nd == expected["fig5_nondominated"] and a1 == expected["fig5_algorithm1"])
+    measured = {
+        "fluid": [round(l1, 6), round(l2, 6)],
+        "eight_core": [round(f1, 6), round(f2, 6)],
+        "fig5_nondominated": nd,
+        "fig5_algorithm1": a1,
+    }
+    expected = {
+        "fluid": [3.333333, 2.0],
+        "eight_core": [80.0, 60.0],
+        "fig5_nondominated": [(3, 0), (2, 1), (0, 2)],
+        "fig5_algorithm1": [(3, 0), (2, 1), (1, 1), (0, 2)],
+    }
+    ok = (
+        abs(l1 - 10 / 3) < 1e-9
+        and abs(l2 - 2) < 1e-9
+        and abs(f1 - 80) < 1e-9
+        and abs(f2 - 60) < 1e-9
+        and nd == expected["fig5_nondominated"]
+        and a1 == expected["fig5_algorithm1"]
+    )
     return measured, expected, ok
 
 
-@claim("lotes-table12-lambda", PAPER,
-       "O3-O6 (§4.1-4.2): on the Table 1/2 instance, lambda*_2 <= lambda*_1, rounding loss < 0.1 %, a sparse "
-       "Stage-1 vertex (sum |K_j| <= |K| + |M||R|, most configurations 1-2 classes), offline time < 60 s; "
-       "lambda* matches a reference computation (4,730,797 and 4,719,097 jobs/h)")
+@claim(
+    "lotes-table12-lambda",
+    PAPER,
+    "O3-O6 (§4.1-4.2): on the Table 1/2 instance, lambda*_2 <= lambda*_1, rounding loss < 0.1 %, a sparse "
+    "Stage-1 vertex (sum |K_j| <= |K| + |M||R|, most configurations 1-2 classes), offline time < 60 s; "
+    "lambda* matches a reference computation (4,730,797 and 4,719,097 jobs/h)",
+)
 def _claim_table12(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios.presets.lotes import TABLE1, TABLE2
     from clustergym.theory.lotes import LotesInputs, solve_lotes
 
-    inp = LotesInputs(TABLE1[:, 1:], TABLE1[:, 0], np.repeat(np.arange(10), TABLE1[:, 0].astype(int)),
-                      TABLE2[:, 3], TABLE2[:, 1:3], np.tile(1 / TABLE2[:, 0], (10, 1)))
+    inp = LotesInputs(
+        TABLE1[:, 1:],
+        TABLE1[:, 0],
+        np.repeat(np.arange(10), TABLE1[:, 0].astype(int)),
+        TABLE2[:, 3],
+        TABLE2[:, 1:3],
+        np.tile(1 / TABLE2[:, 0], (10, 1)),
+    )
     t0 = time.perf_counter()
     plan = solve_lotes(inp)
     secs = time.perf_counter() - t0
     kj = plan.support_sizes
     loss = 1 - plan.lam_round / plan.lam2
-    measured = {"lambda_stage1": round(plan.lam1, 1), "lambda_stage2": round(plan.lam2, 1),
-                "lambda_round": round(plan.lam_round, 1), "rounding_loss_pct": round(100 * loss, 5),
-                "K_j": kj, "K_j_paper": [4, 2, 1, 2, 2, 1, 1, 2, 2, 1], "bins": plan.summary()["bins"],
-                "offline_seconds": round(secs, 3)}
-    expected = {"lambda_stage1": 4_730_797, "lambda_stage2": 4_719_097, "lambda_round": "<= lambda_stage2",
-                "rounding_loss_pct": "< 0.1 (paper < 0.001)", "K_j": "sum <= 24, >= 8 configurations with 1-2",
-                "offline_seconds": "< 60"}
-    ok = (abs(plan.lam1 / 4_730_797 - 1) < 1e-6 and abs(plan.lam2 / 4_719_097 - 1) < 1e-6
-          and plan.lam_round <= plan.lam2 <= plan.lam1 * (1 + 1e-12) and loss < 1e-3
-          and sum(kj) <= 4 + 10 * 2 and sum(1 for k in kj if k <= 2) >= 8 and secs < 60)
+    measured = {
+        "lambda_stage1": round(plan.lam1, 1),
+        "lambda_stage2": round(plan.lam2, 1),
+        "lambda_round": round(plan.lam_round, 1),
+        "rounding_loss_pct": round(100 * loss, 5),
+        "K_j": kj,
+        "K_j_paper": [4, 2, 1, 2, 2, 1, 1, 2, 2, 1],
+        "bins": plan.summary()["bins"],
+        "offline_seconds": round(secs, 3),
+    }
+    expected = {
+        "lambda_stage1": 4_730_797,
+        "lambda_stage2": 4_719_097,
+        "lambda_round": "<= lambda_stage2",
+        "rounding_loss_pct": "< 0.1 (paper < 0.001)",
+        "K_j": "sum <= 24, >= 8 configurations with 1-2",
+        "offline_seconds": "< 60",
+    }
+    ok = (
+        abs(plan.lam1 / 4_730_797 - 1) < 1e-6
+        and abs(plan.lam2 / 4_719_097 - 1) < 1e-6
+        and plan.lam_round <= plan.lam2 <= plan.lam1 * (1 + 1e-12)
+        and loss < 1e-3
+        and sum(kj) <= 4 + 10 * 2
+        and sum(1 for k in kj if k <= 2) >= 8
+        and secs < 60
+    )
     return measured, expected, ok
 
 
-@claim("lotes-offline-generated", PAPER,
-       "O3/O5/O6 (§4.1-4.2) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
-       "configuration: lambda_round <= lambda*_2 <= lambda*_1, rounding loss < 0.1 %, offline time < 60 s")
+@claim(
+    "lotes-offline-generated",
+    PAPER,
+    "O3/O5/O6 (§4.1-4.2) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
+    "configuration: lambda_round <= lambda*_2 <= lambda*_1, rounding loss < 0.1 %, offline time < 60 s",
+)
 def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     from clustergym.scenarios.presets.lotes import TABLE1, generated_instance
     from clustergym.theory.lotes import LotesInputs, solve_lotes
@@ -251,8 +337,9 @@ def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     for inst in range(5):
         for phi in PHIS:
             d = generated_instance(phi, inst)
-            inp = LotesInputs(TABLE1[:, 1:], np.full(10, 1000.0), np.repeat(np.arange(10), 1000),
-                              np.full(9, 1 / 9), d["r"], d["mu"])
+            inp = LotesInputs(
+                TABLE1[:, 1:], np.full(10, 1000.0), np.repeat(np.arange(10), 1000), np.full(9, 1 / 9), d["r"], d["mu"]
+            )
             t0 = time.perf_counter()
             plan = solve_lotes(inp)
             secs = time.perf_counter() - t0
@@ -260,24 +347,42 @@ def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
             good = plan.lam_round <= plan.lam2 <= plan.lam1 * (1 + 1e-9) and loss < 1e-3 and secs < 60
             ok &= good
             swap = solve_lotes(inp, rounding="swap") if loss >= 1e-3 else plan
-            rows.append({"phi": phi, "instance": inst, "lambda1": round(plan.lam1), "lambda2": round(plan.lam2),
-                         "loss_pct": round(100 * loss, 4), "swap_loss_pct": round(100 * (1 - swap.lam_round / plan.lam2), 4),
-                         "seconds": round(secs, 2), "K_j": plan.support_sizes,
-                         "bins_total": sum(b.shape[0] for b in plan.bins),
-                         "priced_configs": sum(1 for e in plan.enumerated if not e)})
+            rows.append(
+                {
+                    "phi": phi,
+                    "instance": inst,
+                    "lambda1": round(plan.lam1),
+                    "lambda2": round(plan.lam2),
+                    "loss_pct": round(100 * loss, 4),
+                    "swap_loss_pct": round(100 * (1 - swap.lam_round / plan.lam2), 4),
+                    "seconds": round(secs, 2),
+                    "K_j": plan.support_sizes,
+                    "bins_total": sum(b.shape[0] for b in plan.bins),
+                    "priced_configs": sum(1 for e in plan.enumerated if not e),
+                }
+            )
     worst = max(rows, key=lambda r: r["loss_pct"])
     slowest = max(rows, key=lambda r: r["seconds"])
-    measured = {"instances": len(rows), "max_loss_pct": worst["loss_pct"],
-                "instances_loss_over_0.1pct": sum(1 for r in rows if r["loss_pct"] >= 0.1),
-                "max_swap_loss_pct": max(r["swap_loss_pct"] for r in rows), "max_seconds": slowest["seconds"],
-                "lambda2_range": [min(r["lambda2"] for r in rows), max(r["lambda2"] for r in rows)],
-                "lambda2_over_lambda1_range": [round(min(r["lambda2"] / r["lambda1"] for r in rows), 4),
-                                               round(max(r["lambda2"] / r["lambda1"] for r in rows), 4)],
-                "max_bins": max(r["bins_total"] for r in rows),
-                "instances_with_priced_configs": sum(1 for r in rows if r["priced_configs"]),
-                "rows": rows}
-    expected = {"max_loss_pct": "< 0.1 (paper < 0.001)", "max_seconds": "< 60 (paper < 60 incl. CPLEX)",
-                "lambda2_over_lambda1": "<= 1 (reference computation: 0.975-0.991)"}
+    measured = {
+        "instances": len(rows),
+        "max_loss_pct": worst["loss_pct"],
+        "instances_loss_over_0.1pct": sum(1 for r in rows if r["loss_pct"] >= 0.1),
+        "max_swap_loss_pct": max(r["swap_loss_pct"] for r in rows),
+        "max_seconds": slowest["seconds"],
+        "lambda2_range": [min(r["lambda2"] for r in rows), max(r["lambda2"] for r in rows)],
+        "lambda2_over_lambda1_range": [
+            round(min(r["lambda2"] / r["lambda1"] for r in rows), 4),
+            round(max(r["lambda2"] / r["lambda1"] for r in rows), 4),
+        ],
+        "max_bins": max(r["bins_total"] for r in rows),
+        "instances_with_priced_configs": sum(1 for r in rows if r["priced_configs"]),
+        "rows": rows,
+    }
+    expected = {
+        "max_loss_pct": "< 0.1 (paper < 0.001)",
+        "max_seconds": "< 60 (paper < 60 incl. CPLEX)",
+        "lambda2_over_lambda1": "<= 1 (reference computation: 0.975-0.991)",
+    }
     return measured, expected, bool(ok)
 
 
@@ -287,15 +392,19 @@ def _mean(vals: list[float]) -> float:
     return float(np.mean(vals)) if vals else math.nan
 
 
-@claim("lotes-greedy-unstable", PAPER,
-       "G1/G8 (§5.4): Greedy is unstable at the tested loads (0.97 lambda* in Exp. 2 for Phi > 0; 0.90 and "
-       "0.95 lambda* in Exp. 3), where LoTES and Tetris are not (reduced scale)")
+@claim(
+    "lotes-greedy-unstable",
+    PAPER,
+    "G1/G8 (§5.4): Greedy is unstable at the tested loads (0.97 lambda* in Exp. 2 for Phi > 0; 0.90 and "
+    "0.95 lambda* in Exp. 3), where LoTES and Tetris are not (reduced scale)",
+)
 def _claim_greedy_unstable(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
     ok = True
     trio = ("lotes-greedy", "lotes", "tetris")
-    cells = ([_phi_cell(config, a, phi, 0) for phi in GREEDY_PHIS for a in trio]
-             + [_omega_cell(config, a, GREEDY_OMEGA, load) for load in (0.90, 0.95) for a in trio])
+    cells = [_phi_cell(config, a, phi, 0) for phi in GREEDY_PHIS for a in trio] + [
+        _omega_cell(config, a, GREEDY_OMEGA, load) for load in (0.90, 0.95) for a in trio
+    ]
     recs = iter(_cases(config, cells))
     for phi in GREEDY_PHIS:
         g, lo, te = next(recs), next(recs), next(recs)
@@ -305,14 +414,23 @@ def _claim_greedy_unstable(config: ReproduceConfig) -> tuple[Any, Any, bool]:
         g, lo, te = next(recs), next(recs), next(recs)
         rows[f"omega={GREEDY_OMEGA},load={load}"] = {"greedy": _brief(g), "lotes": _brief(lo), "tetris": _brief(te)}
         ok &= g["unstable"]
-    return ({"setting": _setting(config), "runs": rows},
-            {"greedy": "unstable in every setting", "lotes/tetris": "shown for contrast"}, bool(ok))
+    return (
+        {"setting": _setting(config), "runs": rows},
+        {"greedy": "unstable in every setting", "lotes/tetris": "shown for contrast"},
+        bool(ok),
+    )
 
 
 def _brief(rec: dict[str, Any]) -> dict[str, Any]:
-    return {"mean_wait_h": _fmt(rec["mean_wait"]), "p99_wait_h": _fmt(rec["p99_wait"]),
-            "mean_queue": _fmt(rec["mean_queue"]), "queued_at_end": rec["queued_at_end"],
-            "immediate": _fmt(rec["immediate"]), "unstable": rec["unstable"], "wall_s": rec["wall_seconds"]}
+    return {
+        "mean_wait_h": _fmt(rec["mean_wait"]),
+        "p99_wait_h": _fmt(rec["p99_wait"]),
+        "mean_queue": _fmt(rec["mean_queue"]),
+        "queued_at_end": rec["queued_at_end"],
+        "immediate": _fmt(rec["immediate"]),
+        "unstable": rec["unstable"],
+        "wall_s": rec["wall_seconds"],
+    }
 
 
 def _phi_table(config: ReproduceConfig) -> dict[str, Any]:
@@ -324,21 +442,25 @@ def _phi_table(config: ReproduceConfig) -> dict[str, Any]:
         row: dict[str, Any] = {}
         for a in ("lotes", "tetris"):
             recs = [got[(phi, a, i)] for i in range(n_inst)]
-            row[a] = {"mean_wait_h": _fmt(_mean([r["mean_wait"] for r in recs])),
-                      "p99_wait_h": _fmt(_mean([r["p99_wait"] for r in recs])),
-                      "per_instance_mean_wait_h": [_fmt(r["mean_wait"]) for r in recs],
-                      "unstable_runs": sum(r["unstable"] for r in recs),
-                      "wall_s": round(sum(r["wall_seconds"] for r in recs), 1)}
-        row["lambda_round_over_lambda2"] = [_fmt(got[(phi, "lotes", i)]["lambda_ratio_round"])
-                                            for i in range(n_inst)]
+            row[a] = {
+                "mean_wait_h": _fmt(_mean([r["mean_wait"] for r in recs])),
+                "p99_wait_h": _fmt(_mean([r["p99_wait"] for r in recs])),
+                "per_instance_mean_wait_h": [_fmt(r["mean_wait"]) for r in recs],
+                "unstable_runs": sum(r["unstable"] for r in recs),
+                "wall_s": round(sum(r["wall_seconds"] for r in recs), 1),
+            }
+        row["lambda_round_over_lambda2"] = [_fmt(got[(phi, "lotes", i)]["lambda_ratio_round"]) for i in range(n_inst)]
         table[str(phi)] = row
     return table
 
 
-@claim("lotes-phi-ordering", PAPER,
-       "G4 (§5.4.2, Exp. 2, Fig. 11): at 0.97 lambda*, LoTES has a lower mean wait than Tetris for every Phi >= 0.003, "
-       "and Tetris becomes much worse than LoTES as Phi grows (the ratio Tetris/LoTES increases); G3: both waits "
-       "increase with Phi; G5: both stable (reduced scale)")
+@claim(
+    "lotes-phi-ordering",
+    PAPER,
+    "G4 (§5.4.2, Exp. 2, Fig. 11): at 0.97 lambda*, LoTES has a lower mean wait than Tetris for every Phi >= 0.003, "
+    "and Tetris becomes much worse than LoTES as Phi grows (the ratio Tetris/LoTES increases); G3: both waits "
+    "increase with Phi; G5: both stable (reduced scale)",
+)
 def _claim_phi_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     table = _phi_table(config)
     lw = [table[str(p)]["lotes"]["mean_wait_h"] for p in PHIS]
@@ -350,20 +472,31 @@ def _claim_phi_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rho_t = stats.spearmanr(PHIS, tw).statistic
     unstable = sum(table[str(p)][a]["unstable_runs"] for p in PHIS for a in ("lotes", "tetris"))
     (swap,) = _cases(config, [_phi_cell(config, "lotes", PHIS[-1], 0, rounding="swap")])
-    measured = {"setting": _setting(config), "table": table, "tetris_over_lotes": [_fmt(x) for x in ratio],
-                "sensitivity_lotes_swap_rounding_phi_0.015_instance_0": _brief(swap),
-                "spearman_ratio_vs_phi": _fmt(float(trend)), "spearman_wait_vs_phi": {"lotes": _fmt(float(rho_l)),
-                                                                                    "tetris": _fmt(float(rho_t))},
-                "unstable_runs": unstable}
-    expected = {"lotes < tetris": "for every Phi >= 0.003", "tetris_over_lotes": "increasing in Phi (Spearman > 0)",
-                "waits": "increase with Phi (G3, informative)", "unstable_runs": "0 (G5, informative)"}
+    measured = {
+        "setting": _setting(config),
+        "table": table,
+        "tetris_over_lotes": [_fmt(x) for x in ratio],
+        "sensitivity_lotes_swap_rounding_phi_0.015_instance_0": _brief(swap),
+        "spearman_ratio_vs_phi": _fmt(float(trend)),
+        "spearman_wait_vs_phi": {"lotes": _fmt(float(rho_l)), "tetris": _fmt(float(rho_t))},
+        "unstable_runs": unstable,
+    }
+    expected = {
+        "lotes < tetris": "for every Phi >= 0.003",
+        "tetris_over_lotes": "increasing in Phi (Spearman > 0)",
+        "waits": "increase with Phi (G3, informative)",
+        "unstable_runs": "0 (G5, informative)",
+    }
     return measured, expected, bool(better and trend > 0)
 
 
-@claim("lotes-load90-immediate", PAPER,
-       "G6 (§5.4.3, Exp. 3, Fig. 12): at 0.90 lambda*, LoTES starts essentially every job on arrival for every Omega "
-       "(here: >= 99 % of jobs wait 0 and the mean wait is below 1e-3 h); Tetris ~0 at Omega = 0, then increases "
-       "(informative)")
+@claim(
+    "lotes-load90-immediate",
+    PAPER,
+    "G6 (§5.4.3, Exp. 3, Fig. 12): at 0.90 lambda*, LoTES starts essentially every job on arrival for every Omega "
+    "(here: >= 99 % of jobs wait 0 and the mean wait is below 1e-3 h); Tetris ~0 at Omega = 0, then increases "
+    "(informative)",
+)
 def _claim_load90(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
     ok = True
@@ -372,13 +505,19 @@ def _claim_load90(config: ReproduceConfig) -> tuple[Any, Any, bool]:
         lo, te = next(recs), next(recs)
         rows[str(om)] = {"lotes": _brief(lo), "tetris": _brief(te)}
         ok &= lo["immediate"] >= 0.99 and lo["mean_wait"] < 1e-3
-    return ({"setting": _setting(config), "runs": rows},
-            {"lotes": "immediate >= 0.99 and mean wait < 1e-3 h for every Omega"}, bool(ok))
+    return (
+        {"setting": _setting(config), "runs": rows},
+        {"lotes": "immediate >= 0.99 and mean wait < 1e-3 h for every Omega"},
+        bool(ok),
+    )
 
 
-@claim("lotes-omega-tetris", PAPER,
-       "G7 (§5.4.3, Exp. 3, Fig. 13): at 0.95 lambda*, Tetris is unstable for Omega > 0.1, and for Omega <= 0.1 its "
-       "mean wait exceeds LoTES's; LoTES's wait is positive and grows with Omega (informative)")
+@claim(
+    "lotes-omega-tetris",
+    PAPER,
+    "G7 (§5.4.3, Exp. 3, Fig. 13): at 0.95 lambda*, Tetris is unstable for Omega > 0.1, and for Omega <= 0.1 its "
+    "mean wait exceeds LoTES's; LoTES's wait is positive and grows with Omega (informative)",
+)
 def _claim_omega_tetris(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     rows = {}
     unstable_high = True
@@ -392,9 +531,13 @@ def _claim_omega_tetris(config: ReproduceConfig) -> tuple[Any, Any, bool]:
         else:
             worse_low &= te["mean_wait"] > lo["mean_wait"]
     lw = [rows[str(o)]["lotes"]["mean_wait_h"] for o in OMEGAS]
-    measured = {"setting": _setting(config), "runs": rows, "tetris_unstable_above_0.1": unstable_high,
-                "tetris_worse_at_or_below_0.1": worse_low,
-                "spearman_lotes_wait_vs_omega": _fmt(float(stats.spearmanr(OMEGAS, lw).statistic))}
+    measured = {
+        "setting": _setting(config),
+        "runs": rows,
+        "tetris_unstable_above_0.1": unstable_high,
+        "tetris_worse_at_or_below_0.1": worse_low,
+        "spearman_lotes_wait_vs_omega": _fmt(float(stats.spearmanr(OMEGAS, lw).statistic)),
+    }
     expected = {"tetris_unstable_above_0.1": True, "tetris_worse_at_or_below_0.1": True}
     return measured, expected, bool(unstable_high and worse_low)
 
@@ -412,10 +555,16 @@ def _google_runs(config: ReproduceConfig) -> dict[str, dict[str, Any]]:
 
 
 def _gbrief(rec: dict[str, Any]) -> dict[str, Any]:
-    return {"mean_wait_s": _fmt(rec["mean_wait"]), "p99_wait_s": _fmt(rec["p99_wait"]),
-            "p_wait_gt_1h": _fmt(rec["p_wait_gt_1h"]), "mean_queue": _fmt(rec["mean_queue"]),
-            "immediate": _fmt(rec["immediate"]), "examined_per_arrival": _fmt(rec["examined_per_arrival"]),
-            "started": rec["started"], "wall_s": rec["wall_seconds"]}
+    return {
+        "mean_wait_s": _fmt(rec["mean_wait"]),
+        "p99_wait_s": _fmt(rec["p99_wait"]),
+        "p_wait_gt_1h": _fmt(rec["p_wait_gt_1h"]),
+        "mean_queue": _fmt(rec["mean_queue"]),
+        "immediate": _fmt(rec["immediate"]),
+        "examined_per_arrival": _fmt(rec["examined_per_arrival"]),
+        "started": rec["started"],
+        "wall_s": rec["wall_seconds"],
+    }
 
 
 def _google_available() -> bool:
@@ -429,30 +578,50 @@ def _google_available() -> bool:
         return False
 
 
-@claim("lotes-google-ordering", PAPER,
-       "T1/T4 (§5.3.3, Figs. 8-9): on the Google trace (shared 19.7 h slice, machine configurations from "
-       "machine_events), mean wait and P99 wait order LoTES < Tetris < Greedy, and fewer than 1 % of LoTES's "
-       "jobs wait more than 1 h")
+@claim(
+    "lotes-google-ordering",
+    PAPER,
+    "T1/T4 (§5.3.3, Figs. 8-9): on the Google trace (shared 19.7 h slice, machine configurations from "
+    "machine_events), mean wait and P99 wait order LoTES < Tetris < Greedy, and fewer than 1 % of LoTES's "
+    "jobs wait more than 1 h",
+)
 def _claim_google_ordering(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     if not _google_available():
         return {"skipped": "Google trace not found"}, "LoTES < Tetris < Greedy", False
     runs = _google_runs(config)
     lo, te, gr = runs["lotes"], runs["tetris"], runs["lotes-greedy"]
     measured = {"trace": runs["_meta"], "lotes": _gbrief(lo), "tetris": _gbrief(te), "greedy": _gbrief(gr)}
-    expected = {"mean_wait": "LoTES < Tetris < Greedy (paper: Greedy 15-20 min, Tetris ~10x LoTES)",
-                "p99_wait": "LoTES < Tetris < Greedy (paper: < 1 h, ~7 h, ~17 h)", "lotes_p_wait_gt_1h": "< 0.01"}
-    ok = (lo["mean_wait"] < te["mean_wait"] < gr["mean_wait"] and lo["p99_wait"] <= te["p99_wait"] <= gr["p99_wait"]
-          and lo["p99_wait"] < gr["p99_wait"] and lo["p_wait_gt_1h"] < 0.01)
+    expected = {
+        "mean_wait": "LoTES < Tetris < Greedy (paper: Greedy 15-20 min, Tetris ~10x LoTES)",
+        "p99_wait": "LoTES < Tetris < Greedy (paper: < 1 h, ~7 h, ~17 h)",
+        "lotes_p_wait_gt_1h": "< 0.01",
+    }
+    ok = (
+        lo["mean_wait"] < te["mean_wait"] < gr["mean_wait"]
+        and lo["p99_wait"] <= te["p99_wait"] <= gr["p99_wait"]
+        and lo["p99_wait"] < gr["p99_wait"]
+        and lo["p_wait_gt_1h"] < 0.01
+    )
     return measured, expected, bool(ok)
 
 
-@claim("lotes-google-examined", PAPER,
-       "T6 (§5.3.3, §5.2): LoTES examines fewer machines per arriving job than Tetris, which always examines all")
+@claim(
+    "lotes-google-examined",
+    PAPER,
+    "T6 (§5.3.3, §5.2): LoTES examines fewer machines per arriving job than Tetris, which always examines all",
+)
 def _claim_google_examined(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     if not _google_available():
         return {"skipped": "Google trace not found"}, "LoTES < Tetris", False
     runs = _google_runs(config)
     lo, te = runs["lotes"]["examined_per_arrival"], runs["tetris"]["examined_per_arrival"]
-    return ({"lotes": _fmt(lo), "tetris": _fmt(te), "greedy": _fmt(runs["lotes-greedy"]["examined_per_arrival"]),
-             "machines": runs["_meta"]["machines"]},
-            {"lotes": "< tetris", "tetris": "= machines"}, bool(lo < te))
+    return (
+        {
+            "lotes": _fmt(lo),
+            "tetris": _fmt(te),
+            "greedy": _fmt(runs["lotes-greedy"]["examined_per_arrival"]),
+            "machines": runs["_meta"]["machines"],
+        },
+        {"lotes": "< tetris", "tetris": "= machines"},
+        bool(lo < te),
+    )

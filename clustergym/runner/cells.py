@@ -44,8 +44,20 @@ from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
 from clustergym.validation import number
 
-__all__ = ["Cell", "plan", "run_cell", "run_cells", "run_rows", "compare", "sweep", "available_workers", "worker_count", "compatible_agents",
-           "EvaluationError", "RayError"]
+__all__ = [
+    "Cell",
+    "plan",
+    "run_cell",
+    "run_cells",
+    "run_rows",
+    "compare",
+    "sweep",
+    "available_workers",
+    "worker_count",
+    "compatible_agents",
+    "EvaluationError",
+    "RayError",
+]
 
 
 class EvaluationError(ClusterGymError):
@@ -112,9 +124,15 @@ def _factory_blob(name: str) -> bytes | None:
             cloudpickle.unregister_pickle_by_value(mod)
 
 
-def plan(scenario: str | Scenario, agents: Sequence[str], *, seeds: Iterable[int] = range(5),
-         horizon: float | None = None, params: dict[str, Any] | None = None,
-         sweep: tuple[str, Sequence[Any]] | None = None) -> list[Cell]:
+def plan(
+    scenario: str | Scenario,
+    agents: Sequence[str],
+    *,
+    seeds: Iterable[int] = range(5),
+    horizon: float | None = None,
+    params: dict[str, Any] | None = None,
+    sweep: tuple[str, Sequence[Any]] | None = None,
+) -> list[Cell]:
     """The job list: every agent on every seed (at every value of the swept parameter).
 
     Cells are ordered by swept value, then agent, then seed; results keep this order.
@@ -184,14 +202,24 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell: the ``clustergym run`` metrics of its episode, plus its swept parameters."""
     try:
         agent = _make_agent(cell)
-        row = run_episode(_scenario_of(cell), agent, seed=cell.seed, horizon=cell.horizon, agent_name=cell.agent,
-                          probes=dict(cell.probes), env_id=cell.env)
+        row = run_episode(
+            _scenario_of(cell),
+            agent,
+            seed=cell.seed,
+            horizon=cell.horizon,
+            agent_name=cell.agent,
+            probes=dict(cell.probes),
+            env_id=cell.env,
+        )
     except ClusterGymError as e:
         raise EvaluationError(f"{cell.agent} on {_label(cell)}, seed {cell.seed}: {e}") from e
     if cell.columns:
         p = dict(cell.params)
-        row = {"scenario": row["scenario"], **{c: p[c] for c in cell.columns},
-               **{k: v for k, v in row.items() if k != "scenario"}}
+        row = {
+            "scenario": row["scenario"],
+            **{c: p[c] for c in cell.columns},
+            **{k: v for k, v in row.items() if k != "scenario"},
+        }
     return row
 
 
@@ -216,11 +244,16 @@ def worker_count(workers: int | None, field: str = "workers") -> int:
     return number(workers, field, lo=1, integer=True, error=ConfigError)
 
 
-def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
-              progress: Callable[[str, int], None] | None = None,
-              memo: dict[Cell, dict[str, Any]] | None = None,
-              done: Mapping[int, dict[str, Any]] | None = None,
-              on_row: Callable[[int, dict[str, Any]], None] | None = None) -> pd.DataFrame:
+def run_cells(
+    cells: Sequence[Cell],
+    *,
+    workers: int | None = 1,
+    ray: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    memo: dict[Cell, dict[str, Any]] | None = None,
+    done: Mapping[int, dict[str, Any]] | None = None,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> pd.DataFrame:
     """Run every cell and return one row per cell, in cell order.
 
     Args:
@@ -239,15 +272,21 @@ def run_cells(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None
         A DataFrame with the ``clustergym run`` fields and the kernel metrics as columns.
         The same cells give the same frame with every executor, except ``wall_seconds``.
     """
-    return pd.DataFrame(run_rows(cells, workers=workers, ray=ray, progress=progress, memo=memo, done=done,
-                                 on_row=on_row))
+    return pd.DataFrame(
+        run_rows(cells, workers=workers, ray=ray, progress=progress, memo=memo, done=done, on_row=on_row)
+    )
 
 
-def run_rows(cells: Sequence[Cell], *, workers: int | None = 1, ray: str | None = None,
-             progress: Callable[[str, int], None] | None = None,
-             memo: dict[Cell, dict[str, Any]] | None = None,
-             done: Mapping[int, dict[str, Any]] | None = None,
-             on_row: Callable[[int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_rows(
+    cells: Sequence[Cell],
+    *,
+    workers: int | None = 1,
+    ray: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    memo: dict[Cell, dict[str, Any]] | None = None,
+    done: Mapping[int, dict[str, Any]] | None = None,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """:func:`run_cells` as a list of row dicts, each value as its episode gave it (a DataFrame
     would turn a missing key into NaN and numbers into NumPy scalars).
 
@@ -304,8 +343,9 @@ def _memo_key(cell: Cell) -> Cell | None:
     return cell
 
 
-def _execute(cells: list[tuple[int, Cell]], workers: int, ray: str | None,
-             finished: Callable[[int, dict[str, Any]], None]) -> None:
+def _execute(
+    cells: list[tuple[int, Cell]], workers: int, ray: str | None, finished: Callable[[int, dict[str, Any]], None]
+) -> None:
     """Run ``(index, cell)`` pairs; ``finished(index, row)`` as each one ends."""
     if not cells:
         return
@@ -322,15 +362,17 @@ def _indexed(i: int, cell: Cell) -> tuple[int, dict[str, Any]]:
     return i, run_cell(cell)
 
 
-def _run_processes(cells: list[tuple[int, Cell]], workers: int,
-                   finished: Callable[[int, dict[str, Any]], None]) -> None:
+def _run_processes(
+    cells: list[tuple[int, Cell]], workers: int, finished: Callable[[int, dict[str, Any]], None]
+) -> None:
     # joblib's loky workers: fresh interpreters that never re-run the caller's __main__ (so scripts
     # need no `if __name__ == "__main__"` guard), kept alive between calls; rows are handed over as
     # they finish (the caller puts them back in cell order)
     from joblib import Parallel, delayed
 
     for i, row in Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")(
-            delayed(_indexed)(i, cell) for i, cell in cells):
+        delayed(_indexed)(i, cell) for i, cell in cells
+    ):
         finished(i, row)
 
 
@@ -342,8 +384,9 @@ def _connect_ray(address: str) -> Any:
     try:
         import ray
     except ImportError as e:
-        raise RayError(f"--ray needs the optional dependency ray ({e}); install it with "
-                       "`pip install 'clustergym[ray]'`") from None
+        raise RayError(
+            f"--ray needs the optional dependency ray ({e}); install it with `pip install 'clustergym[ray]'`"
+        ) from None
     m = _ADDRESS.match(address)
     if address != "auto" and (m is None or not 0 < int(m["port"]) < 65536):
         raise RayError(f"--ray {address!r}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
@@ -402,7 +445,7 @@ def compatible_agents(scenario: Scenario, names: Iterable[str] | None = None) ->
         ``(runnable, skipped)``: runnable names in order, and ``{name: reason}``.
     """
     ok, skipped = [], {}
-    for name in (list(list_agents()) if names is None else list(names)):
+    for name in list(list_agents()) if names is None else list(names):
         try:
             agent = make_agent(name)
             env = make_env_for(scenario, agent)
@@ -415,25 +458,44 @@ def compatible_agents(scenario: Scenario, names: Iterable[str] | None = None) ->
     return ok, skipped
 
 
-
-
 # ========================================================================================= shortcuts
-def compare(scenario: Scenario | str, agents: Iterable[str], *, seeds: Iterable[int] = range(5),
-            horizon: float | None = None, progress: Callable[[str, int], None] | None = None,
-            params: dict[str, Any] | None = None, workers: int = 1, ray: str | None = None) -> pd.DataFrame:
+def compare(
+    scenario: Scenario | str,
+    agents: Iterable[str],
+    *,
+    seeds: Iterable[int] = range(5),
+    horizon: float | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    params: dict[str, Any] | None = None,
+    workers: int = 1,
+    ray: str | None = None,
+) -> pd.DataFrame:
     """Every agent on every seed: one row per (agent, seed), the ``run`` metrics as columns.
 
     ``workers`` > 1 runs the episodes on that many local processes, ``ray`` on a Ray
     cluster (see :func:`run_cells`); the rows are the same.
     """
-    return run_cells(plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params),
-                     workers=workers, ray=ray, progress=progress)
+    return run_cells(
+        plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params),
+        workers=workers,
+        ray=ray,
+        progress=progress,
+    )
 
 
-def sweep(scenario: str, param: str, values: Iterable[Any], agents: Iterable[str], *,
-          seeds: Iterable[int] = range(5), horizon: float | None = None, params: dict[str, Any] | None = None,
-          progress: Callable[[str, int], None] | None = None, workers: int = 1,
-          ray: str | None = None) -> pd.DataFrame:
+def sweep(
+    scenario: str,
+    param: str,
+    values: Iterable[Any],
+    agents: Iterable[str],
+    *,
+    seeds: Iterable[int] = range(5),
+    horizon: float | None = None,
+    params: dict[str, Any] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    workers: int = 1,
+    ray: str | None = None,
+) -> pd.DataFrame:
     """:func:`compare` at each value of one preset parameter (e.g. ``zeta``); adds a column ``param``."""
     cells = plan(scenario, list(agents), seeds=seeds, horizon=horizon, params=params, sweep=(param, list(values)))
     return run_cells(cells, workers=workers, ray=ray, progress=progress)

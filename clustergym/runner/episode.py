@@ -22,9 +22,26 @@ from clustergym.validation import number
 __all__ = ["Probe", "run_episode", "RUN_FIELDS"]
 
 #: fields of ``clustergym run --json``, in order (every kernel metric follows them)
-RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "started", "completed", "rejected",
-              "mean_queue_length", "mean_wait", "p99_wait", "mean_weighted_completion", "reward_rate",
-              "utilization", "events", "wall_seconds", "unstable")
+RUN_FIELDS = (
+    "scenario",
+    "agent",
+    "seed",
+    "servers",
+    "sim_time",
+    "arrivals",
+    "started",
+    "completed",
+    "rejected",
+    "mean_queue_length",
+    "mean_wait",
+    "p99_wait",
+    "mean_weighted_completion",
+    "reward_rate",
+    "utilization",
+    "events",
+    "wall_seconds",
+    "unstable",
+)
 
 
 @dataclass(frozen=True)
@@ -57,11 +74,18 @@ def _as_probe(p: Probe | Callable[[Any], Any]) -> Probe:
     return p if isinstance(p, Probe) else Probe(p)
 
 
-def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon: float | None = None,
-                agent_name: str | None = None, validate: bool = False,
-                env_kwargs: dict[str, Any] | None = None,
-                probes: Mapping[str, Probe | Callable[[Any], Any]] | None = None,
-                env_id: str | None = None) -> dict[str, Any]:
+def run_episode(
+    scenario: Scenario | str,
+    agent: Any,
+    *,
+    seed: int = 0,
+    horizon: float | None = None,
+    agent_name: str | None = None,
+    validate: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
+    probes: Mapping[str, Probe | Callable[[Any], Any]] | None = None,
+    env_id: str | None = None,
+) -> dict[str, Any]:
     """Run one episode of ``agent`` (an agent object or a registered name) and return its metrics.
 
     Args:
@@ -123,9 +147,16 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
     wall = time.perf_counter() - t0
     for name, p in sampled.items():
         samples[name] += [measure(p) for _ in range(len(p.at) - len(samples[name]))]
-    out: dict[str, Any] = {"scenario": sc.name, "agent": agent_name or getattr(agent, "name", str(agent)),
-                           "seed": seed, **inner.metrics(), "wall_seconds": wall, "return": total, "steps": steps,
-                           "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False))}
+    out: dict[str, Any] = {
+        "scenario": sc.name,
+        "agent": agent_name or getattr(agent, "name", str(agent)),
+        "seed": seed,
+        **inner.metrics(),
+        "wall_seconds": wall,
+        "return": total,
+        "steps": steps,
+        "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False)),
+    }
     for name, p in probes_.items():
         out[name] = samples[name] if p.at else measure(p)
     return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}

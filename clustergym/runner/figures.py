@@ -40,8 +40,7 @@ def _interval(summary: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarra
     return np.where(np.isfinite(lo), lo, mean), np.where(np.isfinite(hi), hi, mean)
 
 
-def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents",
-                param: str | None = None) -> pd.DataFrame:
+def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", param: str | None = None) -> pd.DataFrame:
     """The values a figure draws, one row per bar or point, in drawing order.
 
     ``kind="agents"``: ``agent, mean, lo, hi, uses_oracle``, best first (the metric's direction).
@@ -54,10 +53,18 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents",
     oracle = summary["uses_oracle"].astype(bool) if "uses_oracle" in summary else pd.Series(False, summary.index)
     if kind == "agents":
         lo, hi = _interval(summary, metric)
-        d = pd.DataFrame({"agent": summary["agent"].to_numpy(), "mean": summary[metric].to_numpy(dtype=float),
-                          "lo": lo, "hi": hi, "uses_oracle": oracle.to_numpy()})
-        return d.sort_values("mean", ascending=info.lower_is_better, kind="stable", na_position="last") \
-            .reset_index(drop=True)
+        d = pd.DataFrame(
+            {
+                "agent": summary["agent"].to_numpy(),
+                "mean": summary[metric].to_numpy(dtype=float),
+                "lo": lo,
+                "hi": hi,
+                "uses_oracle": oracle.to_numpy(),
+            }
+        )
+        return d.sort_values("mean", ascending=info.lower_is_better, kind="stable", na_position="last").reset_index(
+            drop=True
+        )
     if kind == "paired":
         if f"{metric}_diff" not in summary:
             raise ValueError(f"the summary has no paired differences of {metric}: summarize(..., reference=...)")
@@ -65,9 +72,16 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents",
         s = summary[keep]
         diff, half = s[f"{metric}_diff"].to_numpy(dtype=float), s[f"{metric}_diff_ci95"].to_numpy(dtype=float)
         half = np.where(np.isfinite(half), half, 0.0)
-        d = pd.DataFrame({"agent": s["agent"].to_numpy(), "diff": diff, "lo": diff - half, "hi": diff + half,
-                          "p_adj": s.get(f"{metric}_diff_p_adj", pd.Series(math.nan, s.index)).to_numpy(dtype=float),
-                          "uses_oracle": oracle[keep].to_numpy()})
+        d = pd.DataFrame(
+            {
+                "agent": s["agent"].to_numpy(),
+                "diff": diff,
+                "lo": diff - half,
+                "hi": diff + half,
+                "p_adj": s.get(f"{metric}_diff_p_adj", pd.Series(math.nan, s.index)).to_numpy(dtype=float),
+                "uses_oracle": oracle[keep].to_numpy(),
+            }
+        )
         return d.sort_values("diff", ascending=info.lower_is_better, kind="stable").reset_index(drop=True)
     if kind == "sweep":
         if param is None:
@@ -78,10 +92,17 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents",
         spacing = float(np.min(np.diff(values))) if values.size > 1 else 1.0
         width = 0.5 * spacing / max(len(agents), 1)
         offset = {a: (i - (len(agents) - 1) / 2) * width for i, a in enumerate(agents)}
-        return pd.DataFrame({"agent": summary["agent"].to_numpy(), param: summary[param].to_numpy(),
-                             "x": summary[param].astype(float).to_numpy() + summary["agent"].map(offset).to_numpy(),
-                             "mean": summary[metric].to_numpy(dtype=float), "lo": lo, "hi": hi,
-                             "uses_oracle": oracle.to_numpy()})
+        return pd.DataFrame(
+            {
+                "agent": summary["agent"].to_numpy(),
+                param: summary[param].to_numpy(),
+                "x": summary[param].astype(float).to_numpy() + summary["agent"].map(offset).to_numpy(),
+                "mean": summary[metric].to_numpy(dtype=float),
+                "lo": lo,
+                "hi": hi,
+                "uses_oracle": oracle.to_numpy(),
+            }
+        )
     raise ValueError(f"kind must be 'agents', 'paired' or 'sweep', not {kind!r}")
 
 
@@ -109,8 +130,14 @@ def plot_agents(summary: pd.DataFrame, metric: str, ax: Any = None) -> Any:
     ax = _new_axes(len(d), ax)
     y = np.arange(len(d))[::-1]
     colors = np.where(d["uses_oracle"], "C1", "C0")
-    bars = ax.barh(y, d["mean"], color=colors, xerr=[d["mean"] - d["lo"], d["hi"] - d["mean"]], capsize=3,
-                   error_kw={"elinewidth": 0.8})
+    bars = ax.barh(
+        y,
+        d["mean"],
+        color=colors,
+        xerr=[d["mean"] - d["lo"], d["hi"] - d["mean"]],
+        capsize=3,
+        error_kw={"elinewidth": 0.8},
+    )
     for bar, oracle in zip(bars, d["uses_oracle"]):
         if oracle:
             bar.set_hatch(_ORACLE_HATCH)
@@ -128,15 +155,21 @@ def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = No
     y = np.arange(len(d))[::-1]
     for yi, row in zip(y, d.itertuples()):
         color = "C1" if row.uses_oracle else "C0"
-        ax.errorbar(row.diff, yi, xerr=[[row.diff - row.lo], [row.hi - row.diff]], fmt="s" if row.uses_oracle else "o",
-                    color=color, capsize=3, markersize=4)
+        ax.errorbar(
+            row.diff,
+            yi,
+            xerr=[[row.diff - row.lo], [row.hi - row.diff]],
+            fmt="s" if row.uses_oracle else "o",
+            color=color,
+            capsize=3,
+            markersize=4,
+        )
     ax.axvline(0.0, color="0.4", linewidth=0.8)
     ax.set_yticks(y, d["agent"], fontsize=7 if len(d) > 15 else 8)
     info = metric_info(metric)
     unit = f" ({info.unit})" if info.unit else ""
     method = summary.attrs.get("p_adjust", "holm")
-    ax.set_xlabel(f"{info.label}{unit}: agent - {reference}, paired by seed (95% CI; p adjusted: {method})",
-                  fontsize=8)
+    ax.set_xlabel(f"{info.label}{unit}: agent - {reference}, paired by seed (95% CI; p adjusted: {method})", fontsize=8)
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], marker="o", color="C0", linestyle="", label="no oracle")]
@@ -156,9 +189,16 @@ def plot_sweep(summary: pd.DataFrame, param: str, metric: str, ax: Any = None) -
     ax = ax if ax is not None else plt.subplots(figsize=(6.4, 4))[1]
     for agent, grp in d.groupby("agent", sort=False):
         oracle = bool(grp["uses_oracle"].any())
-        ax.errorbar(grp["x"], grp["mean"], yerr=[grp["mean"] - grp["lo"], grp["hi"] - grp["mean"]],
-                    marker="s" if oracle else "o", linestyle="--" if oracle else "-", capsize=3, markersize=4,
-                    label=f"{agent} (oracle)" if oracle else agent)
+        ax.errorbar(
+            grp["x"],
+            grp["mean"],
+            yerr=[grp["mean"] - grp["lo"], grp["hi"] - grp["mean"]],
+            marker="s" if oracle else "o",
+            linestyle="--" if oracle else "-",
+            capsize=3,
+            markersize=4,
+            label=f"{agent} (oracle)" if oracle else agent,
+        )
     ax.set_xlabel(param.replace("_", " "))
     ax.set_ylabel(metric_info(metric).axis_label, fontsize=8)
     if (d["lo"] > 0).all() and d["hi"].max() / d["lo"].min() > 50:
@@ -167,8 +207,9 @@ def plot_sweep(summary: pd.DataFrame, param: str, metric: str, ax: Any = None) -
     return ax
 
 
-def save_figure(fig: Any, path_stem: str | Path, formats: tuple[str, ...] = FIGURE_FORMATS,
-                dpi: int = 200) -> list[Path]:
+def save_figure(
+    fig: Any, path_stem: str | Path, formats: tuple[str, ...] = FIGURE_FORMATS, dpi: int = 200
+) -> list[Path]:
     """Write ``fig`` as ``<stem>.<format>`` for each format; returns the paths."""
     stem = Path(path_stem)
     paths = []

@@ -68,8 +68,18 @@ def _plain(x: Any) -> Any:
 def cell_id(cell: Cell) -> str:
     """A cell's identity in the journal: scenario, parameters, agent, seed, horizon."""
     scenario = cell.scenario if isinstance(cell.scenario, str) else cell.scenario.name
-    return json.dumps(_plain([scenario, [list(p) for p in cell.params], cell.agent, cell.seed, cell.horizon,
-                              [list(p) for p in cell.agent_params]]))
+    return json.dumps(
+        _plain(
+            [
+                scenario,
+                [list(p) for p in cell.params],
+                cell.agent,
+                cell.seed,
+                cell.horizon,
+                [list(p) for p in cell.agent_params],
+            ]
+        )
+    )
 
 
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
@@ -109,8 +119,9 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------ opening
     @classmethod
-    def create(cls, path: str | Path, config: dict[str, Any], *, overwrite: bool = False,
-               option: str = "--out") -> RunFolder:
+    def create(
+        cls, path: str | Path, config: dict[str, Any], *, overwrite: bool = False, option: str = "--out"
+    ) -> RunFolder:
         """A new run in ``path`` (checked and written before anything runs).
 
         Raises:
@@ -122,12 +133,18 @@ class RunFolder:
             earlier = path / RUN_FILE
             if not overwrite:
                 if earlier.exists():
-                    raise ConfigError(option, f"{path} holds an earlier run ({RUN_FILE}): continue it with "
-                                              f"--resume {path}, replace it with --overwrite, or choose another "
-                                              "folder")
+                    raise ConfigError(
+                        option,
+                        f"{path} holds an earlier run ({RUN_FILE}): continue it with "
+                        f"--resume {path}, replace it with --overwrite, or choose another "
+                        "folder",
+                    )
                 if any(path.iterdir()):
-                    raise ConfigError(option, f"{path} is not empty: choose a new or empty folder, or pass "
-                                              "--overwrite to write there (files of an earlier run are replaced)")
+                    raise ConfigError(
+                        option,
+                        f"{path} is not empty: choose a new or empty folder, or pass "
+                        "--overwrite to write there (files of an earlier run are replaced)",
+                    )
             elif earlier.exists():  # remove exactly what the earlier run wrote
                 try:
                     old = json.loads(earlier.read_text())
@@ -180,8 +197,9 @@ class RunFolder:
             except (ValueError, KeyError, TypeError) as e:
                 if n == len(lines) or (n == len(lines) - 1 and not lines[-1].strip()):
                     break  # the last line, cut by the interruption: that cell runs again
-                raise ConfigError(option, f"{journal}: line {n} is damaged ({e}); remove that line to run its "
-                                          "cell again") from None
+                raise ConfigError(
+                    option, f"{journal}: line {n} is damaged ({e}); remove that line to run its cell again"
+                ) from None
             rows[i], ids[i] = row, cid
         folder = cls(path, config, rows, ids)
         folder._rewrite_journal()  # drop a cut last line before appending to the file
@@ -192,8 +210,11 @@ class RunFolder:
         """The kept rows must be those of these cells (the same plan as the earlier run)."""
         for i, cid in self._ids.items():
             if i >= len(cells) or cell_id(cells[i]) != cid:
-                raise ConfigError("--resume", f"{self.path / CELLS_FILE}: the kept cell {i} ({cid}) is not the "
-                                              f"cell {i} of this run's plan; the folder belongs to another run")
+                raise ConfigError(
+                    "--resume",
+                    f"{self.path / CELLS_FILE}: the kept cell {i} ({cid}) is not the "
+                    f"cell {i} of this run's plan; the folder belongs to another run",
+                )
 
     def append(self, index: int, cell: Cell, row: dict[str, Any]) -> dict[str, Any]:
         """Keep the row of a finished cell: one line, flushed and fsynced; returns the row as kept."""
@@ -226,13 +247,15 @@ class RunFolder:
         atomic_write(self.path / RUN_FILE, lambda tmp: tmp.write_text(text))
 
     def _rewrite_journal(self) -> None:
-        lines = "".join(json.dumps({"index": i, "cell": self._ids[i], "row": self.rows[i]}) + "\n"
-                        for i in sorted(self.rows))
+        lines = "".join(
+            json.dumps({"index": i, "cell": self._ids[i], "row": self.rows[i]}) + "\n" for i in sorted(self.rows)
+        )
         atomic_write(self.path / CELLS_FILE, lambda tmp: tmp.write_text(lines))
 
 
 def _json_config(config: dict[str, Any]) -> Any:
     """run.json: strict JSON (an infinite horizon is written as the string 'inf')."""
+
     def conv(x: Any) -> Any:
         if isinstance(x, float) and not math.isfinite(x):
             return str(x)
@@ -241,4 +264,5 @@ def _json_config(config: dict[str, Any]) -> Any:
         if isinstance(x, list):
             return [conv(v) for v in x]
         return x
+
     return conv(_plain(config))

@@ -42,22 +42,25 @@ class MetricInfo:
 
 
 _T = "time units"
-METRICS: dict[str, MetricInfo] = {m.name: m for m in (
-    MetricInfo("mean_queue_length", "Mean queue length", "jobs", True),
-    MetricInfo("mean_jobs_in_system", "Mean jobs in system", "jobs", True),
-    MetricInfo("mean_weighted_jobs_in_system", "Mean weighted jobs in system", "weight", True),
-    MetricInfo("mean_wait", "Mean wait", _T, True),
-    MetricInfo("p99_wait", "99th percentile of the wait", _T, True),
-    MetricInfo("mean_weighted_completion", "Mean weighted flow time", f"weight x {_T}", True),
-    MetricInfo("reward_rate", "Reward rate", f"reward / {_T}", False),
-    MetricInfo("reward_per_server", "Reward rate per server", f"reward / {_T}", False),
-    MetricInfo("ratio_to_lp_bound", "Reward rate / LP bound U*", "", False, 0.0, 1.0),
-    MetricInfo("queued_at_end", "Jobs waiting at the end", "jobs", True),
-    MetricInfo("completed", "Completed jobs", "jobs", False),
-    MetricInfo("rejected", "Rejected jobs", "jobs", True),
-    MetricInfo("return", "Episode return", "objective units", False, -math.inf, math.inf),
-    MetricInfo("score", "Suite score", "", False, -math.inf, math.inf),
-)}
+METRICS: dict[str, MetricInfo] = {
+    m.name: m
+    for m in (
+        MetricInfo("mean_queue_length", "Mean queue length", "jobs", True),
+        MetricInfo("mean_jobs_in_system", "Mean jobs in system", "jobs", True),
+        MetricInfo("mean_weighted_jobs_in_system", "Mean weighted jobs in system", "weight", True),
+        MetricInfo("mean_wait", "Mean wait", _T, True),
+        MetricInfo("p99_wait", "99th percentile of the wait", _T, True),
+        MetricInfo("mean_weighted_completion", "Mean weighted flow time", f"weight x {_T}", True),
+        MetricInfo("reward_rate", "Reward rate", f"reward / {_T}", False),
+        MetricInfo("reward_per_server", "Reward rate per server", f"reward / {_T}", False),
+        MetricInfo("ratio_to_lp_bound", "Reward rate / LP bound U*", "", False, 0.0, 1.0),
+        MetricInfo("queued_at_end", "Jobs waiting at the end", "jobs", True),
+        MetricInfo("completed", "Completed jobs", "jobs", False),
+        MetricInfo("rejected", "Rejected jobs", "jobs", True),
+        MetricInfo("return", "Episode return", "objective units", False, -math.inf, math.inf),
+        MetricInfo("score", "Suite score", "", False, -math.inf, math.inf),
+    )
+}
 
 
 def metric_info(name: str) -> MetricInfo:

@@ -47,8 +47,15 @@ def missing_outputs() -> dict[str, str]:
     return out
 
 
-def write_results(out_dir: str | Path, results: pd.DataFrame, summary: pd.DataFrame, *, metric: str,
-                  param: str | None = None, title: str = "") -> list[Path]:
+def write_results(
+    out_dir: str | Path,
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    *,
+    metric: str,
+    param: str | None = None,
+    title: str = "",
+) -> list[Path]:
     """Write ``results.csv``, ``results.parquet``, ``summary.csv`` and the plot, each atomically
     (a temporary file renamed over the target).
 

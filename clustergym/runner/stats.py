@@ -61,8 +61,9 @@ def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[
     return mean, float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
 
 
-def bounded_ci(values: Sequence[float] | np.ndarray, lower: float = -math.inf, upper: float = math.inf,
-               level: float = 0.95) -> tuple[float, float, float]:
+def bounded_ci(
+    values: Sequence[float] | np.ndarray, lower: float = -math.inf, upper: float = math.inf, level: float = 0.95
+) -> tuple[float, float, float]:
     """``(mean, low, high)``: :func:`mean_ci`'s interval intersected with ``[lower, upper]``, the
     values the metric can take (``(mean, nan, nan)`` when the interval is undefined)."""
     mean, half = mean_ci(values, level)
@@ -72,9 +73,11 @@ def bounded_ci(values: Sequence[float] | np.ndarray, lower: float = -math.inf, u
 
 
 #: multiple-comparison corrections :func:`adjust_p_values` knows, by the name tables print
-P_ADJUST_METHODS = {"holm": "Holm step-down (family-wise error rate)",
-                    "bh": "Benjamini-Hochberg (false discovery rate)",
-                    "none": "no correction"}
+P_ADJUST_METHODS = {
+    "holm": "Holm step-down (family-wise error rate)",
+    "bh": "Benjamini-Hochberg (false discovery rate)",
+    "none": "no correction",
+}
 
 
 def adjust_p_values(p_values: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
@@ -134,8 +137,13 @@ def t_lower_limit(values: Sequence[float] | np.ndarray, level: float) -> float:
     return mean - float(stats.t.ppf(level, a.size - 1)) * float(a.std(ddof=1)) / math.sqrt(a.size)
 
 
-def summarize(results: pd.DataFrame, metrics: Iterable[str] = SUMMARY_METRICS,
-              reference: str | None = None, by: str | None = None, p_adjust: str = "holm") -> pd.DataFrame:
+def summarize(
+    results: pd.DataFrame,
+    metrics: Iterable[str] = SUMMARY_METRICS,
+    reference: str | None = None,
+    by: str | None = None,
+    p_adjust: str = "holm",
+) -> pd.DataFrame:
     """Mean and 95% CI per agent (and per value of the column ``by``, for sweeps) and metric; with
     ``reference``, also the paired difference (agent - reference on the same seeds), its CI and
     p-value, adjusted for the number of agents compared with the reference (``p_adjust``:
@@ -149,8 +157,9 @@ def summarize(results: pd.DataFrame, metrics: Iterable[str] = SUMMARY_METRICS,
     from clustergym.runner.metric_info import metric_info
 
     if reference is not None and reference not in set(results["agent"]):
-        raise ConfigError("reference", f"agent {reference!r} is not among the compared agents "
-                          f"{list(dict.fromkeys(results['agent']))}")
+        raise ConfigError(
+            "reference", f"agent {reference!r} is not among the compared agents {list(dict.fromkeys(results['agent']))}"
+        )
     from clustergym.validation import choice
 
     choice(p_adjust, "p_adjust", P_ADJUST_METHODS, error=ConfigError)
@@ -184,8 +193,11 @@ def summarize(results: pd.DataFrame, metrics: Iterable[str] = SUMMARY_METRICS,
         out.append(row)
     table = pd.DataFrame(out)
     if reference is not None and len(table):
-        groups = [np.ones(len(table), dtype=bool)] if by is None else \
-            [(table[by] == v).to_numpy() for v in dict.fromkeys(table[by])]
+        groups = (
+            [np.ones(len(table), dtype=bool)]
+            if by is None
+            else [(table[by] == v).to_numpy() for v in dict.fromkeys(table[by])]
+        )
         for m in metrics:
             col = f"{m}_diff_p"
             if col not in table:
@@ -201,16 +213,18 @@ def summarize(results: pd.DataFrame, metrics: Iterable[str] = SUMMARY_METRICS,
 def summary_long(summary: pd.DataFrame, metrics: Iterable[str], by: str | None = None) -> pd.DataFrame:
     """The :func:`summarize` table in long format: one row per (``by`` value,) agent and metric, with
     columns ``metric, mean, ci95, lo, hi[, diff, diff_ci95, diff_p, diff_p_adj]``."""
-    ident = ([by] if by is not None else []) + [c for c in ("agent", "runs", "unstable_runs", "uses_oracle")
-                                                 if c in summary]
+    ident = ([by] if by is not None else []) + [
+        c for c in ("agent", "runs", "unstable_runs", "uses_oracle") if c in summary
+    ]
     rows = []
     for _, r in summary.iterrows():
         for m in metrics:
             if m not in summary:
                 continue
             row = {c: r[c] for c in ident}
-            row.update(metric=m, mean=r[m], ci95=r[f"{m}_ci95"], lo=r.get(f"{m}_lo", math.nan),
-                       hi=r.get(f"{m}_hi", math.nan))
+            row.update(
+                metric=m, mean=r[m], ci95=r[f"{m}_ci95"], lo=r.get(f"{m}_lo", math.nan), hi=r.get(f"{m}_hi", math.nan)
+            )
             for suffix in ("diff", "diff_ci95", "diff_p", "diff_p_adj"):
                 if f"{m}_{suffix}" in summary:
                     row[suffix] = r[f"{m}_{suffix}"]
@@ -256,8 +270,13 @@ def check_lp_bound(reward_rate: float | Sequence[float], scenario: Scenario, *, 
     ustar = lp_bound_per_server(scenario)
     mean = float(a.mean())
     lower = t_lower_limit(a, level)
-    return {"reward_per_server": mean, "lower_confidence": lower, "U_star": ustar, "ratio": mean / ustar,
-            "passed": bool(lower <= ustar * (1 + 1e-9))}
+    return {
+        "reward_per_server": mean,
+        "lower_confidence": lower,
+        "U_star": ustar,
+        "ratio": mean / ustar,
+        "passed": bool(lower <= ustar * (1 + 1e-9)),
+    }
 
 
 def reward_per_server_table(results: pd.DataFrame, scenario: Scenario, *, level: float = 0.95) -> pd.DataFrame:
@@ -271,8 +290,19 @@ def reward_per_server_table(results: pd.DataFrame, scenario: Scenario, *, level:
     for agent, grp in results.groupby("agent", sort=False):
         a = grp["reward_rate"].to_numpy(dtype=float) / L
         mean, half = mean_ci(a, level)
-        rows.append({"agent": agent, "runs": int(a.size), "reward_per_server": mean, "ci95": half,
-                     "U_g": ug, "U_star": ustar, "ratio_U_star": mean / ustar, "ratio_U_star_ci95": half / ustar,
-                     "ratio_U_g": mean / ug, "ratio_U_g_ci95": half / ug,
-                     "uses_oracle": bool(grp["uses_oracle"].any()) if "uses_oracle" in grp else False})
+        rows.append(
+            {
+                "agent": agent,
+                "runs": int(a.size),
+                "reward_per_server": mean,
+                "ci95": half,
+                "U_g": ug,
+                "U_star": ustar,
+                "ratio_U_star": mean / ustar,
+                "ratio_U_star_ci95": half / ustar,
+                "ratio_U_g": mean / ug,
+                "ratio_U_g_ci95": half / ug,
+                "uses_oracle": bool(grp["uses_oracle"].any()) if "uses_oracle" in grp else False,
+            }
+        )
     return pd.DataFrame(rows)

@@ -38,8 +38,10 @@ def resolve_scenario(scenario: str | Path | dict | Scenario, **params: Any) -> S
     path = Path(name)
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
         if params:
-            raise ScenarioError(f"params.{next(iter(params))}", "parameters apply to preset names only; "
-                                                               "write them in the file's params")
+            raise ScenarioError(
+                f"params.{next(iter(params))}", "parameters apply to preset names only; write them in the file's params"
+            )
         return load_scenario_file(path)
-    raise ScenarioError("scenario", f"unknown scenario {name!r}: not a preset ({', '.join(sorted(PRESETS))}) "
-                                    f"nor a .yaml/.json file")
+    raise ScenarioError(
+        "scenario", f"unknown scenario {name!r}: not a preset ({', '.join(sorted(PRESETS))}) nor a .yaml/.json file"
+    )

@@ -73,10 +73,37 @@ from clustergym.workloads import (
 
 __all__ = ["load_scenario_file", "scenario_from_dict"]
 
-_TOP = {"name", "description", "resources", "servers", "workload", "horizon", "objective", "queueing",
-        "routing", "epochs", "queue_cap", "impossible", "clairvoyant", "job_memory", "warmup", "preset", "params"}
-_OVERRIDABLE = ("horizon", "objective", "queueing", "routing", "epochs", "queue_cap", "impossible", "clairvoyant",
-                "job_memory", "warmup")
+_TOP = {
+    "name",
+    "description",
+    "resources",
+    "servers",
+    "workload",
+    "horizon",
+    "objective",
+    "queueing",
+    "routing",
+    "epochs",
+    "queue_cap",
+    "impossible",
+    "clairvoyant",
+    "job_memory",
+    "warmup",
+    "preset",
+    "params",
+}
+_OVERRIDABLE = (
+    "horizon",
+    "objective",
+    "queueing",
+    "routing",
+    "epochs",
+    "queue_cap",
+    "impossible",
+    "clairvoyant",
+    "job_memory",
+    "warmup",
+)
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
@@ -94,8 +121,11 @@ def load_scenario_file(path: str | Path) -> Scenario:
     except UnicodeDecodeError as e:
         raw = path.read_bytes()
         line = raw.count(b"\n", 0, e.start) + 1
-        raise ScenarioError("", f"{path}: line {line}: not UTF-8 text (byte {raw[e.start]:#04x} at offset "
-                                f"{e.start}); scenario files are UTF-8 YAML or JSON") from None
+        raise ScenarioError(
+            "",
+            f"{path}: line {line}: not UTF-8 text (byte {raw[e.start]:#04x} at offset "
+            f"{e.start}); scenario files are UTF-8 YAML or JSON",
+        ) from None
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
@@ -104,7 +134,9 @@ def load_scenario_file(path: str | Path) -> Scenario:
     except ScenarioError as e:
         raise ScenarioError(e.field, f"{e.problem} (in {path})") from None
     except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
-        raise ScenarioError("", f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {e}") from None
+        raise ScenarioError(
+            "", f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {e}"
+        ) from None
     try:
         return scenario_from_dict(data, base_dir=path.parent, default_name=path.stem)
     except ScenarioError as e:
@@ -134,8 +166,9 @@ def _load_yaml(text: str) -> Any:
                 line = key_node.start_mark.line + 1
                 try:
                     if key in seen:
-                        raise ScenarioError(str(key), f"given twice in one mapping (lines {seen[key]} and {line}; "
-                                                      "which one was meant?)")
+                        raise ScenarioError(
+                            str(key), f"given twice in one mapping (lines {seen[key]} and {line}; which one was meant?)"
+                        )
                     seen[key] = line
                 except TypeError:  # an unhashable key: the base class reports it
                     break
@@ -171,9 +204,13 @@ def scenario_from_dict(data: Any, *, base_dir: str | Path = ".", default_name: s
     capacity, speed = _servers(d["servers"], R, J)
     horizon = number(d["horizon"], "horizon", lo=0.0, lo_open=True, allow_inf=True)
     base = Scenario(
-        name=str(d.get("name", default_name)), capacity=capacity, source=source, resources=tuple(resources),
+        name=str(d.get("name", default_name)),
+        capacity=capacity,
+        source=source,
+        resources=tuple(resources),
         horizon=horizon,
-        speed=speed, description=str(d.get("description", "")),
+        speed=speed,
+        description=str(d.get("description", "")),
         # an endless workload gets the presets' cap (a run whose queue grows past it stops, flagged unstable);
         # a trace drains, so it has none; `queue_cap: null` removes the cap
         queue_cap=None if is_finite(source) else DEFAULT_QUEUE_CAP,
@@ -194,8 +231,11 @@ def _apply_overrides(base: Scenario, d: Mapping[str, Any]) -> Scenario:
     if "routing" in d:
         kw["routing"] = choice(d["routing"], "routing", ROUTINGS)
     if "epochs" in d:
-        e = mapping(d["epochs"], "epochs", {"arrivals", "completions", "dummy_completions", "tick_rate",
-                                           "tick_period", "tick_offset"})
+        e = mapping(
+            d["epochs"],
+            "epochs",
+            {"arrivals", "completions", "dummy_completions", "tick_rate", "tick_period", "tick_offset"},
+        )
         args: dict[str, Any] = {}
         for k in ("arrivals", "completions", "dummy_completions"):
             if k in e:
@@ -243,9 +283,31 @@ def _servers(value: Any, R: int, J: int) -> tuple[np.ndarray, np.ndarray | None]
 
 
 def _workload(value: Any, R: int, base_dir: Path):
-    w = mapping(value, "workload", {"kind", "types", "rate", "demand", "service", "rate_per_slot", "slot",
-                                  "file", "columns", "time_scale", "weight", "reward_rate",
-                                  "format", "path", "trace_dir", "filters", "transforms", "type"}, required=("kind",))
+    w = mapping(
+        value,
+        "workload",
+        {
+            "kind",
+            "types",
+            "rate",
+            "demand",
+            "service",
+            "rate_per_slot",
+            "slot",
+            "file",
+            "columns",
+            "time_scale",
+            "weight",
+            "reward_rate",
+            "format",
+            "path",
+            "trace_dir",
+            "filters",
+            "transforms",
+            "type",
+        },
+        required=("kind",),
+    )
     kind = choice(w["kind"], "workload.kind", ("poisson-typed", "poisson", "slotted", "replay", "trace"))
     if kind == "trace":
         from clustergym.scenarios.trace_spec import trace_workload_from_spec
@@ -261,16 +323,21 @@ def _workload(value: Any, R: int, base_dir: Path):
         rates, demands, services, weights, rewards, names = [], [], [], [], [], []
         for j, t in enumerate(types):
             f = f"workload.types[{j}]"
-            mapping(t, f, {"name", "rate", "demand", "service", "weight", "reward_rate"},
-                  required=("rate", "demand", "service"))
+            mapping(
+                t,
+                f,
+                {"name", "rate", "demand", "service", "weight", "reward_rate"},
+                required=("rate", "demand", "service"),
+            )
             rates.append(number(t["rate"], f"{f}.rate", lo=0.0))
             demands.append(vector(t["demand"], f"{f}.demand", R, lo=0.0))
             services.append(service_from_spec(t["service"], f"{f}.service"))
             weights.append(number(t.get("weight", 1.0), f"{f}.weight", lo=0.0))
             rewards.append(number(t.get("reward_rate", 1.0), f"{f}.reward_rate", lo=0.0))
             names.append(str(t.get("name", f"type{j}")))
-        source = PoissonTypedSource(rates, np.array(demands), services, weights=weights,
-                                         reward_rates=rewards, names=names)
+        source = PoissonTypedSource(
+            rates, np.array(demands), services, weights=weights, reward_rates=rewards, names=names
+        )
     elif kind in ("poisson", "slotted"):
         rate_key = "rate" if kind == "poisson" else "rate_per_slot"
         for k in (rate_key, "demand", "service"):
@@ -301,14 +368,17 @@ def _replay(w: Mapping[str, Any], R: int, base_dir: Path):
 
     if "file" not in w:
         raise ScenarioError("workload.file", "missing required field for kind 'replay'")
-    cols = mapping(w.get("columns", {}), "workload.columns", {"arrival", "duration", "demand", "type", "weight",
-                                                             "reward_rate"})
+    cols = mapping(
+        w.get("columns", {}), "workload.columns", {"arrival", "duration", "demand", "type", "weight", "reward_rate"}
+    )
     path = Path(w["file"])
     if not path.is_absolute():
         path = base_dir / path
     demand_cols = cols.get("demand", [f"demand{r}" for r in range(R)])
     if not isinstance(demand_cols, list) or len(demand_cols) != R:
-        raise ScenarioError("workload.columns.demand", f"expected {R} column names (one per resource), got {demand_cols!r}")
+        raise ScenarioError(
+            "workload.columns.demand", f"expected {R} column names (one per resource), got {demand_cols!r}"
+        )
     try:
         df = pd.read_csv(path)
     except FileNotFoundError:
@@ -317,7 +387,14 @@ def _replay(w: Mapping[str, Any], R: int, base_dir: Path):
         raise ScenarioError("workload.file", f"cannot read {path}: {e}") from None
     try:
         return ReplaySource.from_frame(
-            df, demand_cols, time=cols.get("arrival", "arrival"), work=cols.get("duration", "duration"),
-            type=cols.get("type"), weight=cols.get("weight"), reward_rate=cols.get("reward_rate"), source=str(path))
+            df,
+            demand_cols,
+            time=cols.get("arrival", "arrival"),
+            work=cols.get("duration", "duration"),
+            type=cols.get("type"),
+            weight=cols.get("weight"),
+            reward_rate=cols.get("reward_rate"),
+            source=str(path),
+        )
     except TraceFormatError as e:
         raise ScenarioError("workload.file", str(e)) from None

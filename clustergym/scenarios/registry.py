@@ -61,8 +61,9 @@ class Preset:
 PRESETS: dict[str, Preset] = {}
 
 
-def register_preset(name: str, entry_point: Callable[..., Scenario] | str, description: str, *,
-                    needs_traces: bool = False) -> None:
+def register_preset(
+    name: str, entry_point: Callable[..., Scenario] | str, description: str, *, needs_traces: bool = False
+) -> None:
     """Add a named scenario; ``entry_point`` is the builder or ``"module:function"``."""
     if name in PRESETS and PRESETS[name].entry_point != entry_point:
         raise ValueError(f"scenario name {name!r} is already registered")
@@ -79,8 +80,10 @@ def make_preset(name: str, **params: Any) -> Scenario:
     kernel = {k: params.pop(k) for k in ("job_memory", "warmup") if k in params}
     for key in params:
         if key not in allowed:
-            raise ScenarioError(f"params.{key}", f"scenario {name!r} has no parameter {key!r}; "
-                                                 f"it takes {sorted(allowed) + ['job_memory', 'warmup']}")
+            raise ScenarioError(
+                f"params.{key}",
+                f"scenario {name!r} has no parameter {key!r}; it takes {sorted(allowed) + ['job_memory', 'warmup']}",
+            )
     for key in ("num_servers", "machines_per_config"):  # checked before any (L, R) array is allocated
         if key in params and is_number(params[key]):  # the preset checks the rest (type, lower bound)
             number(params[key], f"params.{key}", hi=MAX_SERVERS)

@@ -87,8 +87,7 @@ class Scenario:
         if cap.ndim != 2:
             raise ScenarioError("cluster.capacity", f"expected an (L, R) array, got shape {cap.shape}")
         if len(self.resources) != cap.shape[1]:
-            raise ScenarioError("cluster.resources",
-                                f"{len(self.resources)} names for {cap.shape[1]} resources")
+            raise ScenarioError("cluster.resources", f"{len(self.resources)} names for {cap.shape[1]} resources")
         objective(self.objective)  # a ScenarioError naming the options
         choice(self.job_memory, "job_memory", JOB_MEMORY_MODES)
         number(self.horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
@@ -106,14 +105,18 @@ class Scenario:
                 if not np.any(np.all(d <= limit, axis=1)):
                     raise ScenarioError(
                         f"workload.types[{j}].demand",
-                        f"{d.tolist()} exceeds the capacity of every server (largest {cap.max(axis=0).tolist()})")
+                        f"{d.tolist()} exceeds the capacity of every server (largest {cap.max(axis=0).tolist()})",
+                    )
 
     def _check_episode_ends(self) -> None:
         """Refuse an episode that would never end: an infinite horizon on an endless workload."""
         if math.isinf(self.horizon) and not is_finite(self.source):
-            raise ScenarioError("horizon", "inf is only allowed for a workload that ends (a trace or a replayed "
-                                           "job table); this workload is an endless stochastic stream, so the "
-                                           "episode would never end: give a finite horizon")
+            raise ScenarioError(
+                "horizon",
+                "inf is only allowed for a workload that ends (a trace or a replayed "
+                "job table); this workload is an endless stochastic stream, so the "
+                "episode would never end: give a finite horizon",
+            )
 
     def check_run_size(self) -> Scenario:
         """Refuse a whole episode (``run``, ``compare``: to the horizon) of more than
@@ -125,10 +128,13 @@ class Scenario:
             return self
         total = float(np.sum(rates))
         if not math.isfinite(total) or total * self.horizon > MAX_EXPECTED_ARRIVALS:
-            raise ScenarioError("horizon", f"an episode would see {total * self.horizon:.3g} arrivals on average "
-                                           f"(total arrival rate {total:.3g} x horizon {self.horizon:g}), more than "
-                                           f"the limit of {MAX_EXPECTED_ARRIVALS:.0e} for a whole run: lower the "
-                                           "rate or the horizon")
+            raise ScenarioError(
+                "horizon",
+                f"an episode would see {total * self.horizon:.3g} arrivals on average "
+                f"(total arrival rate {total:.3g} x horizon {self.horizon:g}), more than "
+                f"the limit of {MAX_EXPECTED_ARRIVALS:.0e} for a whole run: lower the "
+                "rate or the horizon",
+            )
         return self
 
     @property
@@ -152,15 +158,19 @@ class Scenario:
             raise ScenarioError("horizon", f"{horizon:g} is not longer than the warm-up ({self.warmup:g})")
         return replace(self, horizon=horizon)
 
-    def make_simulator(self, epochs: EpochConfig | None = None, *, validate: bool = False,
-                       rate_window: float | None = None) -> Simulator:
+    def make_simulator(
+        self, epochs: EpochConfig | None = None, *, validate: bool = False, rate_window: float | None = None
+    ) -> Simulator:
         """A fresh kernel for this scenario; ``epochs`` (an agent's needs) is merged in."""
         ep = self.epochs if epochs is None else self.epochs.merged(epochs)
         return Simulator(
-            self.capacity, self.source,
+            self.capacity,
+            self.source,
             queueing=self.queueing,  # type: ignore[arg-type]
             routing=self.routing,  # type: ignore[arg-type]
-            epochs=ep, horizon=self.horizon, queue_cap=self.queue_cap,
+            epochs=ep,
+            horizon=self.horizon,
+            queue_cap=self.queue_cap,
             impossible=self.impossible,  # type: ignore[arg-type]
             speed=self.speed,
             rate_window=rate_window if rate_window is not None else self._rate_window(),

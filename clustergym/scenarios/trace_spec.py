@@ -22,12 +22,24 @@ PathLike = str | os.PathLike[str]
 
 __all__ = ["trace_workload_from_spec"]
 
-_SPEC_KEYS = {"kind", "format", "path", "trace_dir", "filters", "transforms", "demand", "type", "weight",
-              "reward_rate", "time_scale"}
+_SPEC_KEYS = {
+    "kind",
+    "format",
+    "path",
+    "trace_dir",
+    "filters",
+    "transforms",
+    "demand",
+    "type",
+    "weight",
+    "reward_rate",
+    "time_scale",
+}
 
 
-def trace_workload_from_spec(spec: Mapping[str, Any], field: str, num_resources: int,
-                             base_dir: str | os.PathLike[str]) -> ReplaySource:
+def trace_workload_from_spec(
+    spec: Mapping[str, Any], field: str, num_resources: int, base_dir: str | os.PathLike[str]
+) -> ReplaySource:
     """A ``kind: trace`` workload of a scenario file, as a :class:`ReplaySource`.
 
     Fields of ``spec`` (``kind`` and ``time_scale`` belong to the caller and are ignored here)::
@@ -81,16 +93,22 @@ def trace_workload_from_spec(spec: Mapping[str, Any], field: str, num_resources:
     elif num_resources == 1 and "size" in table.jobs.columns:
         demand = ["size"]
     else:
-        raise ScenarioError(f"{field}.demand", f"missing: the scenario has {num_resources} resources and the "
-                                               f"trace's are {list(table.resources)}; name {num_resources} columns "
-                                               f"of {list(table.jobs.columns)}")
+        raise ScenarioError(
+            f"{field}.demand",
+            f"missing: the scenario has {num_resources} resources and the "
+            f"trace's are {list(table.resources)}; name {num_resources} columns "
+            f"of {list(table.jobs.columns)}",
+        )
     if isinstance(demand, str):
         demand = [demand]
     if not isinstance(demand, list) or not all(isinstance(c, str) for c in demand):
         raise ScenarioError(f"{field}.demand", f"expected a list of column names, got {demand!r}")
     if len(demand) != num_resources:
-        raise ScenarioError(f"{field}.demand", f"expected {num_resources} columns (one per resource), got {demand} "
-                                               f"(the table has {list(table.jobs.columns)})")
+        raise ScenarioError(
+            f"{field}.demand",
+            f"expected {num_resources} columns (one per resource), got {demand} "
+            f"(the table has {list(table.jobs.columns)})",
+        )
     for c in demand:
         numeric_column(table, c, f"{field}.demand")
     type_col = spec.get("type", hints.get("type_column"))
@@ -106,8 +124,13 @@ def trace_workload_from_spec(spec: Mapping[str, Any], field: str, num_resources:
         if col is not None:
             numeric_column(table, col, f"{field}.{key}")
     try:
-        return table.to_source(demand, type=type_col, type_demand=type_demand, names=names,
-                               weight=spec.get("weight"), reward_rate=spec.get("reward_rate"))
+        return table.to_source(
+            demand,
+            type=type_col,
+            type_demand=type_demand,
+            names=names,
+            weight=spec.get("weight"),
+            reward_rate=spec.get("reward_rate"),
+        )
     except TraceFormatError as e:
         raise ScenarioError(field, str(e)) from None
-

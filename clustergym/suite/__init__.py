@@ -51,8 +51,13 @@ def register_suite() -> list[str]:
     """Register every task's Gymnasium id (idempotent); return the ids."""
     for t in TASKS.values():
         if t.id not in registry:
-            register(id=t.id, entry_point="clustergym.suite.env:make_task_env", kwargs={"task": t.name},
-                     max_episode_steps=t.max_episode_steps, disable_env_checker=False)
+            register(
+                id=t.id,
+                entry_point="clustergym.suite.env:make_task_env",
+                kwargs={"task": t.name},
+                max_episode_steps=t.max_episode_steps,
+                disable_env_checker=False,
+            )
     return [t.id for t in TASKS.values()]
 
 

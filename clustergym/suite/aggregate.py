@@ -41,8 +41,13 @@ def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def aggregate(per_task: Sequence[Sequence[float]], *, level: float = 0.95,
-              resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, float]:
+def aggregate(
+    per_task: Sequence[Sequence[float]],
+    *,
+    level: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, float]:
     """IQM and mean of the normalized scores of all runs of all tasks, each with its stratified
     bootstrap interval.
 
@@ -76,8 +81,16 @@ def aggregate(per_task: Sequence[Sequence[float]], *, level: float = 0.95,
             const = np.broadcast_to(fixed, xs[0].shape[:-1] + fixed.shape)
             return fn(np.concatenate((*xs, const), axis=-1), axis=-1)
 
-        res = stats.bootstrap(varying, statistic, n_resamples=resamples, confidence_level=level,
-                              method="percentile", vectorized=True, paired=False, rng=rng)
+        res = stats.bootstrap(
+            varying,
+            statistic,
+            n_resamples=resamples,
+            confidence_level=level,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            rng=rng,
+        )
         out[f"{name}_low"] = float(res.confidence_interval.low)
         out[f"{name}_high"] = float(res.confidence_interval.high)
     return out

@@ -31,7 +31,9 @@ from clustergym.suite.tasks import task as get_task
 __all__ = ["check_agent", "evaluate", "select_tasks"]
 
 
-def select_tasks(names: Sequence[str] | None, reference: dict[str, Any] | None = None) -> tuple[list[Task], dict[str, str]]:
+def select_tasks(
+    names: Sequence[str] | None, reference: dict[str, Any] | None = None
+) -> tuple[list[Task], dict[str, str]]:
     """The tasks to run (default: all) and the reason each default task is left out (no traces, no
     reference).  A task named explicitly that cannot run is an error."""
     explicit = names is not None
@@ -67,9 +69,15 @@ def check_agent(spec: str, t: Task) -> str | None:
     return None
 
 
-def evaluate(specs: Sequence[str], tasks: Sequence[str] | None = None, *, seeds: int = 30,
-             workers: int | None = None, reference: dict[str, Any] | None = None,
-             progress: Callable[[str, str, int], None] | None = None) -> dict[str, Any]:
+def evaluate(
+    specs: Sequence[str],
+    tasks: Sequence[str] | None = None,
+    *,
+    seeds: int = 30,
+    workers: int | None = None,
+    reference: dict[str, Any] | None = None,
+    progress: Callable[[str, str, int], None] | None = None,
+) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
     Args:
@@ -119,8 +127,17 @@ def evaluate(specs: Sequence[str], tasks: Sequence[str] | None = None, *, seeds:
     out: dict[str, Any] = {"seeds": seed_list, "specs": specs, "tasks": {}, "skipped": skipped, "rows": []}
     for name, row in zip(owners, rows):
         m = row["task"]
-        out["rows"].append({"task": name, "agent": row["agent"], "seed": row["seed"], "score": m["score"],
-                            "complete": m["complete"], "steps": row["steps"], "uses_oracle": row["uses_oracle"]})
+        out["rows"].append(
+            {
+                "task": name,
+                "agent": row["agent"],
+                "seed": row["seed"],
+                "score": m["score"],
+                "complete": m["complete"],
+                "steps": row["steps"],
+                "uses_oracle": row["uses_oracle"],
+            }
+        )
     for t in chosen:
         entry = ref["tasks"][t.name]
         runs = {}
@@ -130,17 +147,29 @@ def evaluate(specs: Sequence[str], tasks: Sequence[str] | None = None, *, seeds:
                 continue
             mean, half = mean_ci(scores)
             per_seed = [normalized(s, entry) for s in scores]
-            runs[spec] = {"mean": mean, "ci95": half, "scores": scores, "normalized": normalized(mean, entry),
-                          "normalized_ci95": abs(half / (entry["best_score"] - entry["random"]))
-                          if entry["best_score"] not in (None, entry["random"]) else math.nan,
-                          "vs_oracle": normalized(mean, entry, oracle=True), "normalized_per_seed": per_seed,
-                          "complete": sum(r["complete"] for r in out["rows"]
-                                          if r["task"] == t.name and r["agent"] == spec)}
+            runs[spec] = {
+                "mean": mean,
+                "ci95": half,
+                "scores": scores,
+                "normalized": normalized(mean, entry),
+                "normalized_ci95": abs(half / (entry["best_score"] - entry["random"]))
+                if entry["best_score"] not in (None, entry["random"])
+                else math.nan,
+                "vs_oracle": normalized(mean, entry, oracle=True),
+                "normalized_per_seed": per_seed,
+                "complete": sum(r["complete"] for r in out["rows"] if r["task"] == t.name and r["agent"] == spec),
+            }
         if runs:
-            out["tasks"][t.name] = {"id": t.id, "metric": entry["metric"], "random": entry["random"],
-                                    "best": entry["best"], "best_score": entry["best_score"],
-                                    "best_oracle": entry["best_oracle"], "best_oracle_score": entry["best_oracle_score"],
-                                    "runs": runs}
+            out["tasks"][t.name] = {
+                "id": t.id,
+                "metric": entry["metric"],
+                "random": entry["random"],
+                "best": entry["best"],
+                "best_score": entry["best_score"],
+                "best_oracle": entry["best_oracle"],
+                "best_oracle_score": entry["best_oracle_score"],
+                "runs": runs,
+            }
     out["aggregate"] = _aggregates(out["tasks"], specs)
     return out
 

@@ -58,8 +58,18 @@ from clustergym.suite.tasks import task as get_task
 __all__ = ["FEATURE_CAP", "OBSERVATION_KEYS", "TaskEnv", "make_task_env", "window_metrics"]
 
 #: the observation's keys, in order
-OBSERVATION_KEYS = ("free", "running", "dummies", "queue_counts", "queue_jobs", "queue_mask", "event", "event_server",
-                    "arrival_rates", "action_mask")
+OBSERVATION_KEYS = (
+    "free",
+    "running",
+    "dummies",
+    "queue_counts",
+    "queue_jobs",
+    "queue_mask",
+    "event",
+    "event_server",
+    "arrival_rates",
+    "action_mask",
+)
 #: every float feature is clipped to [0, FEATURE_CAP]
 FEATURE_CAP = 10.0
 _N_EVENT_KINDS = 5
@@ -84,9 +94,18 @@ def window_metrics(env: Any) -> dict[str, Any]:
     complete = bool(sim.truncated or sim.terminated)
     window = horizon if complete and math.isfinite(horizon) else float(sim.now)
     value = integral / window if window > 0 else 0.0
-    return {"score": obj.sign * value, "metric": obj.metric, "value": value, "window": window, "complete": complete,
-            "arrivals": int(sim.n_arrivals), "started": int(sim.n_started), "completed": int(sim.n_completed),
-            "rejected": int(sim.n_rejected), "queued_at_end": int(sim.n_queued)}
+    return {
+        "score": obj.sign * value,
+        "metric": obj.metric,
+        "value": value,
+        "window": window,
+        "complete": complete,
+        "arrivals": int(sim.n_arrivals),
+        "started": int(sim.n_started),
+        "completed": int(sim.n_completed),
+        "rejected": int(sim.n_rejected),
+        "queued_at_end": int(sim.n_queued),
+    }
 
 
 class TaskEnv(gym.Wrapper):
@@ -113,9 +132,17 @@ class TaskEnv(gym.Wrapper):
         def box(shape: tuple[int, ...], high: float = cap) -> spaces.Box:
             return spaces.Box(0.0, high, shape, f32)
 
-        self.observation_space = spaces.Dict(OrderedDict(
-            (k, base[k] if k == "action_mask" else box(base[k].shape, 1.0 if k in (
-                "free", "queue_mask", "event_server") else cap)) for k in OBSERVATION_KEYS))
+        self.observation_space = spaces.Dict(
+            OrderedDict(
+                (
+                    k,
+                    base[k]
+                    if k == "action_mask"
+                    else box(base[k].shape, 1.0 if k in ("free", "queue_mask", "event_server") else cap),
+                )
+                for k in OBSERVATION_KEYS
+            )
+        )
         self._carry = 0.0
 
     # ------------------------------------------------------------------ gym API
@@ -172,7 +199,7 @@ class TaskEnv(gym.Wrapper):
         a = self._R + self._J
         out = x.copy()
         out[..., a] = np.log1p(x[..., a])
-        out[..., a + 1:a + 3] = np.log1p(x[..., a + 1:a + 3] / self._tau)
+        out[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / self._tau)
         return np.minimum(out, FEATURE_CAP, out=out)
 
     def _observe(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
@@ -186,18 +213,20 @@ class TaskEnv(gym.Wrapper):
         event = obs["event"].copy()
         event[_N_EVENT_KINDS:] = self._jobs(event[_N_EVENT_KINDS:])
         rates = np.log1p(obs["arrival_rates"] * (self._tau / self._L))
-        return OrderedDict((
-            ("free", obs["free"]),
-            ("running", counts(obs["running"])),
-            ("dummies", counts(obs["dummies"])),
-            ("queue_counts", counts(obs["queue_counts"])),
-            ("queue_jobs", self._jobs(obs["queue_jobs"])),
-            ("queue_mask", obs["queue_mask"]),
-            ("event", event),
-            ("event_server", obs["event_server"]),
-            ("arrival_rates", np.minimum(rates, cap).astype(np.float32)),
-            ("action_mask", obs["action_mask"]),
-        ))
+        return OrderedDict(
+            (
+                ("free", obs["free"]),
+                ("running", counts(obs["running"])),
+                ("dummies", counts(obs["dummies"])),
+                ("queue_counts", counts(obs["queue_counts"])),
+                ("queue_jobs", self._jobs(obs["queue_jobs"])),
+                ("queue_mask", obs["queue_mask"]),
+                ("event", event),
+                ("event_server", obs["event_server"]),
+                ("arrival_rates", np.minimum(rates, cap).astype(np.float32)),
+                ("action_mask", obs["action_mask"]),
+            )
+        )
 
 
 def make_task_env(task: str | Task, **kwargs: Any) -> TaskEnv:
@@ -215,8 +244,11 @@ def make_task_env(task: str | Task, **kwargs: Any) -> TaskEnv:
     t = task if isinstance(task, Task) else get_task(task)
     bad = sorted(k for k in kwargs if k not in ENV_KWARGS or k == "horizon")
     if bad:
-        raise ConfigError(bad[0], f"suite task {t.name!r} fixes its scenario and horizon; {bad[0]!r} is not an "
-                                  "environment argument it takes (train on the preset "
-                                  f"{t.preset!r} to change them)")
+        raise ConfigError(
+            bad[0],
+            f"suite task {t.name!r} fixes its scenario and horizon; {bad[0]!r} is not an "
+            "environment argument it takes (train on the preset "
+            f"{t.preset!r} to change them)",
+        )
     env_kwargs = {**t.env_kwargs(), **kwargs}
     return TaskEnv(make_env(t.scenario(), **env_kwargs), t)

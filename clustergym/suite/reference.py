@@ -62,13 +62,21 @@ REFERENCE_PATH = Path(__file__).with_name("reference.json")
 _RMS = ("rms", "rms-ad", "rms-bf", "rms-bf-ad", "rms-less-wasteful", "rms-rf", "rms-rf-ad", "rms-rf-ad-plus")
 EXCLUDED: dict[str, dict[str, str]] = {
     "azure-vms": {
-        **{name: "RMS enumerates the maximal configurations of the six flavours on a (64 vCPU, 256 GB) host "
-                 "(RMS §II): too many for an episode in minutes" for name in _RMS},
-        **{name: "a slotted-time agent (BF-J/S paper) that keeps its own record of the cluster from an empty "
-                 "system: the VMs the warm start placed are not in it" for name in
-           ("bf-j", "bf-js", "bf-s", "fifo-ff", "vqs", "vqs-bf")},
-        **{name: "MRIS plans from an empty system on an interval grid anchored at time 0: after the warm start it "
-                 "misses its first boundary" for name in ("mris", "mris-greedy", "mris-wsvf")},
+        **{
+            name: "RMS enumerates the maximal configurations of the six flavours on a (64 vCPU, 256 GB) host "
+            "(RMS §II): too many for an episode in minutes"
+            for name in _RMS
+        },
+        **{
+            name: "a slotted-time agent (BF-J/S paper) that keeps its own record of the cluster from an empty "
+            "system: the VMs the warm start placed are not in it"
+            for name in ("bf-j", "bf-js", "bf-s", "fifo-ff", "vqs", "vqs-bf")
+        },
+        **{
+            name: "MRIS plans from an empty system on an interval grid anchored at time 0: after the warm start it "
+            "misses its first boundary"
+            for name in ("mris", "mris-greedy", "mris-wsvf")
+        },
     },
 }
 
@@ -89,8 +97,10 @@ def task_cells(t: Task, agents: Sequence[str], seeds: Iterable[int]) -> list[Cel
     :func:`clustergym.runner.plan`'s, so an agent registered in this process (not in clustergym)
     travels to the worker processes with its cell."""
     probe = (("task", Probe(window_metrics)),)
-    return [replace(c, env=t.id, probes=probe)
-            for c in plan(t.preset, agents, seeds=seeds, horizon=t.horizon, params=dict(t.params))]
+    return [
+        replace(c, env=t.id, probes=probe)
+        for c in plan(t.preset, agents, seeds=seeds, horizon=t.horizon, params=dict(t.params))
+    ]
 
 
 def reference_agents(t: Task) -> tuple[list[str], dict[str, str]]:
@@ -104,8 +114,14 @@ def reference_agents(t: Task) -> tuple[list[str], dict[str, str]]:
     return ["random", *ok], skipped
 
 
-def task_rows(t: Task, agents: Sequence[str], seeds: Iterable[int], *, workers: int | None = 1,
-              progress: Callable[[str, int], None] | None = None) -> list[dict[str, Any]]:
+def task_rows(
+    t: Task,
+    agents: Sequence[str],
+    seeds: Iterable[int],
+    *,
+    workers: int | None = 1,
+    progress: Callable[[str, int], None] | None = None,
+) -> list[dict[str, Any]]:
     """The rows of the task's cells (see :func:`task_cells`), each with its ``task`` probe."""
     return run_rows(task_cells(t, agents, seeds), workers=workers, progress=progress)
 
@@ -120,15 +136,23 @@ def summarize_task(t: Task, rows: Sequence[dict[str, Any]], seeds: Sequence[int]
     for agent, per_seed in by_agent.items():
         scores = [float(per_seed[s]["task"]["score"]) for s in seeds]
         mean, half = mean_ci(scores)
-        out[agent] = {"oracle": bool(any(per_seed[s]["uses_oracle"] for s in seeds)), "mean": mean, "ci95": half,
-                      "scores": scores, "steps": sum(per_seed[s]["steps"] for s in seeds) / len(seeds),
-                      "complete": sum(bool(per_seed[s]["task"]["complete"]) for s in seeds)}
+        out[agent] = {
+            "oracle": bool(any(per_seed[s]["uses_oracle"] for s in seeds)),
+            "mean": mean,
+            "ci95": half,
+            "scores": scores,
+            "steps": sum(per_seed[s]["steps"] for s in seeds) / len(seeds),
+            "complete": sum(bool(per_seed[s]["task"]["complete"]) for s in seeds),
+        }
     return out
 
 
 def _best(agents: dict[str, Any], oracle: bool) -> str | None:
-    cands = [(a["mean"], name) for name, a in agents.items()
-             if name != "random" and a["oracle"] == oracle and math.isfinite(a["mean"])]
+    cands = [
+        (a["mean"], name)
+        for name, a in agents.items()
+        if name != "random" and a["oracle"] == oracle and math.isfinite(a["mean"])
+    ]
     return min(cands, key=lambda c: (-c[0], c[1]))[1] if cands else None  # ties: the first name
 
 
@@ -138,16 +162,31 @@ def task_entry(t: Task, agents: dict[str, Any], skipped: dict[str, str], wall: f
 
     obj = objective(t.scenario().objective)
     best, best_oracle = _best(agents, False), _best(agents, True)
-    return {"id": t.id, "paper": t.paper, "metric": obj.metric, "sign": obj.sign, "horizon": t.horizon,
-            "random": agents["random"]["mean"], "best": best, "best_score": agents[best]["mean"] if best else None,
-            "best_oracle": best_oracle, "best_oracle_score": agents[best_oracle]["mean"] if best_oracle else None,
-            "agents": dict(sorted(agents.items(), key=lambda kv: -kv[1]["mean"])), "skipped": skipped,
-            "wall_seconds": wall}
+    return {
+        "id": t.id,
+        "paper": t.paper,
+        "metric": obj.metric,
+        "sign": obj.sign,
+        "horizon": t.horizon,
+        "random": agents["random"]["mean"],
+        "best": best,
+        "best_score": agents[best]["mean"] if best else None,
+        "best_oracle": best_oracle,
+        "best_oracle_score": agents[best_oracle]["mean"] if best_oracle else None,
+        "agents": dict(sorted(agents.items(), key=lambda kv: -kv[1]["mean"])),
+        "skipped": skipped,
+        "wall_seconds": wall,
+    }
 
 
-def build_reference(tasks: Sequence[str] | None = None, *, seeds: int = REFERENCE_SEEDS, workers: int | None = None,
-                    progress: Callable[[str, str, int], None] | None = None,
-                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def build_reference(
+    tasks: Sequence[str] | None = None,
+    *,
+    seeds: int = REFERENCE_SEEDS,
+    workers: int | None = None,
+    progress: Callable[[str, str, int], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run the reference of ``tasks`` (default: all; trace tasks need the traces) and return the document."""
     names = list(TASKS) if tasks is None else [get_task(n).name for n in tasks]
     seed_list = eval_seeds(seeds)
@@ -155,8 +194,11 @@ def build_reference(tasks: Sequence[str] | None = None, *, seeds: int = REFERENC
     for name in names:
         t = TASKS[name]
         if t.needs_traces and not traces_available():
-            raise ConfigError("tasks", f"task {name!r} needs the real traces; set CLUSTERGYM_TRACES to the trace "
-                                       "directory (or leave it out with --tasks)")
+            raise ConfigError(
+                "tasks",
+                f"task {name!r} needs the real traces; set CLUSTERGYM_TRACES to the trace "
+                "directory (or leave it out with --tasks)",
+            )
         agents, skipped = reference_agents(t)
         if log is not None:
             log(f"{name}: {len(agents)} agents x {len(seed_list)} seeds")
@@ -175,7 +217,9 @@ def load_reference(path: str | Path | None = None) -> dict[str, Any]:
     """The reference document (default: the shipped one)."""
     p = Path(path) if path is not None else REFERENCE_PATH
     if not p.is_file():
-        raise ClusterGymError(f"{p}: no reference scores there; regenerate them with `clustergym benchmark --reference`")
+        raise ClusterGymError(
+            f"{p}: no reference scores there; regenerate them with `clustergym benchmark --reference`"
+        )
     return json.loads(p.read_text())
 
 
@@ -192,9 +236,15 @@ def write_reference(doc: dict[str, Any], path: str | Path | None = None, *, merg
         old = json.loads(p.read_text())
         if old.get("seeds") == doc["seeds"] and old.get("suite_version") == doc["suite_version"]:
             doc = {**old, "tasks": {**old.get("tasks", {}), **doc["tasks"]}}
-    doc = {**doc, "tasks": {n: doc["tasks"][n] for n in TASKS if n in doc["tasks"]},
-           "generated": {"clustergym": __version__, "python": platform.python_version(),
-                         "command": "clustergym benchmark --reference"}}
+    doc = {
+        **doc,
+        "tasks": {n: doc["tasks"][n] for n in TASKS if n in doc["tasks"]},
+        "generated": {
+            "clustergym": __version__,
+            "python": platform.python_version(),
+            "command": "clustergym benchmark --reference",
+        },
+    }
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
     return p
@@ -218,39 +268,72 @@ def reference_table(doc: dict[str, Any], top: int | None = None) -> list[dict[st
             keep = {n for n, _ in items[:top]} | {"random", entry["best"], entry["best_oracle"]}
             items = [(n, a) for n, a in items if n in keep]
         for agent, a in items:
-            rows.append({"task": name, "agent": agent, "oracle": a["oracle"], "score": a["mean"], "ci95": a["ci95"],
-                         "normalized": normalized(a["mean"], entry),
-                         "vs_oracle": normalized(a["mean"], entry, oracle=True)})
+            rows.append(
+                {
+                    "task": name,
+                    "agent": agent,
+                    "oracle": a["oracle"],
+                    "score": a["mean"],
+                    "ci95": a["ci95"],
+                    "normalized": normalized(a["mean"], entry),
+                    "vs_oracle": normalized(a["mean"], entry, oracle=True),
+                }
+            )
     return rows
 
 
 def markdown(doc: dict[str, Any]) -> str:
     """The reference as Markdown: a summary table, then every agent of every task (docs/benchmark.md)."""
+
     def f(x: Any, d: int = 4) -> str:
         return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}g}"
 
-    lines = [(f"Scores on the {len(doc['seeds'])} reference seeds ({doc['seeds'][0]}–{doc['seeds'][-1]}): mean ± "
-             "95% Student-t half-width; higher is better (costs are negated)."), "",
-             "| task | metric | random | best non-oracle baseline | best oracle | oracle, normalized |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        (
+            f"Scores on the {len(doc['seeds'])} reference seeds ({doc['seeds'][0]}–{doc['seeds'][-1]}): mean ± "
+            "95% Student-t half-width; higher is better (costs are negated)."
+        ),
+        "",
+        "| task | metric | random | best non-oracle baseline | best oracle | oracle, normalized |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, e in doc["tasks"].items():
         a = e["agents"]
         best = f"`{e['best']}` {f(e['best_score'])} ± {f(a[e['best']]['ci95'], 2)}"
-        orc = (f"`{e['best_oracle']}` {f(e['best_oracle_score'])} ± {f(a[e['best_oracle']]['ci95'], 2)}"
-               if e["best_oracle"] else "–")
+        orc = (
+            f"`{e['best_oracle']}` {f(e['best_oracle_score'])} ± {f(a[e['best_oracle']]['ci95'], 2)}"
+            if e["best_oracle"]
+            else "–"
+        )
         norm = f(normalized(e["best_oracle_score"], e), 3) if e["best_oracle"] else "–"
-        lines.append(f"| `{name}` | {e['metric']} | {f(e['random'])} ± {f(a['random']['ci95'], 2)} | {best} | {orc} "
-                     f"| {norm} |")
+        lines.append(
+            f"| `{name}` | {e['metric']} | {f(e['random'])} ± {f(a['random']['ci95'], 2)} | {best} | {orc} | {norm} |"
+        )
     for name, e in doc["tasks"].items():
-        lines += ["", (f"<details><summary><code>{name}</code>: all {len(e['agents'])} agents "
-                      f"({e['metric']}, sign {e['sign']:+g})</summary>"), "",
-                  "| agent | oracle | score | 95% CI ± | normalized | vs best oracle | steps |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            (
+                f"<details><summary><code>{name}</code>: all {len(e['agents'])} agents "
+                f"({e['metric']}, sign {e['sign']:+g})</summary>"
+            ),
+            "",
+            "| agent | oracle | score | 95% CI ± | normalized | vs best oracle | steps |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for agent, a in e["agents"].items():
-            lines.append(f"| `{agent}` | {'yes' if a['oracle'] else ''} | {f(a['mean'])} | {f(a['ci95'], 2)} | "
-                         f"{f(normalized(a['mean'], e), 3)} | {f(normalized(a['mean'], e, oracle=True), 3)} | "
-                         f"{a['steps']:.0f} |")
+            lines.append(
+                f"| `{agent}` | {'yes' if a['oracle'] else ''} | {f(a['mean'])} | {f(a['ci95'], 2)} | "
+                f"{f(normalized(a['mean'], e), 3)} | {f(normalized(a['mean'], e, oracle=True), 3)} | "
+                f"{a['steps']:.0f} |"
+            )
         if e["skipped"]:
-            lines += ["", "Not run: " + "; ".join(f"`{k}` ({v.split(':')[-1].strip()})" if len(v) < 90 else f"`{k}`"
-                                                  for k, v in e["skipped"].items()) + "."]
+            lines += [
+                "",
+                "Not run: "
+                + "; ".join(
+                    f"`{k}` ({v.split(':')[-1].strip()})" if len(v) < 90 else f"`{k}`" for k, v in e["skipped"].items()
+                )
+                + ".",
+            ]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

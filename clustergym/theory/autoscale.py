@@ -51,11 +51,28 @@ from clustergym.errors import ScenarioError
 from clustergym.theory.capacity import enumerate_configurations
 
 __all__ = [
-    "ConfigSpace", "GPAStep", "GreedyStep", "GreedyResult", "LPResult",
-    "as_fraction", "gpa", "gpa_objective", "global_greedy", "lp_upper_bound", "lp_upper_bound_total",
-    "dual_bound", "critical_loads", "default_g",
-    "Instance", "instance_of", "space_of", "lp_bound_per_server", "greedy_value_per_server",
-    "type_rewards", "trace_upper_bound", "worst_case_family",
+    "ConfigSpace",
+    "GPAStep",
+    "GreedyStep",
+    "GreedyResult",
+    "LPResult",
+    "as_fraction",
+    "gpa",
+    "gpa_objective",
+    "global_greedy",
+    "lp_upper_bound",
+    "lp_upper_bound_total",
+    "dual_bound",
+    "critical_loads",
+    "default_g",
+    "Instance",
+    "instance_of",
+    "space_of",
+    "lp_bound_per_server",
+    "greedy_value_per_server",
+    "type_rewards",
+    "trace_upper_bound",
+    "worst_case_family",
 ]
 
 Config = tuple[int, ...]
@@ -105,8 +122,15 @@ class ConfigSpace:
         fitting: the types whose single job fits an empty server.
     """
 
-    def __init__(self, rewards: Sequence[Any], configs: np.ndarray | None, *, unit_counts: Sequence[int] | None = None,
-                 feasible: Any = None, description: str = ""):
+    def __init__(
+        self,
+        rewards: Sequence[Any],
+        configs: np.ndarray | None,
+        *,
+        unit_counts: Sequence[int] | None = None,
+        feasible: Any = None,
+        description: str = "",
+    ):
         self.rewards: tuple[Fraction, ...] = tuple(as_fraction(u) for u in rewards)
         if any(u < 0 for u in self.rewards):
             raise ScenarioError("rewards", "reward rates must be >= 0")
@@ -121,7 +145,7 @@ class ConfigSpace:
             if c.ndim != 2 or c.shape[1] != self.num_types:
                 raise ScenarioError("configs", f"expected a (C, {self.num_types}) array, got shape {c.shape}")
             self.configs: np.ndarray | None = c
-            bits = (1 << np.arange(self.num_types, dtype=np.int64))
+            bits = 1 << np.arange(self.num_types, dtype=np.int64)
             self._supp = ((c > 0).astype(np.int64) * bits).sum(axis=1)
             self._u_float = c.astype(np.float64) @ np.array([float(u) for u in self.rewards])
             singles = c[(c > 0).sum(axis=1) == 1]
@@ -146,7 +170,9 @@ class ConfigSpace:
             demand = demand[:, None]
         cap = np.asarray(capacity, dtype=np.float64).reshape(-1)
         if demand.shape[0] != len(rewards):
-            raise ScenarioError("rewards", f"expected {demand.shape[0]} reward rates (one per type), got {len(rewards)}")
+            raise ScenarioError(
+                "rewards", f"expected {demand.shape[0]} reward rates (one per type), got {len(rewards)}"
+            )
         counts = _divisible_counts(demand, cap)
         if counts is not None and _too_many(counts, limit):
             sp = cls(rewards, None, unit_counts=counts, description="one resource, sizes capacity/2^p (closed form)")
@@ -281,7 +307,7 @@ def _too_many(counts: list[int], limit: int) -> bool:
     # a cheap lower bound on |K|: the product over types of (1 + count) exceeds the limit quickly
     total = 1
     for c in counts:
-        total *= (1 + c)
+        total *= 1 + c
         if total > limit:
             return True
     return False
@@ -360,9 +386,9 @@ class GreedyStep:
 @dataclass(frozen=True)
 class GreedyResult:
     steps: tuple[GreedyStep, ...]
-    value: Fraction                                  #: U^(g)[rho]
+    value: Fraction  #: U^(g)[rho]
     x: dict[Config, Fraction] = field(default_factory=dict)  #: x^(g): share of servers per configuration (> 0 only)
-    y: tuple[Fraction, ...] = ()                     #: jobs per server served by the assignment
+    y: tuple[Fraction, ...] = ()  #: jobs per server served by the assignment
 
     @property
     def total_z(self) -> Fraction:
@@ -415,9 +441,9 @@ def global_greedy(rho: Sequence[Any], space: ConfigSpace) -> GreedyResult:
 # =============================================================================== LP bound
 @dataclass(frozen=True)
 class LPResult:
-    value: float                       #: U*[rho]
-    x: dict[Config, float]             #: an optimal x* (configurations with x > 1e-12)
-    y: np.ndarray                      #: the optimal y*
+    value: float  #: U*[rho]
+    x: dict[Config, float]  #: an optimal x* (configurations with x > 1e-12)
+    y: np.ndarray  #: the optimal y*
 
 
 def lp_upper_bound(rho: Sequence[Any], space: ConfigSpace) -> LPResult:
@@ -435,7 +461,7 @@ def lp_upper_bound(rho: Sequence[Any], space: ConfigSpace) -> LPResult:
     C = K.shape[0]
     # variables: x (C), y (J);  minimise -u.y
     c = np.concatenate([np.zeros(C), -u])
-    A_ub = np.hstack([-K.T, np.eye(J)])          # y_j - sum_k k_j x_k <= 0
+    A_ub = np.hstack([-K.T, np.eye(J)])  # y_j - sum_k k_j x_k <= 0
     b_ub = np.zeros(J)
     A_eq = np.concatenate([np.ones(C), np.zeros(J)])[None, :]
     bounds = [(0, None)] * C + [(0, float(r)) for r in rho_f]
@@ -609,8 +635,11 @@ def instance_of(scenario: Any) -> Instance:
     """
     rates = scenario.source.arrival_rates()
     if rates is None:
-        raise ScenarioError("workload", f"scenario {scenario.name!r} has no arrival rates (a trace): "
-                                        "use trace_upper_bound for its time-varying bound")
+        raise ScenarioError(
+            "workload",
+            f"scenario {scenario.name!r} has no arrival rates (a trace): "
+            "use trace_upper_bound for its time-varying bound",
+        )
     L = scenario.num_servers
     mean_work = np.asarray(scenario.source.types.mean_work, dtype=np.float64)
     rho = tuple(as_fraction(float(r) * float(w) / L) for r, w in zip(rates, mean_work))
@@ -624,8 +653,10 @@ _BOUNDS: Cache[tuple[ConfigSpace, float, Fraction]] = Cache(256)
 
 
 def _bounds(inst: Instance) -> tuple[float, Fraction]:
-    hit = _BOUNDS.get((id(inst.space), inst.rho), lambda: (inst.space, lp_upper_bound(inst.rho, inst.space).value,
-                                                           global_greedy(inst.rho, inst.space).value))
+    hit = _BOUNDS.get(
+        (id(inst.space), inst.rho),
+        lambda: (inst.space, lp_upper_bound(inst.rho, inst.space).value, global_greedy(inst.rho, inst.space).value),
+    )
     return hit[1], hit[2]
 
 

@@ -106,9 +106,7 @@ def _as_capacity(capacity: ArrayLike, num_resources: int, field: str = "capacity
     return c
 
 
-def _group_capacities(
-    capacities: ArrayLike, num_resources: int
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+def _group_capacities(capacities: ArrayLike, num_resources: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Validate ``(L, R)`` capacities and group identical rows: ``(G, R)`` distinct rows and ``(G,)`` counts."""
     c = np.asarray(capacities, dtype=np.float64)
     if c.ndim == 1:
@@ -251,9 +249,7 @@ def enumerate_configurations(
     return configs
 
 
-def maximal_configurations(
-    configs: ArrayLike, type_demand: ArrayLike, capacity: ArrayLike
-) -> NDArray[np.int64]:
+def maximal_configurations(configs: ArrayLike, type_demand: ArrayLike, capacity: ArrayLike) -> NDArray[np.int64]:
     """The Pareto-maximal rows of ``configs``: feasible, and no single job of any type can be added.
 
     For a downward-closed ``K`` this is the same as "no other feasible configuration

@@ -64,10 +64,10 @@ BIN_TOL = 1e-9
 class Stage1Result:
     """Allocation LP optimum (Sec. 4.1)."""
 
-    lam: float                 #: lambda*_1
-    y: np.ndarray              #: (M, K) fluid jobs of class k in service on configuration j
-    delta: np.ndarray          #: (M, K, R) delta_jkl = r_kl y_jk / (n_j c_jl)
-    support: np.ndarray        #: (M, K) bool, K_j
+    lam: float  #: lambda*_1
+    y: np.ndarray  #: (M, K) fluid jobs of class k in service on configuration j
+    delta: np.ndarray  #: (M, K, R) delta_jkl = r_kl y_jk / (n_j c_jl)
+    support: np.ndarray  #: (M, K) bool, K_j
     seconds: float = 0.0
 
 
@@ -86,8 +86,9 @@ def _check_inputs(n: Any, cap: Any, alpha: Any, r: Any, mu: Any) -> tuple[np.nda
     if mu.ndim == 1:
         mu = np.tile(mu, (M, 1))
     if n.shape != (M,) or r.shape != (K, R) or mu.shape != (M, K):
-        raise ValueError(f"inconsistent shapes: n {n.shape}, cap {cap.shape}, alpha {alpha.shape}, "
-                         f"r {r.shape}, mu {mu.shape}")
+        raise ValueError(
+            f"inconsistent shapes: n {n.shape}, cap {cap.shape}, alpha {alpha.shape}, r {r.shape}, mu {mu.shape}"
+        )
     if np.any(n < 0) or np.any(cap < 0) or np.any(alpha < 0) or np.any(r < 0) or np.any(mu < 0):
         raise ValueError("LoTES inputs must be non-negative")
     return n, cap, alpha, r, mu
@@ -121,7 +122,7 @@ def allocation_lp(n: Any, cap: Any, alpha: Any, r: Any, mu: Any, *, method: str 
     for j in range(M):
         for l in range(R):
             row = K + j * R + l
-            A[row, j * K:(j + 1) * K] = r[:, l]
+            A[row, j * K : (j + 1) * K] = r[:, l]
             b[row] = n[j] * cap[j, l]
     c = np.zeros(nv)
     c[-1] = -1.0
@@ -143,8 +144,15 @@ class TooManyBins(Exception):
     """The enumeration of one configuration's bins exceeded its work limit."""
 
 
-def nondominated_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray, *, tol: float = BIN_TOL,
-                      empty_fallback: bool = True, max_states: int | None = None) -> np.ndarray:
+def nondominated_bins(
+    cap: Sequence[float],
+    classes: Sequence[int],
+    r: np.ndarray,
+    *,
+    tol: float = BIN_TOL,
+    empty_fallback: bool = True,
+    max_states: int | None = None,
+) -> np.ndarray:
     """All non-dominated bins of one machine over ``classes`` (Sec. 4.2; docs/papers/lotes.md#algorithm1).
 
     A bin is a multiset of classes whose *expected* profiles fit the machine
@@ -200,8 +208,9 @@ def nondominated_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarra
         idx = np.repeat(np.arange(S), reps)
         starts = np.cumsum(reps) - reps
         mm = m[idx] - (np.arange(idx.size) - starts[idx])
-        expand(np.hstack([counts[idx], mm[:, None].astype(np.int32)]), used[idx] + mm[:, None] * rows[p][None, :],
-               p + 1)
+        expand(
+            np.hstack([counts[idx], mm[:, None].astype(np.int32)]), used[idx] + mm[:, None] * rows[p][None, :], p + 1
+        )
 
     if nc:
         expand(np.zeros((1, 0), dtype=np.int32), np.zeros((1, R)), 0)
@@ -214,8 +223,15 @@ def nondominated_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarra
     return res
 
 
-def algorithm1_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray, *, reset_next_bin: bool = True,
-                    tol: float = BIN_TOL, max_iter: int = 10_000_000) -> np.ndarray:
+def algorithm1_bins(
+    cap: Sequence[float],
+    classes: Sequence[int],
+    r: np.ndarray,
+    *,
+    reset_next_bin: bool = True,
+    tol: float = BIN_TOL,
+    max_iter: int = 10_000_000,
+) -> np.ndarray:
     """The paper's Algorithm 1 as printed (Sec. 4.2), raw output (dominated bins included).
 
     ``reset_next_bin=True`` resets ``nextBin`` at the top of each iteration (the printed
@@ -275,8 +291,9 @@ def algorithm1_bins(cap: Sequence[float], classes: Sequence[int], r: np.ndarray,
     return out
 
 
-def nondominated_filter(bins: np.ndarray, cap: Sequence[float], classes: Sequence[int], r: np.ndarray, *,
-                        tol: float = BIN_TOL) -> np.ndarray:
+def nondominated_filter(
+    bins: np.ndarray, cap: Sequence[float], classes: Sequence[int], r: np.ndarray, *, tol: float = BIN_TOL
+) -> np.ndarray:
     """Keep the distinct bins of ``bins`` to which no class of ``classes`` can be added (first-seen order)."""
     r = np.asarray(r, dtype=float)
     capa = np.asarray(cap, dtype=float) + tol
@@ -298,14 +315,15 @@ def nondominated_filter(bins: np.ndarray, cap: Sequence[float], classes: Sequenc
 class Stage2Result:
     """Machine assignment LP optimum (Sec. 4.2)."""
 
-    lam: float                 #: lambda*_2 (before rounding)
-    x: list[np.ndarray]        #: per configuration, (B_j,) machines emulating each bin
+    lam: float  #: lambda*_2 (before rounding)
+    x: list[np.ndarray]  #: per configuration, (B_j,) machines emulating each bin
     seconds: float = 0.0
     bins: list[np.ndarray] | None = None  #: the LP's columns per configuration (as given, plus priced ones)
 
 
-def _assignment_master(n: np.ndarray, alpha: np.ndarray, mu: np.ndarray, bins: Sequence[np.ndarray],
-                       method: str) -> Any:
+def _assignment_master(
+    n: np.ndarray, alpha: np.ndarray, mu: np.ndarray, bins: Sequence[np.ndarray], method: str
+) -> Any:
     M, K = len(bins), alpha.shape[0]
     sizes = [int(np.asarray(b).shape[0]) for b in bins]
     offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
@@ -322,7 +340,7 @@ def _assignment_master(n: np.ndarray, alpha: np.ndarray, mu: np.ndarray, bins: S
     if res.status != 0:
         raise RuntimeError(f"machine assignment LP failed: {res.message}")
     x = np.maximum(res.x[:-1], 0.0)
-    return res, [x[offs[j]:offs[j + 1]] for j in range(M)]
+    return res, [x[offs[j] : offs[j + 1]] for j in range(M)]
 
 
 @contextlib.contextmanager
@@ -344,8 +362,9 @@ def _quiet_stdout() -> Any:
         os.close(fd)
 
 
-def knapsack_bin(cap: np.ndarray, classes: Sequence[int], r: np.ndarray, weight: np.ndarray, *,
-                 tol: float = BIN_TOL) -> tuple[np.ndarray, float]:
+def knapsack_bin(
+    cap: np.ndarray, classes: Sequence[int], r: np.ndarray, weight: np.ndarray, *, tol: float = BIN_TOL
+) -> tuple[np.ndarray, float]:
     """The bin of one machine over ``classes`` with the largest ``sum_k weight_k N_k`` (an integer
     knapsack in ``R`` dimensions, HiGHS MILP), extended greedily to a non-dominated bin.
     Returns ``(N (K,), value)``."""
@@ -358,9 +377,12 @@ def knapsack_bin(cap: np.ndarray, classes: Sequence[int], r: np.ndarray, weight:
         A = r[cls].T
         ub = [float(np.floor(min(capa[l] / A[l, p] for l in range(R) if A[l, p] > 0) + 1e-12)) for p in range(len(cls))]
         with _quiet_stdout():
-            res = scipy.optimize.milp(-np.asarray(weight, dtype=float)[cls],
-                                      constraints=scipy.optimize.LinearConstraint(A, -np.inf, capa),
-                                      integrality=np.ones(len(cls)), bounds=scipy.optimize.Bounds(0, ub))
+            res = scipy.optimize.milp(
+                -np.asarray(weight, dtype=float)[cls],
+                constraints=scipy.optimize.LinearConstraint(A, -np.inf, capa),
+                integrality=np.ones(len(cls)),
+                bounds=scipy.optimize.Bounds(0, ub),
+            )
         if res.status != 0 or res.x is None:
             raise RuntimeError(f"knapsack pricing failed: {res.message}")
         N[cls] = np.round(res.x).astype(np.int64)
@@ -380,9 +402,17 @@ def knapsack_bin(cap: np.ndarray, classes: Sequence[int], r: np.ndarray, weight:
     return N, float(np.asarray(weight, dtype=float) @ N)
 
 
-def assignment_lp(n: Any, alpha: Any, mu: Any, bins: Sequence[np.ndarray], *, method: str = "highs-ds",
-                  column_generation: bool | None = None, priced: dict[int, tuple[np.ndarray, list[int], np.ndarray]]
-                  | None = None, max_rounds: int = 2000) -> Stage2Result:
+def assignment_lp(
+    n: Any,
+    alpha: Any,
+    mu: Any,
+    bins: Sequence[np.ndarray],
+    *,
+    method: str = "highs-ds",
+    column_generation: bool | None = None,
+    priced: dict[int, tuple[np.ndarray, list[int], np.ndarray]] | None = None,
+    max_rounds: int = 2000,
+) -> Stage2Result:
     """Stage 2 LP (6)-(10) in reduced form (Sec. 4.2)::
 
         max lambda  s.t.  sum_j mu_jk sum_i N_ijk x_ij >= lambda alpha_k   (k)
@@ -480,7 +510,9 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
         for i in np.argsort(-out, kind="stable")[:(-q)]:
             out[i] -= 1
         return out
-    order = np.lexsort((np.arange(frac.size), score_ranks(-frac, scale=max(1.0, float(np.max(np.abs(x), initial=0.0))))))
+    order = np.lexsort(
+        (np.arange(frac.size), score_ranks(-frac, scale=max(1.0, float(np.max(np.abs(x), initial=0.0)))))
+    )
     out = base.astype(np.int64)
     for i in order[:q]:
         out[i] += 1
@@ -492,12 +524,12 @@ def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:
 class LotesInputs:
     """Stage 1-2 inputs derived from a scenario (the model of Sec. 2)."""
 
-    cap: np.ndarray        #: (M, R) capacity of one machine of each configuration
-    n: np.ndarray          #: (M,) machines per configuration
-    conf_of: np.ndarray    #: (L,) configuration of each machine
-    alpha: np.ndarray      #: (K,)
-    r: np.ndarray          #: (K, R)
-    mu: np.ndarray         #: (M, K)
+    cap: np.ndarray  #: (M, R) capacity of one machine of each configuration
+    n: np.ndarray  #: (M,) machines per configuration
+    conf_of: np.ndarray  #: (L,) configuration of each machine
+    alpha: np.ndarray  #: (K,)
+    r: np.ndarray  #: (K, R)
+    mu: np.ndarray  #: (M, K)
 
     def key(self) -> tuple:
         def canon(a: np.ndarray) -> bytes:
@@ -516,11 +548,11 @@ class LotesPlan:
     inputs: LotesInputs
     stage1: Stage1Result
     stage2: Stage2Result
-    bins: list[np.ndarray]          #: per configuration (B_j, K)
-    x_int: list[np.ndarray]         #: per configuration (B_j,) integer machine counts
-    lam_round: float                #: lambda after rounding
-    machine_bin: np.ndarray         #: (L, K) N_{bin(m), k}
-    Delta: np.ndarray               #: (M, K) concurrent class-k slots of configuration j (Delta_jkl / r_kl)
+    bins: list[np.ndarray]  #: per configuration (B_j, K)
+    x_int: list[np.ndarray]  #: per configuration (B_j,) integer machine counts
+    lam_round: float  #: lambda after rounding
+    machine_bin: np.ndarray  #: (L, K) N_{bin(m), k}
+    Delta: np.ndarray  #: (M, K) concurrent class-k slots of configuration j (Delta_jkl / r_kl)
     seconds: dict[str, float] = field(default_factory=dict)
     enumerated: list[bool] = field(default_factory=list)  #: bins of configuration j fully enumerated
     rounding: str = "paper"
@@ -550,16 +582,27 @@ class LotesPlan:
             return np.where(tot > 0, D / np.where(tot > 0, tot, 1.0), 0.0)
 
     def summary(self) -> dict[str, Any]:
-        return {"lambda_stage1": self.lam1, "lambda_stage2": self.lam2, "lambda_round": self.lam_round,
-                "rounding_loss": 1.0 - self.lam_round / self.lam2 if self.lam2 > 0 else 0.0,
-                "K_j": self.support_sizes,
-                "bins": [int(b.shape[0]) if e else f"priced:{b.shape[0]}" for b, e in zip(self.bins, self.enumerated)],
-                "rounding": self.rounding,
-                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+        return {
+            "lambda_stage1": self.lam1,
+            "lambda_stage2": self.lam2,
+            "lambda_round": self.lam_round,
+            "rounding_loss": 1.0 - self.lam_round / self.lam2 if self.lam2 > 0 else 0.0,
+            "K_j": self.support_sizes,
+            "bins": [int(b.shape[0]) if e else f"priced:{b.shape[0]}" for b, e in zip(self.bins, self.enumerated)],
+            "rounding": self.rounding,
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+        }
 
 
-def swap_rounding(x_int: Sequence[np.ndarray], bins: Sequence[np.ndarray], x: Sequence[np.ndarray],
-                  alpha: np.ndarray, mu: np.ndarray, *, max_moves: int = 100_000) -> list[np.ndarray]:
+def swap_rounding(
+    x_int: Sequence[np.ndarray],
+    bins: Sequence[np.ndarray],
+    x: Sequence[np.ndarray],
+    alpha: np.ndarray,
+    mu: np.ndarray,
+    *,
+    max_moves: int = 100_000,
+) -> list[np.ndarray]:
     """Improve an integer assignment by moving single machines between the bins the LP uses.
 
     Not in the paper (``rounding="swap"``): at the paper's scale (1000 machines per
@@ -574,7 +617,7 @@ def swap_rounding(x_int: Sequence[np.ndarray], bins: Sequence[np.ndarray], x: Se
     xi = [np.array(v, dtype=np.int64).copy() for v in x_int]
     pos = alpha > 0
     cols = [np.union1d(np.flatnonzero(np.asarray(x[j]) > 1e-9), np.flatnonzero(xi[j] > 0)) for j in range(M)]
-    rate = [bins[j].astype(float) * mu[j][None, :] for j in range(M)]   # (B_j, K) throughput per machine
+    rate = [bins[j].astype(float) * mu[j][None, :] for j in range(M)]  # (B_j, K) throughput per machine
     served = sum(xi[j] @ rate[j] for j in range(M))
 
     def key(sv: np.ndarray) -> np.ndarray:
@@ -610,8 +653,14 @@ def swap_rounding(x_int: Sequence[np.ndarray], bins: Sequence[np.ndarray], x: Se
 MAX_ENUMERATION = 3_000_000
 
 
-def solve_lotes(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = "highs-ds",
-                rounding: str = "paper", max_enumeration: int | None = MAX_ENUMERATION) -> LotesPlan:
+def solve_lotes(
+    inputs: LotesInputs,
+    *,
+    bins: str = "exhaustive",
+    method: str = "highs-ds",
+    rounding: str = "paper",
+    max_enumeration: int | None = MAX_ENUMERATION,
+) -> LotesPlan:
     """Stages 1 and 2 with rounding: the offline part of LoTES.
 
     ``bins``: ``exhaustive`` (the corrected enumeration) or ``algorithm1`` (the printed algorithm,
@@ -663,15 +712,26 @@ def solve_lotes(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = 
     for j in range(M):
         ms = np.flatnonzero(inputs.conf_of == j)
         rows = np.repeat(np.arange(B[j].shape[0]), x_int[j])
-        machine_bin[ms] = B[j][rows[:len(ms)]]
-    return LotesPlan(inputs, s1, s2, B, x_int, lam_round, machine_bin, Delta,
-                     seconds={"stage1": t1 - t0, "bins": t2 - t1, "stage2": t3 - t2,
-                              "total": time.perf_counter() - t0},
-                     enumerated=[j not in priced for j in range(M)], rounding=rounding)
+        machine_bin[ms] = B[j][rows[: len(ms)]]
+    return LotesPlan(
+        inputs,
+        s1,
+        s2,
+        B,
+        x_int,
+        lam_round,
+        machine_bin,
+        Delta,
+        seconds={"stage1": t1 - t0, "bins": t2 - t1, "stage2": t3 - t2, "total": time.perf_counter() - t0},
+        enumerated=[j not in priced for j in range(M)],
+        rounding=rounding,
+    )
 
 
 # ====================================================================================== scenario -> inputs
-def machine_configurations(capacity: np.ndarray, speed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def machine_configurations(
+    capacity: np.ndarray, speed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group machines into configurations: identical capacity rows (and speed rows).
 
     Returns ``(conf_cap (M, R), counts (M,), conf_of (L,))`` with configurations numbered in
@@ -721,8 +781,11 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
     if alpha is None:
         rates = scenario.source.arrival_rates()
         if rates is None:
-            raise ConfigError("agent", "LoTES needs class probabilities: the scenario's source has no arrival "
-                                       "rates and its params have no 'classes' table")
+            raise ConfigError(
+                "agent",
+                "LoTES needs class probabilities: the scenario's source has no arrival "
+                "rates and its params have no 'classes' table",
+            )
         rates = np.asarray(rates, dtype=float)
         alpha = rates / rates.sum()
     mean_work = np.asarray(types.mean_work, dtype=float)
@@ -734,13 +797,16 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
 _PLANS: Cache[LotesPlan] = Cache(8)
 
 
-def cached_plan(inputs: LotesInputs, *, bins: str = "exhaustive", method: str = "highs-ds",
-                rounding: str = "paper") -> LotesPlan:
+def cached_plan(
+    inputs: LotesInputs, *, bins: str = "exhaustive", method: str = "highs-ds", rounding: str = "paper"
+) -> LotesPlan:
     """:func:`solve_lotes`, cached per process on the inputs (rounded to 12 significant digits)."""
     key = (inputs.key(), bins, method, rounding)
     return _PLANS.get(key, lambda: solve_lotes(inputs, bins=bins, method=method, rounding=rounding))
 
 
-def plan_for(scenario: Any, *, bins: str = "exhaustive", method: str = "highs-ds", rounding: str = "paper") -> LotesPlan:
+def plan_for(
+    scenario: Any, *, bins: str = "exhaustive", method: str = "highs-ds", rounding: str = "paper"
+) -> LotesPlan:
     """The (cached) Stage 1-2 plan of a scenario."""
     return cached_plan(lotes_inputs(scenario), bins=bins, method=method, rounding=rounding)

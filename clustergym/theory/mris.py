@@ -35,8 +35,17 @@ import numpy as np
 from clustergym.core.scores import score_ranks
 from clustergym.errors import ScenarioError
 
-__all__ = ["MRISInstance", "KNAP_RTOL", "knapsack_exact", "knapsack_cadp", "knapsack_greedy", "knapsack_brute_force",
-           "solve_knapsack", "select_batch", "KNAPSACKS"]
+__all__ = [
+    "MRISInstance",
+    "KNAP_RTOL",
+    "knapsack_exact",
+    "knapsack_cadp",
+    "knapsack_greedy",
+    "knapsack_brute_force",
+    "solve_knapsack",
+    "select_batch",
+    "KNAPSACKS",
+]
 
 #: relative tolerance on the knapsack capacity (the agents' capacity tolerance)
 KNAP_RTOL = 1e-9
@@ -75,8 +84,10 @@ class MRISInstance:
             d = d[:, None]
         n = r.size
         if not (p.size == w.size == d.shape[0] == n) or n == 0:
-            raise ScenarioError("instance", f"release/proc/weight/demand lengths differ or are 0: "
-                                            f"{r.size}, {p.size}, {w.size}, {d.shape[0]}")
+            raise ScenarioError(
+                "instance",
+                f"release/proc/weight/demand lengths differ or are 0: {r.size}, {p.size}, {w.size}, {d.shape[0]}",
+            )
         if np.any(~np.isfinite(r)) or np.any(r < 0):
             raise ScenarioError("instance.release", "release times must be finite and >= 0")
         if np.any(~np.isfinite(p)) or np.any(p <= 0):
@@ -129,6 +140,7 @@ def _limit(cap: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- exact
+
 
 def knapsack_exact(w, v, cap, method: str = "auto") -> np.ndarray:
     """An optimal solution of P1 (weight maximal, volume <= cap up to :data:`KNAP_RTOL`)."""
@@ -186,7 +198,9 @@ def _exact_prefix(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
     a2 = np.searchsorted(p2, rest[rest >= 0], side="right") - 1
     weight = c1 * a1 + c2 * a2
     vol = p1[a1] + p2[a2]
-    best = int(np.lexsort((score_ranks(vol), score_ranks(-weight)))[0])  # max weight, then min volume, then fewest class-1 items
+    best = int(
+        np.lexsort((score_ranks(vol), score_ranks(-weight)))[0]
+    )  # max weight, then min volume, then fewest class-1 items
     a1, a2 = int(a1[best]), int(a2[best])
     return np.sort(np.concatenate([m1[:a1], m2[:a2]])).astype(np.int64)
 
@@ -229,9 +243,13 @@ def _exact_milp(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     n = w.size
-    res = milp(c=-w, constraints=[LinearConstraint(v[None, :], -np.inf, _limit(cap))],
-               integrality=np.ones(n), bounds=Bounds(np.zeros(n), np.ones(n)),
-               options={"mip_rel_gap": 0.0})
+    res = milp(
+        c=-w,
+        constraints=[LinearConstraint(v[None, :], -np.inf, _limit(cap))],
+        integrality=np.ones(n),
+        bounds=Bounds(np.zeros(n), np.ones(n)),
+        options={"mip_rel_gap": 0.0},
+    )
     if res.x is None:
         raise RuntimeError(f"HiGHS failed on the knapsack: {res.message}")
     x = np.round(res.x).astype(bool)
@@ -242,6 +260,7 @@ def _exact_milp(w: np.ndarray, v: np.ndarray, cap: float) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- CADP
+
 
 def knapsack_cadp(w, v, cap, eps: float = 0.1) -> np.ndarray:
     """CADP (Sec. 5.1, Lemma 6.1) with ``K = ε ζ / n`` (the paper prints ``ζ n / ε``).
@@ -271,7 +290,7 @@ def knapsack_cadp(w, v, cap, eps: float = 0.1) -> np.ndarray:
         if s > Z or w[j] <= 0:
             continue
         cand = np.full(Z + 1, -np.inf)
-        cand[s:] = best[:Z + 1 - s] + w[j]
+        cand[s:] = best[: Z + 1 - s] + w[j]
         better = cand > best
         keep[j] = better
         best = np.where(better, cand, best)
@@ -285,6 +304,7 @@ def knapsack_cadp(w, v, cap, eps: float = 0.1) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- greedy
+
 
 def knapsack_greedy(w, v, cap) -> np.ndarray:
     """Greedy by ``w/v`` with capacity ``2 ζ`` (Remark 1, Sec. 6.1).
@@ -314,6 +334,7 @@ def knapsack_greedy(w, v, cap) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- dispatch, oracle
+
 
 def solve_knapsack(kind: str, w, v, cap, *, eps: float = 0.1, method: str = "auto") -> np.ndarray:
     """MRIS's step 5 with the option ``kind`` (``exact``, ``cadp`` or ``greedy``)."""

@@ -57,8 +57,10 @@ class Col:
 
 def check_exists(path: Path, what: str) -> None:
     if not path.exists():
-        raise TraceNotFoundError(f"{path} not found ({what}); download the trace (see docs/traces.md) and pass its "
-                                 f"path, or set CLUSTERGYM_TRACES to the trace directory")
+        raise TraceNotFoundError(
+            f"{path} not found ({what}); download the trace (see docs/traces.md) and pass its "
+            f"path, or set CLUSTERGYM_TRACES to the trace directory"
+        )
 
 
 def open_text(path: Path) -> IO[str]:
@@ -87,8 +89,9 @@ def _label(c: Col, header: bool) -> str:
     return str(c.key) if header else c.name
 
 
-def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: int | None = None,
-               what: str = "trace file") -> pd.DataFrame:
+def read_table(
+    path: Path | str, cols: Sequence[Col], *, header: bool, nfields: int | None = None, what: str = "trace file"
+) -> pd.DataFrame:
     """Read ``cols`` of one CSV file (plain or gzip) with explicit dtypes.
 
     Args:
@@ -115,8 +118,10 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
         pos = {}
         for c in cols:
             if c.key not in names:
-                raise TraceFormatError(f"{path}: line 1 (header): missing column '{c.key}' "
-                                       f"(the header has: {', '.join(repr(n) for n in names)})")
+                raise TraceFormatError(
+                    f"{path}: line 1 (header): missing column '{c.key}' "
+                    f"(the header has: {', '.join(repr(n) for n in names)})"
+                )
             pos[c.name] = names.index(str(c.key))
     else:
         pos = {c.name: int(c.key) for c in cols}
@@ -130,12 +135,23 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
             dtypes[pos[c.name]] = np.float64
     usecols = sorted(set(pos.values()))
     try:
-        raw = pd.read_csv(path, header=None, skiprows=offset, usecols=usecols, dtype=dtypes,  # type: ignore[arg-type]
-                          compression="gzip" if _is_gzip(path) else None, skip_blank_lines=False,
-                          engine="c", keep_default_na=False, na_values=[""], quoting=csv.QUOTE_MINIMAL)
+        raw = pd.read_csv(
+            path,
+            header=None,
+            skiprows=offset,
+            usecols=usecols,
+            dtype=dtypes,  # type: ignore[arg-type]
+            compression="gzip" if _is_gzip(path) else None,
+            skip_blank_lines=False,
+            engine="c",
+            keep_default_na=False,
+            na_values=[""],
+            quoting=csv.QUOTE_MINIMAL,
+        )
     except pd.errors.EmptyDataError:
-        raise TraceFormatError(f"{path}: no data line{' after the header' if header else ''}: the file holds "
-                               "no job") from None
+        raise TraceFormatError(
+            f"{path}: no data line{' after the header' if header else ''}: the file holds no job"
+        ) from None
     except (ValueError, pd.errors.ParserError, EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
         _diagnose(path, cols, pos, header, nfields, e)
         raise AssertionError("unreachable") from e  # _diagnose always raises
@@ -149,9 +165,10 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
             if na.any():
                 i = int(np.flatnonzero(na)[0])
                 more = int(na.sum()) - 1
-                raise TraceFormatError(f"{path}: line {i + 1 + offset}, field '{_label(c, header)}' "
-                                       f"(column {pos[c.name] + 1}): missing value"
-                                       + (f" (and {more} more lines)" if more else ""))
+                raise TraceFormatError(
+                    f"{path}: line {i + 1 + offset}, field '{_label(c, header)}' "
+                    f"(column {pos[c.name] + 1}): missing value" + (f" (and {more} more lines)" if more else "")
+                )
     # whole-number check for optional ints read as float
     for c in cols:
         if c.kind == "int" and not c.required:
@@ -159,8 +176,10 @@ def read_table(path: Path | str, cols: Sequence[Col], *, header: bool, nfields: 
             bad = np.isfinite(v) & (np.floor(v) != v)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise TraceFormatError(f"{path}: line {i + 1 + offset}, field '{_label(c, header)}' "
-                                       f"(column {pos[c.name] + 1}): not a whole number: {v[i]!r}")
+                raise TraceFormatError(
+                    f"{path}: line {i + 1 + offset}, field '{_label(c, header)}' "
+                    f"(column {pos[c.name] + 1}): not a whole number: {v[i]!r}"
+                )
     return out
 
 
@@ -169,8 +188,9 @@ def _is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def _diagnose(path: Path, cols: Sequence[Col], pos: dict[str, int], header: bool, nfields: int | None,
-              err: BaseException) -> None:
+def _diagnose(
+    path: Path, cols: Sequence[Col], pos: dict[str, int], header: bool, nfields: int | None, err: BaseException
+) -> None:
     """Stream ``path`` to find the first malformed line and raise a TraceFormatError for it."""
     line = 0
     try:
@@ -181,43 +201,51 @@ def _diagnose(path: Path, cols: Sequence[Col], pos: dict[str, int], header: bool
                 if header and line == 1:
                     continue
                 if not fields or fields == [""]:
-                    raise TraceFormatError(f"{path}: line {line}: blank line (expected {nfields or 'comma-separated'} "
-                                           "fields)")
+                    raise TraceFormatError(
+                        f"{path}: line {line}: blank line (expected {nfields or 'comma-separated'} fields)"
+                    )
                 if nfields is not None and len(fields) > nfields:
                     raise TraceFormatError(f"{path}: line {line}: {len(fields)} fields, expected {nfields}")
                 short = [c for c in cols if pos[c.name] >= len(fields)]
                 if short:
                     c = ([c for c in short if c.required] or short)[0]
-                    raise TraceFormatError(f"{path}: line {line}, field '{_label(c, header)}' (column "
-                                           f"{pos[c.name] + 1}): missing (the line has {len(fields)} fields, "
-                                           f"expected {nfields or pos[c.name] + 1})")
+                    raise TraceFormatError(
+                        f"{path}: line {line}, field '{_label(c, header)}' (column "
+                        f"{pos[c.name] + 1}): missing (the line has {len(fields)} fields, "
+                        f"expected {nfields or pos[c.name] + 1})"
+                    )
                 for c in cols:
                     p = pos[c.name]
                     lab = _label(c, header)
                     v = fields[p].strip()
                     if v == "":
                         if c.required:
-                            raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): "
-                                                   "missing value")
+                            raise TraceFormatError(
+                                f"{path}: line {line}, field '{lab}' (column {p + 1}): missing value"
+                            )
                         continue
                     if c.kind == "int":
                         try:
                             int(v)
                         except ValueError:
-                            raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): "
-                                                   f"not an integer: {v!r}") from None
+                            raise TraceFormatError(
+                                f"{path}: line {line}, field '{lab}' (column {p + 1}): not an integer: {v!r}"
+                            ) from None
                     elif c.kind == "float":
                         try:
                             x = float(v)
                         except ValueError:
-                            raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): "
-                                                   f"not a number: {v!r}") from None
+                            raise TraceFormatError(
+                                f"{path}: line {line}, field '{lab}' (column {p + 1}): not a number: {v!r}"
+                            ) from None
                         if not math.isfinite(x):  # the parser takes nan/inf as text, not as numbers
-                            raise TraceFormatError(f"{path}: line {line}, field '{lab}' (column {p + 1}): "
-                                                   f"not a finite number: {v!r}")
+                            raise TraceFormatError(
+                                f"{path}: line {line}, field '{lab}' (column {p + 1}): not a finite number: {v!r}"
+                            )
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as e:
-        raise TraceFormatError(f"{path}: truncated or corrupt gzip stream after line {line} "
-                               f"({type(e).__name__}: {e})") from None
+        raise TraceFormatError(
+            f"{path}: truncated or corrupt gzip stream after line {line} ({type(e).__name__}: {e})"
+        ) from None
     except UnicodeDecodeError as e:
         raise TraceFormatError(f"{path}: line {line + 1}: not UTF-8 text ({e})") from None
     raise TraceFormatError(f"{path}: cannot parse ({type(err).__name__}: {err})")

@@ -54,8 +54,12 @@ from clustergym.traces.table import Filtering, FilterReport, TraceTable
 from clustergym.validation import choice
 
 __all__ = [
-    "load_alibaba_v2017", "load_alibaba_v2017_machines", "load_cloudsimpy_jobs", "load_alibaba_gpu_v2023",
-    "load_alibaba_gpu_v2023_nodes", "load_alibaba_gpu_v2025",
+    "load_alibaba_v2017",
+    "load_alibaba_v2017_machines",
+    "load_cloudsimpy_jobs",
+    "load_alibaba_gpu_v2023",
+    "load_alibaba_gpu_v2023_nodes",
+    "load_alibaba_gpu_v2025",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -64,12 +68,14 @@ Invalid = Literal["error", "drop"]
 
 # ---------------------------------------------------------------------------------------------- shared steps
 
+
 def _check_invalid(invalid: str) -> None:
     choice(invalid, "invalid", ("error", "drop"))
 
 
-def _durations(filt: Filtering, path: Path, line: np.ndarray, field: str, invalid: str,
-               min_duration: float | None) -> None:
+def _durations(
+    filt: Filtering, path: Path, line: np.ndarray, field: str, invalid: str, min_duration: float | None
+) -> None:
     """Negative durations: error (naming the line) or drop; zero: drop, or raise to ``min_duration``."""
     d = filt.df["duration"].to_numpy(dtype=np.float64)
     neg = d < 0
@@ -77,27 +83,44 @@ def _durations(filt: Filtering, path: Path, line: np.ndarray, field: str, invali
         if invalid == "error":
             k = int(np.flatnonzero(neg)[0])
             more = int(neg.sum()) - 1
-            raise TraceFormatError(f"{path}: line {int(line[filt.df.index[k]])}, field '{field}': negative duration "
-                                   f"{d[k]:g} s (the end precedes the start)" + (f" (and {more} more lines)" if more else "")
-                                   + "; pass invalid='drop' to drop and count such rows")
+            raise TraceFormatError(
+                f"{path}: line {int(line[filt.df.index[k]])}, field '{field}': negative duration "
+                f"{d[k]:g} s (the end precedes the start)"
+                + (f" (and {more} more lines)" if more else "")
+                + "; pass invalid='drop' to drop and count such rows"
+            )
         filt.keep(~neg, "negative duration (end before start)")
     filt.min_duration(min_duration)
 
 
-def _window_first(filt: Filtering, window: tuple[float | None, float | None] | None, first_n: int | None,
-                  column: str, unit: str = "s") -> None:
+def _window_first(
+    filt: Filtering, window: tuple[float | None, float | None] | None, first_n: int | None, column: str, unit: str = "s"
+) -> None:
     filt.window_first(column, window, first_n, unit)
 
 
-def _finish(filt: Filtering, rep: FilterReport, time_col: str, fmt: str, resources: tuple[str, ...],
-            units: dict[str, str], step: str) -> TraceTable:
+def _finish(
+    filt: Filtering,
+    rep: FilterReport,
+    time_col: str,
+    fmt: str,
+    resources: tuple[str, ...],
+    units: dict[str, str],
+    step: str,
+) -> TraceTable:
     filt.df = filt.df.sort_values(time_col, kind="stable")
     jobs = filt.done()
     origin = float(jobs[time_col].iloc[0]) if len(jobs) else 0.0
     jobs.insert(0, "arrival", jobs[time_col].to_numpy(dtype=np.float64) - origin)
     rep.steps.append(step + f"; arrival = {time_col} - {origin:g} s (the first kept arrival)")
-    return TraceTable(jobs=jobs, resources=resources, units={"arrival": "s", "duration": "s", **units}, report=rep,
-                      format=fmt, origin=origin)
+    return TraceTable(
+        jobs=jobs,
+        resources=resources,
+        units={"arrival": "s", "duration": "s", **units},
+        report=rep,
+        format=fmt,
+        origin=origin,
+    )
 
 
 def _has_header(path: Path) -> bool:
@@ -112,16 +135,30 @@ def _has_header(path: Path) -> bool:
 
 # ---------------------------------------------------------------------------------------------- v2017
 
-_V2017_FIELDS = ["task_create_time", "task_end_time", "job_id", "task_id", "number_of_instances", "status",
-                 "number_of_cpus_requested_per_instance_in_the_task",
-                 "normalized_memory_requested_per_instance_in_the_task"]
+_V2017_FIELDS = [
+    "task_create_time",
+    "task_end_time",
+    "job_id",
+    "task_id",
+    "number_of_instances",
+    "status",
+    "number_of_cpus_requested_per_instance_in_the_task",
+    "normalized_memory_requested_per_instance_in_the_task",
+]
 _V2017_STATUSES = ("Terminated", "Failed", "Running", "Waiting")
 
 
-def load_alibaba_v2017(trace_dir: PathLike | None = None, *, path: PathLike | None = None,
-                       statuses: Sequence[str] = ("Terminated",), include_pre_window: bool = False,
-                       window: tuple[float | None, float | None] | None = None, first_n: int | None = None,
-                       min_duration: float | None = None, invalid: Invalid = "error") -> TraceTable:
+def load_alibaba_v2017(
+    trace_dir: PathLike | None = None,
+    *,
+    path: PathLike | None = None,
+    statuses: Sequence[str] = ("Terminated",),
+    include_pre_window: bool = False,
+    window: tuple[float | None, float | None] | None = None,
+    first_n: int | None = None,
+    min_duration: float | None = None,
+    invalid: Invalid = "error",
+) -> TraceTable:
     """Alibaba cluster-trace-v2017 ``batch_task`` (with or without the header line), one job per task.
 
     Columns: create time (s), end time (s), job id, task id, instances, status, plan_cpu
@@ -139,14 +176,19 @@ def load_alibaba_v2017(trace_dir: PathLike | None = None, *, path: PathLike | No
     bad = [s for s in statuses if s not in _V2017_STATUSES]
     if bad or isinstance(statuses, str):
         raise ScenarioError("statuses", f"expected a list of {list(_V2017_STATUSES)}, got {statuses!r}")
-    p = Path(path) if path is not None else trace_path("alibaba-v2017", "batch_task.csv.gz", trace_dir=trace_dir,
-                                                       alternatives=("batch_task.csv",))
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path("alibaba-v2017", "batch_task.csv.gz", trace_dir=trace_dir, alternatives=("batch_task.csv",))
+    )
     check_exists(p, "Alibaba v2017 batch_task")
     header = _has_header(p)
     kinds = ["int", "int", "int", "int", "int", "str", "float", "float"]
     required = [True, True, True, True, True, True, False, False]
-    cols = [Col(n, n if header else i, k, r, label=n) for i, (n, k, r) in
-            enumerate(zip(_V2017_FIELDS, kinds, required, strict=True))]
+    cols = [
+        Col(n, n if header else i, k, r, label=n)
+        for i, (n, k, r) in enumerate(zip(_V2017_FIELDS, kinds, required, strict=True))
+    ]
     raw = read_table(p, cols, header=header, nfields=8, what="Alibaba v2017 batch_task")
     off = 2 if header else 1
     line = np.arange(len(raw)) + off
@@ -154,22 +196,26 @@ def load_alibaba_v2017(trace_dir: PathLike | None = None, *, path: PathLike | No
     unknown = ~st.isin(_V2017_STATUSES).to_numpy()
     if unknown.any():
         i = int(np.flatnonzero(unknown)[0])
-        raise TraceFormatError(f"{p}: line {int(line[i])}, field 'status': unknown status {st.iloc[i]!r} "
-                               f"(expected one of {list(_V2017_STATUSES)})")
+        raise TraceFormatError(
+            f"{p}: line {int(line[i])}, field 'status': unknown status {st.iloc[i]!r} "
+            f"(expected one of {list(_V2017_STATUSES)})"
+        )
     rep = FilterReport(str(p), rows=len(raw))
     rep.counts["status"] = {k: int(v) for k, v in st.value_counts().items()}
     rep.counts["jobs"] = int(raw["job_id"].nunique())
     rep.counts["instances"] = int(raw["number_of_instances"].sum())
-    df = pd.DataFrame({
-        "duration": (raw["task_end_time"] - raw["task_create_time"]).to_numpy(np.float64),
-        "cpu": raw[_V2017_FIELDS[6]].to_numpy(np.float64) / 100.0,
-        "memory": raw[_V2017_FIELDS[7]].to_numpy(np.float64),
-        "instances": raw["number_of_instances"].to_numpy(np.int64),
-        "job_id": raw["job_id"].to_numpy(np.int64),
-        "task_id": raw["task_id"].to_numpy(np.int64),
-        "status": st.to_numpy(),
-        "create_time": raw["task_create_time"].to_numpy(np.float64),
-    })
+    df = pd.DataFrame(
+        {
+            "duration": (raw["task_end_time"] - raw["task_create_time"]).to_numpy(np.float64),
+            "cpu": raw[_V2017_FIELDS[6]].to_numpy(np.float64) / 100.0,
+            "memory": raw[_V2017_FIELDS[7]].to_numpy(np.float64),
+            "instances": raw["number_of_instances"].to_numpy(np.int64),
+            "job_id": raw["job_id"].to_numpy(np.int64),
+            "task_id": raw["task_id"].to_numpy(np.int64),
+            "status": st.to_numpy(),
+            "create_time": raw["task_create_time"].to_numpy(np.float64),
+        }
+    )
     for c, lab in (("cpu", _V2017_FIELDS[6]), ("memory", _V2017_FIELDS[7])):
         neg = df[c].to_numpy() < 0
         if neg.any():
@@ -183,24 +229,39 @@ def load_alibaba_v2017(trace_dir: PathLike | None = None, *, path: PathLike | No
         filt.keep((filt.df["create_time"] > 0).to_numpy(), "created at or before 0 (before the window)")
     _durations(filt, p, line, "task_end_time", invalid, min_duration)
     _window_first(filt, window, first_n, "create_time")
-    return _finish(filt, rep, "create_time", "alibaba-v2017", ("cpu", "memory"),
-                   {"cpu": "cores", "memory": "normalized (machine = 1)", "create_time": "s (trace)"},
-                   f"Alibaba v2017 batch_task, statuses {list(statuses)}; cpu = plan_cpu/100 cores; "
-                   "duration = task_end_time - task_create_time (task makespan)")
+    return _finish(
+        filt,
+        rep,
+        "create_time",
+        "alibaba-v2017",
+        ("cpu", "memory"),
+        {"cpu": "cores", "memory": "normalized (machine = 1)", "create_time": "s (trace)"},
+        f"Alibaba v2017 batch_task, statuses {list(statuses)}; cpu = plan_cpu/100 cores; "
+        "duration = task_end_time - task_create_time (task makespan)",
+    )
 
 
-def load_alibaba_v2017_machines(trace_dir: PathLike | None = None, *,
-                                path: PathLike | None = None) -> tuple[pd.DataFrame, FilterReport]:
+def load_alibaba_v2017_machines(
+    trace_dir: PathLike | None = None, *, path: PathLike | None = None
+) -> tuple[pd.DataFrame, FilterReport]:
     """v2017 ``server_event.csv`` (no header): time, machine, event (add/softerror/...), detail, cores, mem, disk.
 
     Returns the machines with an ``add`` event (first add per machine): columns ``machine_id``,
     ``cpu`` (cores), ``memory`` and ``disk`` (normalised); other events are counted.
     """
-    p = Path(path) if path is not None else trace_path("alibaba-v2017", "server_event.csv", trace_dir=trace_dir,
-                                                       alternatives=("server_event.csv.gz",))
-    cols = [Col("time", 0, "int", label="timestamp"), Col("machine", 1, "int", label="machine ID"),
-            Col("event", 2, "str", label="event type"), Col("cpu", 4, "float", False, label="CPU capacity"),
-            Col("memory", 5, "float", False, label="memory capacity"), Col("disk", 6, "float", False, label="disk capacity")]
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path("alibaba-v2017", "server_event.csv", trace_dir=trace_dir, alternatives=("server_event.csv.gz",))
+    )
+    cols = [
+        Col("time", 0, "int", label="timestamp"),
+        Col("machine", 1, "int", label="machine ID"),
+        Col("event", 2, "str", label="event type"),
+        Col("cpu", 4, "float", False, label="CPU capacity"),
+        Col("memory", 5, "float", False, label="memory capacity"),
+        Col("disk", 6, "float", False, label="disk capacity"),
+    ]
     m = read_table(p, cols, header=False, nfields=7, what="Alibaba v2017 server_event")
     rep = FilterReport(str(p), rows=len(m))
     rep.counts["events"] = {str(k): int(v) for k, v in m["event"].value_counts().items()}
@@ -215,9 +276,16 @@ def load_alibaba_v2017_machines(trace_dir: PathLike | None = None, *,
 
 # ---------------------------------------------------------------------------------------------- CloudSimPy
 
-def load_cloudsimpy_jobs(trace_dir: PathLike | None = None, *, path: PathLike | None = None,
-                         window: tuple[float | None, float | None] | None = None, first_n: int | None = None,
-                         min_duration: float | None = None, invalid: Invalid = "error") -> TraceTable:
+
+def load_cloudsimpy_jobs(
+    trace_dir: PathLike | None = None,
+    *,
+    path: PathLike | None = None,
+    window: tuple[float | None, float | None] | None = None,
+    first_n: int | None = None,
+    min_duration: float | None = None,
+    invalid: Invalid = "error",
+) -> TraceTable:
     """CloudSimPy's preprocessed Alibaba v2017 jobs file (``jobs.csv``): one job per task row.
 
     Header ``,submit_time,duration,cpu,memory,job_id,task_id,instances_num,disk`` (the first
@@ -229,12 +297,21 @@ def load_cloudsimpy_jobs(trace_dir: PathLike | None = None, *, path: PathLike | 
         columns ``arrival, duration, cpu, memory, disk, instances, job_id, task_id, submit_time``.
     """
     _check_invalid(invalid)
-    p = Path(path) if path is not None else trace_path("cloudsimpy", "jobs.csv.gz", trace_dir=trace_dir,
-                                                       alternatives=("jobs.csv",))
-    cols = [Col("submit_time", "submit_time", "float"), Col("duration", "duration", "float"),
-            Col("cpu", "cpu", "float"), Col("memory", "memory", "float"), Col("job_id", "job_id", "int"),
-            Col("task_id", "task_id", "int"), Col("instances", "instances_num", "int"),
-            Col("disk", "disk", "float", required=False)]
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path("cloudsimpy", "jobs.csv.gz", trace_dir=trace_dir, alternatives=("jobs.csv",))
+    )
+    cols = [
+        Col("submit_time", "submit_time", "float"),
+        Col("duration", "duration", "float"),
+        Col("cpu", "cpu", "float"),
+        Col("memory", "memory", "float"),
+        Col("job_id", "job_id", "int"),
+        Col("task_id", "task_id", "int"),
+        Col("instances", "instances_num", "int"),
+        Col("disk", "disk", "float", required=False),
+    ]
     raw = read_table(p, cols, header=True, what="CloudSimPy jobs.csv")
     line = np.arange(len(raw)) + 2
     for c in ("submit_time", "cpu", "memory", "disk"):
@@ -250,9 +327,15 @@ def load_cloudsimpy_jobs(trace_dir: PathLike | None = None, *, path: PathLike | 
     filt = Filtering(df, rep)
     _durations(filt, p, line, "duration", invalid, min_duration)
     _window_first(filt, window, first_n, "submit_time")
-    t = _finish(filt, rep, "submit_time", "cloudsimpy", ("cpu", "memory", "disk"),
-                {"cpu": "cores", "memory": "normalized (machine = 1)", "disk": "normalized", "submit_time": "s (trace)"},
-                "CloudSimPy jobs.csv (Alibaba v2017, mean instance duration per task)")
+    t = _finish(
+        filt,
+        rep,
+        "submit_time",
+        "cloudsimpy",
+        ("cpu", "memory", "disk"),
+        {"cpu": "cores", "memory": "normalized (machine = 1)", "disk": "normalized", "submit_time": "s (trace)"},
+        "CloudSimPy jobs.csv (Alibaba v2017, mean instance duration per task)",
+    )
     cols_order = ["arrival", "duration", "cpu", "memory", "disk", "instances", "job_id", "task_id", "submit_time"]
     t.jobs = t.jobs[cols_order]
     return t
@@ -263,12 +346,18 @@ def load_cloudsimpy_jobs(trace_dir: PathLike | None = None, *, path: PathLike | 
 _V2023_PHASES = ("Running", "Succeeded", "Failed", "Pending")
 
 
-def load_alibaba_gpu_v2023(trace_dir: PathLike | None = None, *, path: PathLike | None = None,
-                           phases: Sequence[str] = ("Running", "Succeeded", "Failed"),
-                           duration_from: Literal["scheduled", "creation"] = "scheduled",
-                           clip_before: float | None = None,
-                           window: tuple[float | None, float | None] | None = None, first_n: int | None = None,
-                           min_duration: float | None = None, invalid: Invalid = "error") -> TraceTable:
+def load_alibaba_gpu_v2023(
+    trace_dir: PathLike | None = None,
+    *,
+    path: PathLike | None = None,
+    phases: Sequence[str] = ("Running", "Succeeded", "Failed"),
+    duration_from: Literal["scheduled", "creation"] = "scheduled",
+    clip_before: float | None = None,
+    window: tuple[float | None, float | None] | None = None,
+    first_n: int | None = None,
+    min_duration: float | None = None,
+    invalid: Invalid = "error",
+) -> TraceTable:
     """Alibaba GPU v2023 pods (``openb_pod_list_default.csv``), one job per pod.
 
     Demands: ``cpu`` = cpu_milli/1000 vCPU, ``memory`` = memory_mib/1024 GiB, ``gpu`` =
@@ -291,13 +380,27 @@ def load_alibaba_gpu_v2023(trace_dir: PathLike | None = None, *, path: PathLike 
     bad = [s for s in phases if s not in _V2023_PHASES]
     if bad or isinstance(phases, str):
         raise ScenarioError("phases", f"expected a list of {list(_V2023_PHASES)}, got {phases!r}")
-    p = Path(path) if path is not None else trace_path("alibaba-gpu-v2023", "openb_pod_list_default.csv",
-                                                       trace_dir=trace_dir, alternatives=("openb_pod_list_default.csv.gz",))
-    cols = [Col("cpu_milli", "cpu_milli", "float"), Col("memory_mib", "memory_mib", "float"),
-            Col("num_gpu", "num_gpu", "int"), Col("gpu_milli", "gpu_milli", "float"),
-            Col("qos", "qos", "str", required=False), Col("phase", "pod_phase", "str"),
-            Col("creation_time", "creation_time", "float"), Col("deletion_time", "deletion_time", "float"),
-            Col("scheduled_time", "scheduled_time", "float", required=False)]
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path(
+            "alibaba-gpu-v2023",
+            "openb_pod_list_default.csv",
+            trace_dir=trace_dir,
+            alternatives=("openb_pod_list_default.csv.gz",),
+        )
+    )
+    cols = [
+        Col("cpu_milli", "cpu_milli", "float"),
+        Col("memory_mib", "memory_mib", "float"),
+        Col("num_gpu", "num_gpu", "int"),
+        Col("gpu_milli", "gpu_milli", "float"),
+        Col("qos", "qos", "str", required=False),
+        Col("phase", "pod_phase", "str"),
+        Col("creation_time", "creation_time", "float"),
+        Col("deletion_time", "deletion_time", "float"),
+        Col("scheduled_time", "scheduled_time", "float", required=False),
+    ]
     raw = read_table(p, cols, header=True, what="Alibaba GPU v2023 pod list")
     line = np.arange(len(raw)) + 2
     for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time"):
@@ -320,18 +423,20 @@ def load_alibaba_gpu_v2023(trace_dir: PathLike | None = None, *, path: PathLike 
     deleted = raw["deletion_time"].to_numpy(np.float64)
     sched = raw["scheduled_time"].to_numpy(np.float64)
     start = np.where(np.isfinite(sched), sched, created) if duration_from == "scheduled" else created
-    df = pd.DataFrame({
-        "duration": deleted - start,
-        "cpu": raw["cpu_milli"].to_numpy(np.float64) / 1000.0,
-        "memory": raw["memory_mib"].to_numpy(np.float64) / 1024.0,
-        "gpu": raw["num_gpu"].to_numpy(np.float64) * raw["gpu_milli"].to_numpy(np.float64) / 1000.0,
-        "num_gpu": raw["num_gpu"].to_numpy(np.int64),
-        "gpu_milli": raw["gpu_milli"].to_numpy(np.float64),
-        "qos": raw["qos"].to_numpy(),
-        "phase": ph.to_numpy(),
-        "creation_time": created,
-        "deletion_time": deleted,
-    })
+    df = pd.DataFrame(
+        {
+            "duration": deleted - start,
+            "cpu": raw["cpu_milli"].to_numpy(np.float64) / 1000.0,
+            "memory": raw["memory_mib"].to_numpy(np.float64) / 1024.0,
+            "gpu": raw["num_gpu"].to_numpy(np.float64) * raw["gpu_milli"].to_numpy(np.float64) / 1000.0,
+            "num_gpu": raw["num_gpu"].to_numpy(np.int64),
+            "gpu_milli": raw["gpu_milli"].to_numpy(np.float64),
+            "qos": raw["qos"].to_numpy(),
+            "phase": ph.to_numpy(),
+            "creation_time": created,
+            "deletion_time": deleted,
+        }
+    )
     filt = Filtering(df, rep)
     filt.keep(df["phase"].isin(list(phases)).to_numpy(), f"phase not in {list(phases)}")
     if clip_before is not None:
@@ -340,36 +445,58 @@ def load_alibaba_gpu_v2023(trace_dir: PathLike | None = None, *, path: PathLike 
         filt.keep((d["deletion_time"] > cb).to_numpy(), f"deleted by clip_before={cb:g} s")
         d = filt.df
         early = (d["creation_time"] < cb).to_numpy()
-        rep.modify(f"created before clip_before={cb:g} s: arrive then with the remaining lifetime (left-censored)",
-                   int(early.sum()))
+        rep.modify(
+            f"created before clip_before={cb:g} s: arrive then with the remaining lifetime (left-censored)",
+            int(early.sum()),
+        )
         newdur = np.where(early, d["deletion_time"].to_numpy() - cb, d["duration"].to_numpy())
         filt.df = d.assign(creation_time=np.where(early, cb, d["creation_time"].to_numpy()), duration=newdur)
     _durations(filt, p, line, "deletion_time", invalid, min_duration)
     _window_first(filt, window, first_n, "creation_time")
     filt.df = filt.df.drop(columns=["deletion_time"])
-    return _finish(filt, rep, "creation_time", "alibaba-gpu-v2023", ("cpu", "memory", "gpu"),
-                   {"cpu": "vCPU", "memory": "GiB", "gpu": "GPUs (fractional shares)", "creation_time": "s (trace)"},
-                   f"Alibaba GPU v2023 pods, phases {list(phases)}; duration from {duration_from}")
+    return _finish(
+        filt,
+        rep,
+        "creation_time",
+        "alibaba-gpu-v2023",
+        ("cpu", "memory", "gpu"),
+        {"cpu": "vCPU", "memory": "GiB", "gpu": "GPUs (fractional shares)", "creation_time": "s (trace)"},
+        f"Alibaba GPU v2023 pods, phases {list(phases)}; duration from {duration_from}",
+    )
 
 
-def load_alibaba_gpu_v2023_nodes(trace_dir: PathLike | None = None, *,
-                                 path: PathLike | None = None) -> tuple[pd.DataFrame, FilterReport]:
+def load_alibaba_gpu_v2023_nodes(
+    trace_dir: PathLike | None = None, *, path: PathLike | None = None
+) -> tuple[pd.DataFrame, FilterReport]:
     """GPU v2023 nodes (``openb_node_list_all_node.csv``): columns ``node``, ``cpu`` (vCPU),
     ``memory`` (GiB), ``gpu`` (count), ``model`` (empty = no GPU)."""
-    p = Path(path) if path is not None else trace_path("alibaba-gpu-v2023", "openb_node_list_all_node.csv",
-                                                       trace_dir=trace_dir)
-    cols = [Col("node", "sn", "str"), Col("cpu_milli", "cpu_milli", "float"), Col("memory_mib", "memory_mib", "float"),
-            Col("gpu", "gpu", "int"), Col("model", "model", "str", required=False)]
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path("alibaba-gpu-v2023", "openb_node_list_all_node.csv", trace_dir=trace_dir)
+    )
+    cols = [
+        Col("node", "sn", "str"),
+        Col("cpu_milli", "cpu_milli", "float"),
+        Col("memory_mib", "memory_mib", "float"),
+        Col("gpu", "gpu", "int"),
+        Col("model", "model", "str", required=False),
+    ]
     raw = read_table(p, cols, header=True, what="Alibaba GPU v2023 node list")
     for c in ("cpu_milli", "memory_mib", "gpu"):
         v = raw[c].to_numpy(dtype=np.float64)
         if (v < 0).any():
             i = int(np.flatnonzero(v < 0)[0])
             raise TraceFormatError(f"{p}: line {i + 2}, field '{c}': negative capacity {v[i]!r}")
-    out = pd.DataFrame({"node": raw["node"].to_numpy(), "cpu": raw["cpu_milli"].to_numpy(np.float64) / 1000.0,
-                        "memory": raw["memory_mib"].to_numpy(np.float64) / 1024.0,
-                        "gpu": raw["gpu"].to_numpy(np.float64),
-                        "model": raw["model"].fillna("").astype(str).to_numpy()})
+    out = pd.DataFrame(
+        {
+            "node": raw["node"].to_numpy(),
+            "cpu": raw["cpu_milli"].to_numpy(np.float64) / 1000.0,
+            "memory": raw["memory_mib"].to_numpy(np.float64) / 1024.0,
+            "gpu": raw["gpu"].to_numpy(np.float64),
+            "model": raw["model"].fillna("").astype(str).to_numpy(),
+        }
+    )
     rep = FilterReport(str(p), rows=len(out), records=len(out), kept=len(out))
     rep.counts["gpus"] = int(out["gpu"].sum())
     rep.counts["model"] = {(k or "none"): int(v) for k, v in out["model"].value_counts().items()}
@@ -379,13 +506,21 @@ def load_alibaba_gpu_v2023_nodes(trace_dir: PathLike | None = None, *,
 
 # ---------------------------------------------------------------------------------------------- GPU v2025
 
-def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike | None = None,
-                           roles: Sequence[str] | None = None,
-                           left_censored: Literal["drop", "at_start"] = "drop",
-                           right_censored: Literal["truncate", "drop"] = "truncate",
-                           end_time: float | None = None, duration_from: Literal["scheduled", "creation"] = "scheduled",
-                           window: tuple[float | None, float | None] | None = None, first_n: int | None = None,
-                           min_duration: float | None = None, invalid: Invalid = "error") -> TraceTable:
+
+def load_alibaba_gpu_v2025(
+    trace_dir: PathLike | None = None,
+    *,
+    path: PathLike | None = None,
+    roles: Sequence[str] | None = None,
+    left_censored: Literal["drop", "at_start"] = "drop",
+    right_censored: Literal["truncate", "drop"] = "truncate",
+    end_time: float | None = None,
+    duration_from: Literal["scheduled", "creation"] = "scheduled",
+    window: tuple[float | None, float | None] | None = None,
+    first_n: int | None = None,
+    min_duration: float | None = None,
+    invalid: Invalid = "error",
+) -> TraceTable:
     """Alibaba GPU v2025 DLRM serving instances (``disaggregated_DLRM_trace.csv``), one job per instance.
 
     Demands (requests, not limits): ``cpu`` vCPU, ``gpu`` GPUs, ``rdma`` % of one RNIC's bandwidth,
@@ -409,15 +544,29 @@ def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike 
     choice(left_censored, "left_censored", ("drop", "at_start"))
     choice(right_censored, "right_censored", ("truncate", "drop"))
     choice(duration_from, "duration_from", ("scheduled", "creation"))
-    p = Path(path) if path is not None else trace_path("alibaba-gpu-v2025", "disaggregated_DLRM_trace.csv.gz",
-                                                       trace_dir=trace_dir, alternatives=("disaggregated_DLRM_trace.csv",))
-    cols = [Col("role", "role", "str"), Col("app", "app_name", "str", required=False),
-            Col("cpu", "cpu_request", "float"), Col("gpu", "gpu_request", "float"),
-            Col("rdma", "rdma_request", "float"), Col("memory", "memory_request", "float"),
-            Col("disk", "disk_request", "float"), Col("max_instance_per_node", "max_instance_per_node", "int"),
-            Col("creation_time", "creation_time", "float", required=False),
-            Col("scheduled_time", "scheduled_time", "float", required=False),
-            Col("deletion_time", "deletion_time", "float", required=False)]
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path(
+            "alibaba-gpu-v2025",
+            "disaggregated_DLRM_trace.csv.gz",
+            trace_dir=trace_dir,
+            alternatives=("disaggregated_DLRM_trace.csv",),
+        )
+    )
+    cols = [
+        Col("role", "role", "str"),
+        Col("app", "app_name", "str", required=False),
+        Col("cpu", "cpu_request", "float"),
+        Col("gpu", "gpu_request", "float"),
+        Col("rdma", "rdma_request", "float"),
+        Col("memory", "memory_request", "float"),
+        Col("disk", "disk_request", "float"),
+        Col("max_instance_per_node", "max_instance_per_node", "int"),
+        Col("creation_time", "creation_time", "float", required=False),
+        Col("scheduled_time", "scheduled_time", "float", required=False),
+        Col("deletion_time", "deletion_time", "float", required=False),
+    ]
     raw = read_table(p, cols, header=True, what="Alibaba GPU v2025 DLRM trace")
     line = np.arange(len(raw)) + 2
     for c in ("cpu", "gpu", "rdma", "memory", "disk", "creation_time", "scheduled_time", "deletion_time"):
@@ -425,8 +574,10 @@ def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike 
         badv = (v < 0) | np.isinf(v)
         if badv.any():
             i = int(np.flatnonzero(badv)[0])
-            raise TraceFormatError(f"{p}: line {int(line[i])}, field '{cols[[k.name for k in cols].index(c)].key}': "
-                                   f"negative or infinite value {v[i]!r}")
+            raise TraceFormatError(
+                f"{p}: line {int(line[i])}, field '{cols[[k.name for k in cols].index(c)].key}': "
+                f"negative or infinite value {v[i]!r}"
+            )
     rep = FilterReport(str(p), rows=len(raw))
     created = raw["creation_time"].to_numpy(np.float64)
     deleted = raw["deletion_time"].to_numpy(np.float64)
@@ -440,14 +591,23 @@ def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike 
     lc, rc = np.isnan(created), np.isnan(deleted)
     arr = np.where(lc, 0.0, created)
     start = np.where(np.isfinite(sched), sched, arr) if duration_from == "scheduled" else arr
-    df = pd.DataFrame({
-        "duration": np.where(rc, t_end, deleted) - start,
-        "cpu": raw["cpu"].to_numpy(np.float64), "gpu": raw["gpu"].to_numpy(np.float64),
-        "rdma": raw["rdma"].to_numpy(np.float64), "memory": raw["memory"].to_numpy(np.float64),
-        "disk": raw["disk"].to_numpy(np.float64), "role": raw["role"].astype(str).to_numpy(),
-        "app": raw["app"].to_numpy(), "max_instance_per_node": raw["max_instance_per_node"].to_numpy(np.int64),
-        "censored": lc | rc, "creation_time": arr, "_lc": lc, "_rc": rc,
-    })
+    df = pd.DataFrame(
+        {
+            "duration": np.where(rc, t_end, deleted) - start,
+            "cpu": raw["cpu"].to_numpy(np.float64),
+            "gpu": raw["gpu"].to_numpy(np.float64),
+            "rdma": raw["rdma"].to_numpy(np.float64),
+            "memory": raw["memory"].to_numpy(np.float64),
+            "disk": raw["disk"].to_numpy(np.float64),
+            "role": raw["role"].astype(str).to_numpy(),
+            "app": raw["app"].to_numpy(),
+            "max_instance_per_node": raw["max_instance_per_node"].to_numpy(np.int64),
+            "censored": lc | rc,
+            "creation_time": arr,
+            "_lc": lc,
+            "_rc": rc,
+        }
+    )
     filt = Filtering(df, rep)
     if roles is not None:
         filt.keep(df["role"].isin(list(roles)).to_numpy(), f"role not in {list(roles)}")
@@ -462,7 +622,19 @@ def load_alibaba_gpu_v2025(trace_dir: PathLike | None = None, *, path: PathLike 
     _durations(filt, p, line, "deletion_time", invalid, min_duration)
     _window_first(filt, window, first_n, "creation_time")
     filt.df = filt.df.drop(columns=["_lc", "_rc"])
-    return _finish(filt, rep, "creation_time", "alibaba-gpu-v2025", ("cpu", "gpu", "rdma", "memory", "disk"),
-                   {"cpu": "vCPU", "gpu": "GPUs", "rdma": "% of one RNIC", "memory": "GiB", "disk": "GiB",
-                    "creation_time": "s (trace)"},
-                   f"Alibaba GPU v2025 DLRM instances; left-censored {left_censored}, right-censored {right_censored}")
+    return _finish(
+        filt,
+        rep,
+        "creation_time",
+        "alibaba-gpu-v2025",
+        ("cpu", "gpu", "rdma", "memory", "disk"),
+        {
+            "cpu": "vCPU",
+            "gpu": "GPUs",
+            "rdma": "% of one RNIC",
+            "memory": "GiB",
+            "disk": "GiB",
+            "creation_time": "s (trace)",
+        },
+        f"Alibaba GPU v2025 DLRM instances; left-censored {left_censored}, right-censored {right_censored}",
+    )

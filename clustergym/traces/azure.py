@@ -41,8 +41,16 @@ from clustergym.traces.paths import TraceNotFoundError, trace_path
 from clustergym.traces.table import Filtering, FilterReport, TraceTable
 from clustergym.validation import choice
 
-__all__ = ["FLAVORS", "BIN_INTERVALS", "RESOLUTION", "load_azure_v1", "read_flavor_map", "read_interval_map",
-           "bin_durations", "SPLITS"]
+__all__ = [
+    "FLAVORS",
+    "BIN_INTERVALS",
+    "RESOLUTION",
+    "load_azure_v1",
+    "read_flavor_map",
+    "read_interval_map",
+    "bin_durations",
+    "SPLITS",
+]
 
 PathLike = str | os.PathLike[str]
 RESOLUTION = 300.0
@@ -50,8 +58,21 @@ SPLITS = ("train", "dev", "test")
 
 #: flavour letter -> (vCPU, memory GB), as in flav_map.txt
 FLAVORS: dict[str, tuple[float, float]] = {
-    "a": (1, 0.75), "b": (1, 1.75), "c": (1, 2), "d": (16, 112), "e": (2, 14), "f": (2, 16), "g": (2, 3.5),
-    "h": (2, 4), "i": (4, 28), "j": (4, 32), "k": (4, 7), "l": (4, 8), "m": (8, 14), "n": (8, 16), "o": (8, 56),
+    "a": (1, 0.75),
+    "b": (1, 1.75),
+    "c": (1, 2),
+    "d": (16, 112),
+    "e": (2, 14),
+    "f": (2, 16),
+    "g": (2, 3.5),
+    "h": (2, 4),
+    "i": (4, 28),
+    "j": (4, 32),
+    "k": (4, 7),
+    "l": (4, 8),
+    "m": (8, 14),
+    "n": (8, 16),
+    "o": (8, 56),
     "p": (8, 64),
 }
 
@@ -114,8 +135,9 @@ def read_interval_map(path: PathLike) -> np.ndarray:
     return out
 
 
-def bin_durations(bins: np.ndarray, point: Literal["mid", "lower", "upper"] = "mid",
-                  intervals: np.ndarray = BIN_INTERVALS) -> np.ndarray:
+def bin_durations(
+    bins: np.ndarray, point: Literal["mid", "lower", "upper"] = "mid", intervals: np.ndarray = BIN_INTERVALS
+) -> np.ndarray:
     """A representative duration (s) for each duration bin; bin 0 ("< 300 s") -> 150 s."""
     choice(point, "duration_point", ("mid", "lower", "upper"))
     lo, hi = intervals[:, 0], intervals[:, 1]
@@ -141,8 +163,9 @@ def _read_lines(path: Path) -> list[tuple[int, float, list[str]]]:
                 out.append((n, ts, [t for t in rest.strip().split(",") if t]))
     except (EOFError, OSError) as e:
         last = out[-1][0] if out else 0
-        raise TraceFormatError(f"{path}: truncated or corrupt gzip stream after line {last} "
-                               f"({type(e).__name__}: {e})") from None
+        raise TraceFormatError(
+            f"{path}: truncated or corrupt gzip stream after line {last} ({type(e).__name__}: {e})"
+        ) from None
     return out
 
 
@@ -150,8 +173,10 @@ def _split_file(d: Path, split: str) -> Path:
     for name in (f"v1.{split}.txt.gz", f"v1.{split}.txt"):
         if (d / name).exists():
             return d / name
-    raise TraceNotFoundError(f"{d / f'v1.{split}.txt.gz'} not found (the Azure V1 {split} flavour trace); download "
-                             "huaweicloud/trace_generation_rnn resources/traces and point CLUSTERGYM_TRACES at them")
+    raise TraceNotFoundError(
+        f"{d / f'v1.{split}.txt.gz'} not found (the Azure V1 {split} flavour trace); download "
+        "huaweicloud/trace_generation_rnn resources/traces and point CLUSTERGYM_TRACES at them"
+    )
 
 
 def _duration_file(d: Path, split: str) -> Path | None:
@@ -159,13 +184,20 @@ def _duration_file(d: Path, split: str) -> Path | None:
     return cands[0] if cands else None
 
 
-def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", "dev", "test"] = "test",
-                  flavors_path: PathLike | None = None, durations_path: PathLike | None = None,
-                  durations: bool = True, censor_time: float | None = None,
-                  censored: Literal["truncate", "drop"] = "truncate",
-                  duration_point: Literal["mid", "lower", "upper"] = "mid",
-                  arrival: Literal["bin_end", "spread"] = "bin_end",
-                  window: tuple[float | None, float | None] | None = None, first_n: int | None = None) -> TraceTable:
+def load_azure_v1(
+    trace_dir: PathLike | None = None,
+    *,
+    split: Literal["train", "dev", "test"] = "test",
+    flavors_path: PathLike | None = None,
+    durations_path: PathLike | None = None,
+    durations: bool = True,
+    censor_time: float | None = None,
+    censored: Literal["truncate", "drop"] = "truncate",
+    duration_point: Literal["mid", "lower", "upper"] = "mid",
+    arrival: Literal["bin_end", "spread"] = "bin_end",
+    window: tuple[float | None, float | None] | None = None,
+    first_n: int | None = None,
+) -> TraceTable:
     """Azure V1 VM arrivals with flavours (vCPU, memory GB) and binned lifetimes; one job per VM.
 
     Args:
@@ -201,14 +233,18 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
     if durations:
         dpath = Path(durations_path) if durations_path is not None else _duration_file(d, split)  # type: ignore[arg-type]
         if dpath is None:
-            raise TraceNotFoundError(f"no duration file v1.{split}.c<T>.txt(.gz) in {d}: the public snapshot has "
-                                     f"durations for the dev and test splits only; use split='dev' or 'test', or "
-                                     "durations=False for arrivals and flavours alone")
+            raise TraceNotFoundError(
+                f"no duration file v1.{split}.c<T>.txt(.gz) in {d}: the public snapshot has "
+                f"durations for the dev and test splits only; use split='dev' or 'test', or "
+                "durations=False for arrivals and flavours alone"
+            )
         check_exists(dpath, "Azure V1 duration trace")
         if censor_time is None:
             m = re.search(r"\.c(\d+)\.txt", dpath.name)
             if not m:
-                raise ScenarioError("censor_time", f"cannot read the censoring time from {dpath.name}; pass censor_time")
+                raise ScenarioError(
+                    "censor_time", f"cannot read the censoring time from {dpath.name}; pass censor_time"
+                )
             censor_time = float(m.group(1))
 
     flines = _read_lines(fpath)
@@ -221,17 +257,23 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
         if dlines is not None:
             dn, dts, dtoks = dlines[li]
             if dts != ts:
-                raise TraceFormatError(f"{dpath}: line {dn}, field 'timestamp': {dts:g} but {fpath} line {n} has {ts:g}")
+                raise TraceFormatError(
+                    f"{dpath}: line {dn}, field 'timestamp': {dts:g} but {fpath} line {n} has {ts:g}"
+                )
             if len(dtoks) != len(toks):
-                raise TraceFormatError(f"{dpath}: line {dn}: {len(dtoks)} tokens, but {fpath} line {n} has "
-                                       f"{len(toks)}: the files must align token for token")
+                raise TraceFormatError(
+                    f"{dpath}: line {dn}: {len(dtoks)} tokens, but {fpath} line {n} has "
+                    f"{len(toks)}: the files must align token for token"
+                )
         vms = [k for k, t in enumerate(toks) if t != "|"]
         nv = len(vms)
         for j, k in enumerate(vms):
             t = toks[k]
             if t not in flav:
-                raise TraceFormatError(f"{fpath}: line {n}, field 'token {k + 1}': unknown flavour {t!r} "
-                                       f"(expected one of {''.join(sorted(flav))} or '|')")
+                raise TraceFormatError(
+                    f"{fpath}: line {n}, field 'token {k + 1}': unknown flavour {t!r} "
+                    f"(expected one of {''.join(sorted(flav))} or '|')"
+                )
             letters.append(t)
             times.append(ts)
             spread.append(ts - RESOLUTION + RESOLUTION * (j + 0.5) / nv)
@@ -239,14 +281,18 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
                 dt = dtoks[k]
                 kind, num = dt[:1], dt[1:]
                 if kind not in ("U", "C") or not num.isdigit() or int(num) >= len(intervals):
-                    raise TraceFormatError(f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected U<bin> or "
-                                           f"C<bin> with bin < {len(intervals)}, got {dt!r}")
+                    raise TraceFormatError(
+                        f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected U<bin> or "
+                        f"C<bin> with bin < {len(intervals)}, got {dt!r}"
+                    )
                 dbin.append(int(num))
                 dcens.append(kind == "C")
         for k, t in enumerate(toks):
             if t == "|" and dlines is not None and dlines[li][2][k] != "|":
-                raise TraceFormatError(f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected '|' "
-                                       f"(a batch end in {fpath}), got {dlines[li][2][k]!r}")
+                raise TraceFormatError(
+                    f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected '|' "
+                    f"(a batch end in {fpath}), got {dlines[li][2][k]!r}"
+                )
         # batches: tokens up to each '|'
         cur = 0
         for t in toks:
@@ -282,8 +328,20 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
     rep.counts["batches"] = int(np.unique(bt).size) if n_vm else 0
     rep.counts["flavors"] = {k: int(v) for k, v in zip(*np.unique(let, return_counts=True), strict=True)}
     bsize = np.bincount(bt)[bt] if n_vm else bt
-    df = pd.DataFrame({"duration": dur, "vcpu": cpu, "memory": mem, "flavor": let, "batch": bt, "batch_size": bsize,
-                       "censored": cens, "duration_bin": bins, "time": t_line, "_arr": arr})
+    df = pd.DataFrame(
+        {
+            "duration": dur,
+            "vcpu": cpu,
+            "memory": mem,
+            "flavor": let,
+            "batch": bt,
+            "batch_size": bsize,
+            "censored": cens,
+            "duration_bin": bins,
+            "time": t_line,
+            "_arr": arr,
+        }
+    )
     filt = Filtering(df, rep)
     if dlines is not None:
         if censored == "drop":
@@ -297,8 +355,15 @@ def load_azure_v1(trace_dir: PathLike | None = None, *, split: Literal["train", 
     jobs = filt.done()
     origin = float(jobs["_arr"].iloc[0]) if len(jobs) else 0.0
     jobs.insert(0, "arrival", jobs.pop("_arr") - origin)
-    rep.steps.append(f"Azure V1 {split}: flavours from flav_map, durations from bins ({duration_point}), censored "
-                     f"{censored}, arrival {arrival}; arrival - {origin:g} s (the first kept arrival)")
-    return TraceTable(jobs=jobs, resources=("vcpu", "memory"),
-                      units={"arrival": "s", "duration": "s", "vcpu": "vCPU", "memory": "GB", "time": "s (trace)"},
-                      report=rep, format="azure", origin=origin)
+    rep.steps.append(
+        f"Azure V1 {split}: flavours from flav_map, durations from bins ({duration_point}), censored "
+        f"{censored}, arrival {arrival}; arrival - {origin:g} s (the first kept arrival)"
+    )
+    return TraceTable(
+        jobs=jobs,
+        resources=("vcpu", "memory"),
+        units={"arrival": "s", "duration": "s", "vcpu": "vCPU", "memory": "GB", "time": "s (trace)"},
+        report=rep,
+        format="azure",
+        origin=origin,
+    )

@@ -97,8 +97,9 @@ def google_options(**opts: Any) -> dict[str, Any]:
     return {k: v for k, v in bound.arguments.items() if k != "events"}
 
 
-def google_table(trace_dir: PathLike | None, task_events: PathLike | Sequence[PathLike] | None = None,
-                 **opts: Any) -> TraceTable:
+def google_table(
+    trace_dir: PathLike | None, task_events: PathLike | Sequence[PathLike] | None = None, **opts: Any
+) -> TraceTable:
     """The Google job table of :func:`~clustergym.traces.google.google_tasks` with ``opts``, over the
     task event parts of ``trace_dir`` (or the files or directory ``task_events``): from this
     process's cache, else from the on-disk cache, else parsed (and cached in both)."""
@@ -109,7 +110,7 @@ def google_table(trace_dir: PathLike | None, task_events: PathLike | Sequence[Pa
         events = google_events(trace_dir) if task_events is None else read_task_events(files)
         return google_tasks(events, **opts)
 
-    return cached(("google", file_stamp(files), freeze(full)),
-                  lambda: cached_table("google-tasks", files, full, parse, code=_GOOGLE_CODE))
-
-
+    return cached(
+        ("google", file_stamp(files), freeze(full)),
+        lambda: cached_table("google-tasks", files, full, parse, code=_GOOGLE_CODE),
+    )

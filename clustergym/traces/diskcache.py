@@ -129,6 +129,7 @@ def set_trace_cache(value: bool | str | os.PathLike[str] | None) -> Any:
 
 # ---------------------------------------------------------------------------------------------- keys
 
+
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -198,16 +199,25 @@ def _canonical(x: Any) -> Any:
     raise TypeError(f"no canonical form for {type(x).__name__}")
 
 
-def table_key(loader: str, files: Sequence[str | os.PathLike[str]], options: Mapping[str, Any],
-              code: Sequence[str | os.PathLike[str]] = (), memo_dir: Path | None = None) -> dict[str, Any]:
+def table_key(
+    loader: str,
+    files: Sequence[str | os.PathLike[str]],
+    options: Mapping[str, Any],
+    code: Sequence[str | os.PathLike[str]] = (),
+    memo_dir: Path | None = None,
+) -> dict[str, Any]:
     """The key document of a table (module docstring, "Key"); its SHA-256 names the file."""
     import numpy as np
     import pandas as pd
 
-    return {"cache_format": FORMAT_VERSION, "loader": loader, "code": code_digest(code),
-            "libraries": {"numpy": np.__version__, "pandas": pd.__version__},
-            "files": [[str(Path(f).resolve()), file_digest(f, memo_dir)] for f in files],
-            "options": _canonical(dict(options))}
+    return {
+        "cache_format": FORMAT_VERSION,
+        "loader": loader,
+        "code": code_digest(code),
+        "libraries": {"numpy": np.__version__, "pandas": pd.__version__},
+        "files": [[str(Path(f).resolve()), file_digest(f, memo_dir)] for f in files],
+        "options": _canonical(dict(options)),
+    }
 
 
 def _key_hash(key: Mapping[str, Any]) -> str:
@@ -215,6 +225,7 @@ def _key_hash(key: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- files
+
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -233,9 +244,17 @@ def _write_table(path: Path, table: TraceTable, key: Mapping[str, Any]) -> None:
     import pyarrow.parquet as pq
 
     jobs = table.jobs
-    meta = {"key": key, "rows": len(jobs), "columns": [str(c) for c in jobs.columns],
-            "dtypes": [str(t) for t in jobs.dtypes], "resources": list(table.resources), "units": dict(table.units),
-            "format": table.format, "origin": repr(float(table.origin)), "report": table.report.to_dict()}
+    meta = {
+        "key": key,
+        "rows": len(jobs),
+        "columns": [str(c) for c in jobs.columns],
+        "dtypes": [str(t) for t in jobs.dtypes],
+        "resources": list(table.resources),
+        "units": dict(table.units),
+        "format": table.format,
+        "origin": repr(float(table.origin)),
+        "report": table.report.to_dict(),
+    }
     at = pa.Table.from_pandas(jobs, preserve_index=False)
     at = at.replace_schema_metadata({**(at.schema.metadata or {}), _META: json.dumps(meta).encode()})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -244,8 +263,11 @@ def _write_table(path: Path, table: TraceTable, key: Mapping[str, Any]) -> None:
         pq.write_table(at, tmp, compression="snappy", write_page_checksum=True)
         back = _read_table(tmp, key)
         if not _same_table(back, table):
-            warnings.warn(f"trace cache: the table of {table.source} does not survive a Parquet round trip; "
-                          "not cached", TraceCacheWarning, stacklevel=3)
+            warnings.warn(
+                f"trace cache: the table of {table.source} does not survive a Parquet round trip; not cached",
+                TraceCacheWarning,
+                stacklevel=3,
+            )
             return
         os.replace(tmp, path)
     finally:
@@ -269,18 +291,35 @@ def _read_table(path: Path, key: Mapping[str, Any]) -> TraceTable:
     if meta.get("key") != key:
         raise _Unusable("its key is not the expected one")
     jobs = at.to_pandas()
-    if (len(jobs) != meta["rows"] or [str(c) for c in jobs.columns] != meta["columns"]
-            or [str(t) for t in jobs.dtypes] != meta["dtypes"]):
+    if (
+        len(jobs) != meta["rows"]
+        or [str(c) for c in jobs.columns] != meta["columns"]
+        or [str(t) for t in jobs.dtypes] != meta["dtypes"]
+    ):
         raise _Unusable("its rows, columns or dtypes are not those recorded")
-    return TraceTable(jobs=jobs, resources=tuple(meta["resources"]), units=dict(meta["units"]),
-                      report=FilterReport(**meta["report"]), format=meta["format"], origin=float(meta["origin"]))
+    return TraceTable(
+        jobs=jobs,
+        resources=tuple(meta["resources"]),
+        units=dict(meta["units"]),
+        report=FilterReport(**meta["report"]),
+        format=meta["format"],
+        origin=float(meta["origin"]),
+    )
 
 
 def _same_table(a: TraceTable, b: TraceTable) -> bool:
-    return (a.jobs.equals(b.jobs) and a.jobs.columns.equals(b.jobs.columns) and type(a.jobs.index) is type(b.jobs.index)
-            and a.jobs.index.equals(b.jobs.index) and list(a.jobs.dtypes) == list(b.jobs.dtypes)
-            and a.resources == b.resources and a.units == b.units and a.format == b.format
-            and repr(a.origin) == repr(b.origin) and a.report == b.report)
+    return (
+        a.jobs.equals(b.jobs)
+        and a.jobs.columns.equals(b.jobs.columns)
+        and type(a.jobs.index) is type(b.jobs.index)
+        and a.jobs.index.equals(b.jobs.index)
+        and list(a.jobs.dtypes) == list(b.jobs.dtypes)
+        and a.resources == b.resources
+        and a.units == b.units
+        and a.format == b.format
+        and repr(a.origin) == repr(b.origin)
+        and a.report == b.report
+    )
 
 
 def _prune(d: Path, keep: Path) -> None:
@@ -317,12 +356,20 @@ def _parquet_available() -> bool:
 
 def _give_up(what: str, e: BaseException) -> None:
     _broken.append(what)
-    warnings.warn(f"trace cache: cannot {what} ({e}); running without it in this process "
-                  f"(set {ENV_VAR}=off to silence this)", TraceCacheWarning, stacklevel=3)
+    warnings.warn(
+        f"trace cache: cannot {what} ({e}); running without it in this process (set {ENV_VAR}=off to silence this)",
+        TraceCacheWarning,
+        stacklevel=3,
+    )
 
 
-def cached_table(loader: str, files: Sequence[str | os.PathLike[str]], options: Mapping[str, Any],
-                 build: Callable[[], TraceTable], code: Sequence[str | os.PathLike[str]] = ()) -> TraceTable:
+def cached_table(
+    loader: str,
+    files: Sequence[str | os.PathLike[str]],
+    options: Mapping[str, Any],
+    build: Callable[[], TraceTable],
+    code: Sequence[str | os.PathLike[str]] = (),
+) -> TraceTable:
     """The table ``build()`` returns for ``files`` and ``options``, from the cache when a valid file
     is there, else built and written (see the module docstring).
 
@@ -337,8 +384,12 @@ def cached_table(loader: str, files: Sequence[str | os.PathLike[str]], options: 
     if d is None:
         return build()
     if not _parquet_available():
-        _give_up(f"use {d}", ImportError("pyarrow, which reads and writes its Parquet files, is not installed; "
-                                          "pip install 'pyarrow>=14'"))
+        _give_up(
+            f"use {d}",
+            ImportError(
+                "pyarrow, which reads and writes its Parquet files, is not installed; pip install 'pyarrow>=14'"
+            ),
+        )
         return build()
     try:
         key = table_key(loader, files, options, code, memo_dir=d)
@@ -354,8 +405,11 @@ def cached_table(loader: str, files: Sequence[str | os.PathLike[str]], options: 
                 pass
             return table
         except Exception as e:
-            warnings.warn(f"trace cache: {path} is unusable ({type(e).__name__}: {e}); rebuilding it",
-                          TraceCacheWarning, stacklevel=2)
+            warnings.warn(
+                f"trace cache: {path} is unusable ({type(e).__name__}: {e}); rebuilding it",
+                TraceCacheWarning,
+                stacklevel=2,
+            )
             try:
                 path.unlink()
             except OSError:

@@ -32,6 +32,7 @@ __all__ = ["FORMATS", "filter_names", "load_trace"]
 
 # ---------------------------------------------------------------------------------------------- formats
 
+
 def _google_loader(path: PathLike | None = None, trace_dir: PathLike | None = None, **opts: Any) -> TraceTable:
     return google_table(trace_dir, path, **opts)
 
@@ -41,6 +42,7 @@ def _path_loader(fn: Callable[..., TraceTable], path_arg: str = "path") -> Calla
         if path is not None:
             opts[path_arg] = path
         return fn(trace_dir, **opts)
+
     load.__wrapped__ = fn  # type: ignore[attr-defined]
     return load
 
@@ -61,8 +63,11 @@ _NOT_FILTERS = {"trace_dir", "path", "flavors_path", "events", "self"}
 def filter_names(fmt: str) -> list[str]:
     """The filter (keyword option) names a format's loader accepts."""
     fn = FORMATS[fmt][1]
-    return [k for k, p in inspect.signature(fn).parameters.items()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and k not in _NOT_FILTERS]
+    return [
+        k
+        for k, p in inspect.signature(fn).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and k not in _NOT_FILTERS
+    ]
 
 
 def _coerce_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,8 +81,9 @@ def _coerce_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_trace(fmt: str, path: PathLike | None = None, *, trace_dir: PathLike | None = None,
-               **filters: Any) -> TraceTable:
+def load_trace(
+    fmt: str, path: PathLike | None = None, *, trace_dir: PathLike | None = None, **filters: Any
+) -> TraceTable:
     """Load any supported format by name with its filters (see :data:`FORMATS`).
 
     Raises:
@@ -90,5 +96,3 @@ def load_trace(fmt: str, path: PathLike | None = None, *, trace_dir: PathLike | 
             raise ScenarioError(f"filters.{key}", f"format {fmt!r} has no filter {key!r}; it takes {sorted(allowed)}")
     loader = FORMATS[fmt][0]
     return loader(path, trace_dir, **_coerce_filters(filters))
-
-

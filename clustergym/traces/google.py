@@ -59,12 +59,29 @@ from clustergym.traces.table import Filtering, FilterReport, TraceTable
 from clustergym.validation import choice
 
 __all__ = [
-    "EVENT_TYPES", "GoogleTaskEvents", "task_event_files", "read_task_events", "google_tasks", "load_google",
-    "load_google_job_events", "load_google_machines", "machine_configurations", "LIFECYCLES",
+    "EVENT_TYPES",
+    "GoogleTaskEvents",
+    "task_event_files",
+    "read_task_events",
+    "google_tasks",
+    "load_google",
+    "load_google_job_events",
+    "load_google_machines",
+    "machine_configurations",
+    "LIFECYCLES",
 ]
 
-EVENT_TYPES = {0: "SUBMIT", 1: "SCHEDULE", 2: "EVICT", 3: "FAIL", 4: "FINISH", 5: "KILL", 6: "LOST",
-               7: "UPDATE_PENDING", 8: "UPDATE_RUNNING"}
+EVENT_TYPES = {
+    0: "SUBMIT",
+    1: "SCHEDULE",
+    2: "EVICT",
+    3: "FAIL",
+    4: "FINISH",
+    5: "KILL",
+    6: "LOST",
+    7: "UPDATE_PENDING",
+    8: "UPDATE_RUNNING",
+}
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = 0, 1, 2, 3, 4, 5, 6
 AFTER_WINDOW = np.iinfo(np.int64).max
 LIFECYCLES = ("strict", "finished", "attempts")
@@ -119,8 +136,9 @@ def task_event_files(trace_dir: str | os.PathLike[str] | None = None, parts: int
     d = trace_path("google", "task_events", trace_dir=trace_dir)
     files = sorted(d.glob("part-*.csv.gz")) or sorted(d.glob("part-*.csv"))
     if not files:
-        raise TraceNotFoundError(f"{d} holds no part-*.csv.gz files; download the Google clusterdata-2011-2 "
-                                 "task_events parts into it")
+        raise TraceNotFoundError(
+            f"{d} holds no part-*.csv.gz files; download the Google clusterdata-2011-2 task_events parts into it"
+        )
     return files[:parts] if parts is not None else files
 
 
@@ -136,9 +154,13 @@ def _as_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) 
     return [Path(p) for p in paths]
 
 
-def read_task_events(files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None, *,
-                     trace_dir: str | os.PathLike[str] | None = None, parts: int | None = None,
-                     threads: int | None = None) -> GoogleTaskEvents:
+def read_task_events(
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    trace_dir: str | os.PathLike[str] | None = None,
+    parts: int | None = None,
+    threads: int | None = None,
+) -> GoogleTaskEvents:
     """Read task_events parts (8 of the 13 fields, explicit dtypes), in file order.
 
     Args:
@@ -168,8 +190,9 @@ def read_task_events(files: str | os.PathLike[str] | Sequence[str | os.PathLike[
     # concatenate column by column, freeing each part's column as we go (peak: one copy + one column)
     cols: dict[str, np.ndarray] = {}
     for name in frames[0].columns:
-        cols[name] = np.concatenate([f[name].to_numpy() for f in frames]) if len(frames) > 1 else \
-            frames[0][name].to_numpy()
+        cols[name] = (
+            np.concatenate([f[name].to_numpy() for f in frames]) if len(frames) > 1 else frames[0][name].to_numpy()
+        )
         for f in frames:
             del f[name]
     del frames
@@ -199,11 +222,18 @@ def _validate_events(ev: GoogleTaskEvents) -> None:
             raise TraceFormatError(f"{f}: line {line}, field '{label}': {problem}: {e[col].iloc[i]!r}")
 
 
-def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
-                 priorities: str | Sequence[int] | None = None, window: tuple[float | None, float | None] | None = None,
-                 first_n: int | None = None, include_pre_window: bool | None = None,
-                 missing_requests: Literal["drop", "zero"] = "drop", min_duration: float | None = None,
-                 end_time: float | None = None) -> TraceTable:
+def google_tasks(
+    events: GoogleTaskEvents,
+    *,
+    lifecycle: Lifecycle = "strict",
+    priorities: str | Sequence[int] | None = None,
+    window: tuple[float | None, float | None] | None = None,
+    first_n: int | None = None,
+    include_pre_window: bool | None = None,
+    missing_requests: Literal["drop", "zero"] = "drop",
+    min_duration: float | None = None,
+    end_time: float | None = None,
+) -> TraceTable:
     """Turn task events into one job per task (or per attempt); see the module docstring.
 
     Args:
@@ -291,8 +321,9 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
             m = m & (nbad == 0)
             filt.keep((nsch <= 1)[m], "scheduled more than once")
             m = m & (nsch <= 1)
-            filt.keep((ends_fin & (nfin == 1))[m],
-                      "not finished in the slice (pending or running at its end: right-censored)")
+            filt.keep(
+                (ends_fin & (nfin == 1))[m], "not finished in the slice (pending or running at its end: right-censored)"
+            )
         else:
             ended_bad = (l_core >= 0) & is_bad[np.maximum(l_core, 0)]
             m = in_window
@@ -308,9 +339,11 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
             k = int(np.flatnonzero(neg)[0])
             f, line = events.where(int(order[fin_i[k]]))
             more = int(neg.sum()) - 1
-            raise TraceFormatError(f"{f}: line {line}, field 'time': negative duration: FINISH at "
-                                   f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs"
-                                   + (f" (and {more} more tasks)" if more else ""))
+            raise TraceFormatError(
+                f"{f}: line {line}, field 'time': negative duration: FINISH at "
+                f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs"
+                + (f" (and {more} more tasks)" if more else "")
+            )
         censored = None
     else:  # attempts: one job per SUBMIT followed by a SCHEDULE
         grp_end = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))  # exclusive end of own group
@@ -330,8 +363,13 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
         orphan_rows = np.flatnonzero(orphan)
         rec_sub = np.r_[sub_rows, orphan_rows]
         rec_sch = np.r_[nxt_sch[sub_rows], orphan_rows]
-        cand = pd.DataFrame({"sub": rec_sub, "sch": rec_sch, "is_orphan": np.r_[np.zeros(sub_rows.size, bool),
-                                                                                 np.ones(orphan_rows.size, bool)]})
+        cand = pd.DataFrame(
+            {
+                "sub": rec_sub,
+                "sch": rec_sch,
+                "is_orphan": np.r_[np.zeros(sub_rows.size, bool), np.ones(orphan_rows.size, bool)],
+            }
+        )
         order_rec = np.argsort(rec_sub, kind="stable")
         cand = cand.iloc[order_rec].reset_index(drop=True)
         filt = Filtering(cand, rep)
@@ -354,8 +392,10 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
         if neg.any():
             k = int(np.flatnonzero(neg)[0])
             f, line = events.where(int(order[term[k]]))
-            raise TraceFormatError(f"{f}: line {line}, field 'time': negative duration: the run ends at "
-                                   f"{int(end_t[k])} µs, before its SCHEDULE at {t_s[sch_i[k]]} µs")
+            raise TraceFormatError(
+                f"{f}: line {line}, field 'time': negative duration: the run ends at "
+                f"{int(end_t[k])} µs, before its SCHEDULE at {t_s[sch_i[k]]} µs"
+            )
         censored = ~has_term
         rep.modify("running at the end of the slice: duration truncated there (right-censored)", int(censored.sum()))
 
@@ -367,18 +407,20 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
         a, b = v[rs], v[rb]
         return np.where(np.isnan(a), b, a) if a.dtype.kind == "f" else a
 
-    jobs = pd.DataFrame({
-        "arrival": arrival_us / 1e6,
-        "duration": dur_us / 1e6,
-        "cpu": pick("cpu"),
-        "memory": pick("memory"),
-        "disk": pick("disk"),
-        "priority": e["priority"].to_numpy()[rs].astype(np.int64),
-        "scheduling_class": e["sched_class"].to_numpy()[rs].astype(np.int64),
-        "job_id": e["job"].to_numpy()[rs],
-        "task_index": e["task"].to_numpy()[rs],
-        "submit_time": arrival_us / 1e6,
-    })
+    jobs = pd.DataFrame(
+        {
+            "arrival": arrival_us / 1e6,
+            "duration": dur_us / 1e6,
+            "cpu": pick("cpu"),
+            "memory": pick("memory"),
+            "disk": pick("disk"),
+            "priority": e["priority"].to_numpy()[rs].astype(np.int64),
+            "scheduling_class": e["sched_class"].to_numpy()[rs].astype(np.int64),
+            "job_id": e["job"].to_numpy()[rs],
+            "task_index": e["task"].to_numpy()[rs],
+            "submit_time": arrival_us / 1e6,
+        }
+    )
     if censored is not None:
         jobs["censored"] = censored
     filt.df = jobs  # the same rows as filt.df, now as job columns
@@ -398,17 +440,34 @@ def google_tasks(events: GoogleTaskEvents, *, lifecycle: Lifecycle = "strict",
     jobs = filt.done()
     origin = float(jobs["arrival"].iloc[0]) if len(jobs) else 0.0
     jobs["arrival"] = jobs["arrival"] - origin
-    rep.steps.append(f"Google task_events, lifecycle '{lifecycle}'" + (f", priorities {list(band)}" if band else "")
-                     + f"; arrival = SUBMIT - {origin:g} s (the first kept arrival); requests from the SCHEDULE record")
-    return TraceTable(jobs=jobs, resources=("cpu", "memory", "disk"),
-                      units={"arrival": "s", "duration": "s", "cpu": "normalized (largest machine = 1)",
-                             "memory": "normalized (largest machine = 1)", "disk": "normalized (largest machine = 1)"},
-                      report=rep, format="google", origin=origin)
+    rep.steps.append(
+        f"Google task_events, lifecycle '{lifecycle}'"
+        + (f", priorities {list(band)}" if band else "")
+        + f"; arrival = SUBMIT - {origin:g} s (the first kept arrival); requests from the SCHEDULE record"
+    )
+    return TraceTable(
+        jobs=jobs,
+        resources=("cpu", "memory", "disk"),
+        units={
+            "arrival": "s",
+            "duration": "s",
+            "cpu": "normalized (largest machine = 1)",
+            "memory": "normalized (largest machine = 1)",
+            "disk": "normalized (largest machine = 1)",
+        },
+        report=rep,
+        format="google",
+        origin=origin,
+    )
 
 
-def load_google(trace_dir: str | os.PathLike[str] | None = None, *,
-                task_events: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
-                parts: int | None = None, **options: Any) -> TraceTable:
+def load_google(
+    trace_dir: str | os.PathLike[str] | None = None,
+    *,
+    task_events: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    parts: int | None = None,
+    **options: Any,
+) -> TraceTable:
     """Read Google task_events and build the job table: :func:`read_task_events` + :func:`google_tasks`.
 
     ``options`` are :func:`google_tasks`'s (lifecycle, priorities, window, first_n, ...).
@@ -426,9 +485,12 @@ _JOB_COLS = [
 ]
 
 
-def load_google_job_events(trace_dir: str | os.PathLike[str] | None = None, *,
-                           files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
-                           parts: int | None = None) -> tuple[pd.DataFrame, FilterReport]:
+def load_google_job_events(
+    trace_dir: str | os.PathLike[str] | None = None,
+    *,
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    parts: int | None = None,
+) -> tuple[pd.DataFrame, FilterReport]:
     """Read job_events parts (8 fields, no header): time (µs), job ID, event type, scheduling class.
 
     Returns:
@@ -451,10 +513,12 @@ def load_google_job_events(trace_dir: str | os.PathLike[str] | None = None, *,
         i = int(np.flatnonzero(bad)[0])
         cum = np.cumsum([0] + [len(f) for f in frames])
         fi = int(np.searchsorted(cum, i, side="right") - 1)
-        raise TraceFormatError(f"{paths[fi]}: line {i - cum[fi] + 1}, field 'event type': outside 0..8: "
-                               f"{ev['event'].iloc[i]}")
-    rep = FilterReport(str(paths[0].parent) if len(paths) > 1 else str(paths[0]), rows=len(ev), records=len(ev),
-                       kept=len(ev))
+        raise TraceFormatError(
+            f"{paths[fi]}: line {i - cum[fi] + 1}, field 'event type': outside 0..8: {ev['event'].iloc[i]}"
+        )
+    rep = FilterReport(
+        str(paths[0].parent) if len(paths) > 1 else str(paths[0]), rows=len(ev), records=len(ev), kept=len(ev)
+    )
     cnt = np.bincount(ev["event"].to_numpy(), minlength=9)
     rep.counts["events"] = {EVENT_TYPES[i]: int(cnt[i]) for i in range(9)}
     rep.counts["jobs"] = int(ev["job"].nunique())
@@ -474,10 +538,13 @@ _MACHINE_COLS = [
 ]
 
 
-def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
-                         path: str | os.PathLike[str] | None = None,
-                         at: float | None = 0.0,
-                         capacity: Literal["last", "first"] = "last") -> tuple[pd.DataFrame, FilterReport]:
+def load_google_machines(
+    trace_dir: str | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    at: float | None = 0.0,
+    capacity: Literal["last", "first"] = "last",
+) -> tuple[pd.DataFrame, FilterReport]:
     """Machines and their (CPU, memory) capacities from machine_events.
 
     Args:
@@ -492,20 +559,27 @@ def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
         ``(machines, report)``: columns ``machine_id``, ``cpu``, ``memory`` (normalised, largest = 1),
         ``platform``; machines without a known capacity are dropped and counted.
     """
-    p = Path(path) if path is not None else trace_path("google", "machine_events", "part-00000-of-00001.csv.gz",
-                                                        trace_dir=trace_dir)
+    p = (
+        Path(path)
+        if path is not None
+        else trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
+    )
     m = read_table(p, _MACHINE_COLS, header=False, nfields=6, what="Google machine_events file")
     bad = ~m["event"].between(0, 2).to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise TraceFormatError(f"{p}: line {i + 1}, field 'event type': expected 0 (ADD), 1 (REMOVE) or 2 (UPDATE), "
-                               f"got {m['event'].iloc[i]}")
+        raise TraceFormatError(
+            f"{p}: line {i + 1}, field 'event type': expected 0 (ADD), 1 (REMOVE) or 2 (UPDATE), "
+            f"got {m['event'].iloc[i]}"
+        )
     for col in ("cpu", "memory"):
-        neg = (m[col].to_numpy() < 0)
+        neg = m[col].to_numpy() < 0
         if neg.any():
             i = int(np.flatnonzero(neg)[0])
-            raise TraceFormatError(f"{p}: line {i + 1}, field '{'CPUs' if col == 'cpu' else 'Memory'}': "
-                                   f"negative capacity {m[col].iloc[i]!r}")
+            raise TraceFormatError(
+                f"{p}: line {i + 1}, field '{'CPUs' if col == 'cpu' else 'Memory'}': "
+                f"negative capacity {m[col].iloc[i]!r}"
+            )
     rep = FilterReport(str(p), rows=len(m))
     cnt = np.bincount(m["event"].to_numpy(), minlength=3)
     rep.counts["events"] = {"ADD": int(cnt[0]), "REMOVE": int(cnt[1]), "UPDATE": int(cnt[2])}
@@ -514,8 +588,11 @@ def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
     m = m.assign(row=np.arange(len(m)))
     if at is None:
         known = m[m["event"] != 1].dropna(subset=["cpu", "memory"])
-        pick = known.groupby("machine", sort=False).tail(1) if capacity == "last" else \
-            known.groupby("machine", sort=False).head(1)
+        pick = (
+            known.groupby("machine", sort=False).tail(1)
+            if capacity == "last"
+            else known.groupby("machine", sort=False).head(1)
+        )
         cand = pd.DataFrame({"machine": m["machine"].unique()})
         cand = cand.merge(pick[["machine", "cpu", "memory", "platform"]], on="machine", how="left")
         filt = Filtering(cand, rep)
@@ -526,8 +603,13 @@ def load_google_machines(trace_dir: str | os.PathLike[str] | None = None, *,
         upto = m[m["time"] <= t_us]
         lastev = upto.sort_values(["machine", "row"], kind="stable").groupby("machine", sort=False).tail(1)
         cand = lastev[["machine", "event"]].reset_index(drop=True)
-        caps = (upto[upto["event"] != 1].dropna(subset=["cpu", "memory"])
-                .sort_values(["machine", "row"], kind="stable").groupby("machine", sort=False).tail(1))
+        caps = (
+            upto[upto["event"] != 1]
+            .dropna(subset=["cpu", "memory"])
+            .sort_values(["machine", "row"], kind="stable")
+            .groupby("machine", sort=False)
+            .tail(1)
+        )
         cand = cand.merge(caps[["machine", "cpu", "memory", "platform"]], on="machine", how="left")
         rep.counts["machines_seen_by_then"] = int(len(cand))
         filt = Filtering(cand, rep)
@@ -548,4 +630,6 @@ def machine_configurations(machines: pd.DataFrame, decimals: int | None = None) 
     if decimals is not None:
         df = df.round(int(decimals))
     out = df.groupby(["cpu", "memory"], sort=False).size().rename("count").reset_index()
-    return out.sort_values(["count", "cpu", "memory"], ascending=[False, False, False], kind="stable").reset_index(drop=True)
+    return out.sort_values(["count", "cpu", "memory"], ascending=[False, False, False], kind="stable").reset_index(
+        drop=True
+    )

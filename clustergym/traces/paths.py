@@ -26,32 +26,51 @@ from pathlib import Path
 
 from clustergym.errors import ScenarioError
 
-__all__ = ["ENV_VAR", "DATASETS", "TraceNotFoundError", "default_trace_dir", "resolve_trace_dir", "trace_path",
-           "traces_available"]
+__all__ = [
+    "ENV_VAR",
+    "DATASETS",
+    "TraceNotFoundError",
+    "default_trace_dir",
+    "resolve_trace_dir",
+    "trace_path",
+    "traces_available",
+]
 
 ENV_VAR = "CLUSTERGYM_TRACES"
 
 #: family -> (subdirectory, where to download it)
 DATASETS: dict[str, tuple[str, str]] = {
-    "google": ("google-clusterdata-2011-2",
-               "the Google clusterdata-2011-2 trace (gs://clusterdata-2011-2, "
-               "https://github.com/google/cluster-data/blob/master/ClusterData2011_2.md): "
-               "task_events/, job_events/, machine_events/ part-*.csv.gz files"),
-    "alibaba-v2017": ("alibaba-v2017",
-                      "Alibaba cluster-trace-v2017 (https://github.com/alibaba/clusterdata, "
-                      "cluster-trace-v2017): batch_task.csv(.gz) and server_event.csv"),
-    "cloudsimpy": ("cloudsimpy-alibaba-v2017-jobs",
-                   "CloudSimPy's preprocessed Alibaba v2017 jobs (https://github.com/RobertLexis/CloudSimPy, "
-                   "playground/Non_DAG/jobs_files/jobs.csv), saved as jobs.csv or jobs.csv.gz"),
-    "alibaba-gpu-v2023": ("alibaba-gpu-v2023",
-                          "Alibaba cluster-trace-gpu-v2023 (https://github.com/alibaba/clusterdata, "
-                          "cluster-trace-gpu-v2023/csv): openb_pod_list_default.csv and openb_node_list_all_node.csv"),
-    "alibaba-gpu-v2025": ("alibaba-gpu-v2025-dlrm",
-                          "Alibaba cluster-trace-gpu-v2025 (https://github.com/alibaba/clusterdata, "
-                          "cluster-trace-gpu-v2025/disaggregated_DLRM_trace.csv), as .csv or .csv.gz"),
-    "azure": ("azure-v1-tracegen-rnn",
-              "the Azure V1 flavour/duration traces of huaweicloud/trace_generation_rnn "
-              "(resources/traces/v1.*.txt(.gz), resources/maps/flav_map.txt, v1.interval_map.txt(.gz))"),
+    "google": (
+        "google-clusterdata-2011-2",
+        "the Google clusterdata-2011-2 trace (gs://clusterdata-2011-2, "
+        "https://github.com/google/cluster-data/blob/master/ClusterData2011_2.md): "
+        "task_events/, job_events/, machine_events/ part-*.csv.gz files",
+    ),
+    "alibaba-v2017": (
+        "alibaba-v2017",
+        "Alibaba cluster-trace-v2017 (https://github.com/alibaba/clusterdata, "
+        "cluster-trace-v2017): batch_task.csv(.gz) and server_event.csv",
+    ),
+    "cloudsimpy": (
+        "cloudsimpy-alibaba-v2017-jobs",
+        "CloudSimPy's preprocessed Alibaba v2017 jobs (https://github.com/RobertLexis/CloudSimPy, "
+        "playground/Non_DAG/jobs_files/jobs.csv), saved as jobs.csv or jobs.csv.gz",
+    ),
+    "alibaba-gpu-v2023": (
+        "alibaba-gpu-v2023",
+        "Alibaba cluster-trace-gpu-v2023 (https://github.com/alibaba/clusterdata, "
+        "cluster-trace-gpu-v2023/csv): openb_pod_list_default.csv and openb_node_list_all_node.csv",
+    ),
+    "alibaba-gpu-v2025": (
+        "alibaba-gpu-v2025-dlrm",
+        "Alibaba cluster-trace-gpu-v2025 (https://github.com/alibaba/clusterdata, "
+        "cluster-trace-gpu-v2025/disaggregated_DLRM_trace.csv), as .csv or .csv.gz",
+    ),
+    "azure": (
+        "azure-v1-tracegen-rnn",
+        "the Azure V1 flavour/duration traces of huaweicloud/trace_generation_rnn "
+        "(resources/traces/v1.*.txt(.gz), resources/maps/flav_map.txt, v1.interval_map.txt(.gz))",
+    ),
 }
 
 
@@ -69,8 +88,10 @@ def default_trace_dir() -> Path:
 
 
 def _hint() -> str:
-    return (f"download the public traces (see docs/traces.md) and pass trace_dir=... "
-            f"(--trace-dir on the command line) or set the environment variable {ENV_VAR} to their directory")
+    return (
+        f"download the public traces (see docs/traces.md) and pass trace_dir=... "
+        f"(--trace-dir on the command line) or set the environment variable {ENV_VAR} to their directory"
+    )
 
 
 def resolve_trace_dir(trace_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -99,8 +120,9 @@ def traces_available(trace_dir: str | os.PathLike[str] | None = None) -> bool:
     return True
 
 
-def trace_path(family: str, *names: str, trace_dir: str | os.PathLike[str] | None = None,
-               alternatives: tuple[str, ...] = ()) -> Path:
+def trace_path(
+    family: str, *names: str, trace_dir: str | os.PathLike[str] | None = None, alternatives: tuple[str, ...] = ()
+) -> Path:
     """``<trace dir>/<family's subdirectory>/<names...>``, which must exist.
 
     ``alternatives`` are other file names tried in order (e.g. ``jobs.csv`` for ``jobs.csv.gz``).

@@ -25,6 +25,7 @@ __all__ = ["apply_transforms", "numeric_column", "TRANSFORMS"]
 
 # ---------------------------------------------------------------------------------------------- transforms on tables
 
+
 def numeric_column(table: TraceTable, name: Any, field: str) -> np.ndarray:
     if not isinstance(name, str) or name not in table.jobs.columns:
         raise ScenarioError(field, f"no column {name!r}; columns are {list(table.jobs.columns)}")
@@ -34,7 +35,9 @@ def numeric_column(table: TraceTable, name: Any, field: str) -> np.ndarray:
     return v.to_numpy(dtype=np.float64)
 
 
-def apply_transforms(table: TraceTable, transforms: Any, field: str = "transforms") -> tuple[TraceTable, dict[str, Any]]:
+def apply_transforms(
+    table: TraceTable, transforms: Any, field: str = "transforms"
+) -> tuple[TraceTable, dict[str, Any]]:
     """Apply a list of transforms (scenario-file form) to a table, in order.
 
     Each item is a one-key mapping ``{name: arguments}``:
@@ -114,38 +117,47 @@ def _t_rms_type(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     hints["names"] = T.pow_half_names(p_max)
     hints["type_column"] = tcol
     hints["size_column"] = out
-    return t.replace(t.jobs.assign(**{out: np.ldexp(1.0, -p), tcol: p}),
-                     step=f"{out} = 2^-p, {tcol} = p = min over {cols} of min({p_max}, floor(log2(1/x)))")
+    return t.replace(
+        t.jobs.assign(**{out: np.ldexp(1.0, -p), tcol: p}),
+        step=f"{out} = 2^-p, {tcol} = p = min over {cols} of min({p_max}, floor(log2(1/x)))",
+    )
 
 
 def _t_round(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     c = a.get("column")
     p_max = int(_num_arg(a, "p_max", f, 9))
     out = str(a.get("as", c))
-    return t.replace(t.jobs.assign(**{out: T.round_up_pow_half(numeric_column(t, c, f"{f}.column"), p_max)}),
-                     step=f"{out} = {c} rounded up to a power of 1/2 (p <= {p_max})")
+    return t.replace(
+        t.jobs.assign(**{out: T.round_up_pow_half(numeric_column(t, c, f"{f}.column"), p_max)}),
+        step=f"{out} = {c} rounded up to a power of 1/2 (p <= {p_max})",
+    )
 
 
 def _t_max(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     cols = _cols_arg(a, f, ["cpu", "memory"])
     out = str(a.get("as", "size"))
-    return t.replace(t.jobs.assign(**{out: T.max_demand(*[numeric_column(t, c, f"{f}.columns") for c in cols])}),
-                     step=f"{out} = max({', '.join(cols)})")
+    return t.replace(
+        t.jobs.assign(**{out: T.max_demand(*[numeric_column(t, c, f"{f}.columns") for c in cols])}),
+        step=f"{out} = max({', '.join(cols)})",
+    )
 
 
 def _t_clamp(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     c = a.get("column")
     m = _num_arg(a, "min", f)
     v, n = T.clamp_min(numeric_column(t, c, f"{f}.column"), m)
-    return t.replace(t.jobs.assign(**{str(c): v}), step=f"{c} raised to {m:g} where smaller",
-                     modified={f"{c} raised to {m:g}": n})
+    return t.replace(
+        t.jobs.assign(**{str(c): v}), step=f"{c} raised to {m:g} where smaller", modified={f"{c} raised to {m:g}": n}
+    )
 
 
 def _t_scale(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     c = a.get("column")
     k = _num_arg(a, "factor", f, positive=True)
     out = str(a.get("as", c))
-    return t.replace(t.jobs.assign(**{out: numeric_column(t, c, f"{f}.column") * float(k)}), step=f"{out} = {c} x {k:g}")
+    return t.replace(
+        t.jobs.assign(**{out: numeric_column(t, c, f"{f}.column") * float(k)}), step=f"{out} = {c} x {k:g}"
+    )
 
 
 def _t_kmeans(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
@@ -156,8 +168,9 @@ def _t_kmeans(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     fit = None
     if "fit_hours" in a:
         fit = t.jobs["arrival"].to_numpy() < float(_num_arg(a, "fit_hours", f, positive=True)) * 3600.0
-    labels, C = T.kmeans_classes(X, k, fit_mask=fit, seed=int(_num_arg(a, "seed", f, 0)),
-                                 standardize=bool(a.get("standardize", False)))
+    labels, C = T.kmeans_classes(
+        X, k, fit_mask=fit, seed=int(_num_arg(a, "seed", f, 0)), standardize=bool(a.get("standardize", False))
+    )
     out = str(a.get("as", "class"))
     hints["type_column"] = out
     hints["names"] = tuple(f"class{j + 1}" for j in range(k))
@@ -174,14 +187,17 @@ def _t_priority(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     if "times" in a:
         v = v * numeric_column(t, a["times"], f"{f}.times")
     out = str(a.get("as", "weight"))
-    return t.replace(t.jobs.assign(**{out: v}), step=f"{out} = map({c}, {mapping})" +
-                     (f" x {a['times']}" if "times" in a else ""))
+    return t.replace(
+        t.jobs.assign(**{out: v}), step=f"{out} = map({c}, {mapping})" + (f" x {a['times']}" if "times" in a else "")
+    )
 
 
 def _t_scale_arrivals(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
     s = _num_arg(a, "traffic_scaling", f, positive=True)
-    return t.replace(t.jobs.assign(arrival=T.scale_arrivals(t.jobs["arrival"].to_numpy(), s)),
-                     step=f"arrivals divided by traffic_scaling = {s:g}")
+    return t.replace(
+        t.jobs.assign(arrival=T.scale_arrivals(t.jobs["arrival"].to_numpy(), s)),
+        step=f"arrivals divided by traffic_scaling = {s:g}",
+    )
 
 
 def _t_window(t: TraceTable, a: dict, f: str, hints: dict) -> TraceTable:
@@ -216,4 +232,3 @@ TRANSFORMS: dict[str, tuple[Callable[[TraceTable, dict, str, dict], TraceTable],
     "first_n": (_t_first_n, {"n"}),
     "rebase": (_t_rebase, set()),
 }
-

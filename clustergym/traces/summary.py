@@ -56,9 +56,14 @@ def trace_data(obj: Any, name: str | None = None) -> TraceData:
     """A :class:`TraceData` from a TraceTable or a trace scenario (its ReplaySource, unwrapping TimeScaled)."""
     if isinstance(obj, TraceTable):
         j = obj.jobs
-        return TraceData(name or obj.format, j["arrival"].to_numpy(np.float64), j["duration"].to_numpy(np.float64),
-                         {r: j[r].to_numpy(np.float64) for r in obj.resources},
-                         {r: obj.units.get(r, "") for r in obj.resources}, obj.report.to_dict())
+        return TraceData(
+            name or obj.format,
+            j["arrival"].to_numpy(np.float64),
+            j["duration"].to_numpy(np.float64),
+            {r: j[r].to_numpy(np.float64) for r in obj.resources},
+            {r: obj.units.get(r, "") for r in obj.resources},
+            obj.report.to_dict(),
+        )
     from clustergym.workloads.replay import ReplaySource, TimeScaled
 
     if not hasattr(obj, "source") or not hasattr(obj, "epochs"):  # a Scenario (the layer above, duck-typed)
@@ -68,13 +73,22 @@ def trace_data(obj: Any, name: str | None = None) -> TraceData:
         factor *= src.factor
         src = src.source
     if not isinstance(src, ReplaySource):
-        raise ScenarioError("trace", f"scenario {obj.name!r} does not replay a trace (its source is "
-                                     f"{type(src).__name__})")
+        raise ScenarioError(
+            "trace", f"scenario {obj.name!r} does not replay a trace (its source is {type(src).__name__})"
+        )
     spu = float(obj.params.get("slot", 1.0)) if obj.epochs.tick_period == 1.0 and "slot" in obj.params else 1.0
     typed = src.types.num_types > 1
-    return TraceData(name or obj.name, src.time * factor * spu, src.work * spu,
-                     {r: src.demand[:, i] for i, r in enumerate(obj.resources)}, {}, obj.params.get("trace_report"),
-                     src.type if typed else None, src.types.names if typed else (), spu)
+    return TraceData(
+        name or obj.name,
+        src.time * factor * spu,
+        src.work * spu,
+        {r: src.demand[:, i] for i, r in enumerate(obj.resources)},
+        {},
+        obj.params.get("trace_report"),
+        src.type if typed else None,
+        src.types.names if typed else (),
+        spu,
+    )
 
 
 def _quantiles(v: np.ndarray) -> dict[str, float | None]:
@@ -126,10 +140,16 @@ def summarize(data: TraceData, *, bin_width: float | None = None, max_bins: int 
         "cv_of_bin_counts": float(counts.std() / counts.mean()) if counts.mean() > 0 else None,
     }
     d = data.duration
-    out["duration"] = {"unit": "s", "mean": float(np.nanmean(d)) if np.isfinite(d).any() else None,
-                       "missing": int((~np.isfinite(d)).sum()), **_quantiles(d)}
-    out["demand"] = {r: {"unit": data.units.get(r, ""), "mean": float(np.mean(v)), "zero": int((v == 0).sum()),
-                         **_quantiles(v)} for r, v in data.demand.items()}
+    out["duration"] = {
+        "unit": "s",
+        "mean": float(np.nanmean(d)) if np.isfinite(d).any() else None,
+        "missing": int((~np.isfinite(d)).sum()),
+        **_quantiles(d),
+    }
+    out["demand"] = {
+        r: {"unit": data.units.get(r, ""), "mean": float(np.mean(v)), "zero": int((v == 0).sum()), **_quantiles(v)}
+        for r, v in data.demand.items()
+    }
     if data.types is not None:
         cnt = np.bincount(data.types, minlength=len(data.type_names))
         out["types"] = {str(nm): int(c) for nm, c in zip(data.type_names, cnt)}
@@ -137,8 +157,14 @@ def summarize(data: TraceData, *, bin_width: float | None = None, max_bins: int 
     return out
 
 
-def plot_summary(data: TraceData, path: str | os.PathLike[str], *, bin_width: float | None = None,
-                 max_bins: int = 500, title: str | None = None) -> Path:
+def plot_summary(
+    data: TraceData,
+    path: str | os.PathLike[str],
+    *,
+    bin_width: float | None = None,
+    max_bins: int = 500,
+    title: str | None = None,
+) -> Path:
     """Save a figure: arrivals per bin over time, the duration distribution, a histogram per resource."""
     from clustergym.errors import require_extra
 

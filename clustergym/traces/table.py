@@ -36,8 +36,9 @@ def check_window(window: Any) -> tuple[float | None, float | None]:
         raise ScenarioError("window", f"expected (start, end) in seconds, got {window!r}")
     lo, hi = (None if w is None else number(w, f"window.{k}", allow_inf=True) for w, k in zip(window, ("start", "end")))
     if lo is not None and hi is not None and not lo < hi:
-        raise ScenarioError("window", f"start {lo:g} s must be before end {hi:g} s (the window [start, end) "
-                                      "would keep no job)")
+        raise ScenarioError(
+            "window", f"start {lo:g} s must be before end {hi:g} s (the window [start, end) would keep no job)"
+        )
     return lo, hi
 
 
@@ -76,17 +77,34 @@ class FilterReport:
         """Assert that every record is either kept or counted under a drop reason."""
         total = self.kept + sum(self.dropped.values())
         if total != self.records:
-            raise AssertionError(f"{self.source}: filter accounting is off: {self.records} records, "
-                                 f"{self.kept} kept + {sum(self.dropped.values())} dropped = {total}")
+            raise AssertionError(
+                f"{self.source}: filter accounting is off: {self.records} records, "
+                f"{self.kept} kept + {sum(self.dropped.values())} dropped = {total}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "rows": self.rows, "records": self.records, "dropped": dict(self.dropped),
-                "kept": self.kept, "modified": dict(self.modified), "steps": list(self.steps),
-                "counts": _plain(self.counts)}
+        return {
+            "source": self.source,
+            "rows": self.rows,
+            "records": self.records,
+            "dropped": dict(self.dropped),
+            "kept": self.kept,
+            "modified": dict(self.modified),
+            "steps": list(self.steps),
+            "counts": _plain(self.counts),
+        }
 
     def copy(self) -> FilterReport:
-        return FilterReport(self.source, self.rows, self.records, dict(self.dropped), self.kept,
-                            dict(self.modified), list(self.steps), dict(self.counts))
+        return FilterReport(
+            self.source,
+            self.rows,
+            self.records,
+            dict(self.dropped),
+            self.kept,
+            dict(self.modified),
+            list(self.steps),
+            dict(self.counts),
+        )
 
 
 def _plain(x: Any) -> Any:
@@ -117,8 +135,9 @@ class Filtering:
         if n:
             self.df = self.df.loc[m]
 
-    def window_first(self, column: str, window: tuple[float | None, float | None] | None,
-                     first_n: int | None, unit: str = "s") -> None:
+    def window_first(
+        self, column: str, window: tuple[float | None, float | None] | None, first_n: int | None, unit: str = "s"
+    ) -> None:
         """Keep arrivals in ``[lo, hi)`` of ``column``, then the first ``first_n`` by ``column``."""
         if window is not None:
             lo, hi = check_window(window)
@@ -182,9 +201,17 @@ class TraceTable:
     def source(self) -> str:
         return self.report.source
 
-    def replace(self, jobs: pd.DataFrame, *, step: str | None = None, dropped: Mapping[str, int] | None = None,
-                modified: Mapping[str, int] | None = None, resources: Sequence[str] | None = None,
-                units: Mapping[str, str] | None = None, origin: float | None = None) -> TraceTable:
+    def replace(
+        self,
+        jobs: pd.DataFrame,
+        *,
+        step: str | None = None,
+        dropped: Mapping[str, int] | None = None,
+        modified: Mapping[str, int] | None = None,
+        resources: Sequence[str] | None = None,
+        units: Mapping[str, str] | None = None,
+        origin: float | None = None,
+    ) -> TraceTable:
         """A new table with ``jobs`` (a transform of this one); the report is copied and extended."""
         rep = self.report.copy()
         for k, v in (dropped or {}).items():
@@ -198,13 +225,26 @@ class TraceTable:
         rep.check()
         u = dict(self.units)
         u.update(units or {})
-        return dataclasses.replace(self, jobs=jobs, report=rep, units=u,
-                                   resources=tuple(resources) if resources is not None else self.resources,
-                                   origin=self.origin if origin is None else float(origin))
+        return dataclasses.replace(
+            self,
+            jobs=jobs,
+            report=rep,
+            units=u,
+            resources=tuple(resources) if resources is not None else self.resources,
+            origin=self.origin if origin is None else float(origin),
+        )
 
-    def to_source(self, demand: Sequence[str] | str | None = None, *, type: str | None = None,
-                  type_demand: Any = None, names: Sequence[str] | None = None, weight: str | None = None,
-                  reward_rate: str | None = None, chunk_size: int = 4096) -> ReplaySource:
+    def to_source(
+        self,
+        demand: Sequence[str] | str | None = None,
+        *,
+        type: str | None = None,
+        type_demand: Any = None,
+        names: Sequence[str] | None = None,
+        weight: str | None = None,
+        reward_rate: str | None = None,
+        chunk_size: int = 4096,
+    ) -> ReplaySource:
         """A :class:`~clustergym.workloads.replay.ReplaySource` over ``demand`` columns (default: all resources).
 
         Raises:
@@ -216,8 +256,20 @@ class TraceTable:
             raise TraceFormatError(f"{self.source}: no jobs left after filtering ({self.report.dropped})")
         if self.jobs["duration"].isna().any():
             n = int(self.jobs["duration"].isna().sum())
-            raise TraceFormatError(f"{self.source}: {n} jobs have no duration (this file or split has none); "
-                                   "choose a trace with durations to replay it")
-        return ReplaySource.from_frame(self.jobs, cols, time="arrival", work="duration", type=type,
-                                       weight=weight, reward_rate=reward_rate, type_demand=type_demand,
-                                       names=names, source=self.source, chunk_size=chunk_size)
+            raise TraceFormatError(
+                f"{self.source}: {n} jobs have no duration (this file or split has none); "
+                "choose a trace with durations to replay it"
+            )
+        return ReplaySource.from_frame(
+            self.jobs,
+            cols,
+            time="arrival",
+            work="duration",
+            type=type,
+            weight=weight,
+            reward_rate=reward_rate,
+            type_demand=type_demand,
+            names=names,
+            source=self.source,
+            chunk_size=chunk_size,
+        )

@@ -29,13 +29,29 @@ from clustergym.errors import ScenarioError
 from clustergym.validation import number, positive
 
 __all__ = [
-    "pow_half_exponent", "pow_half_names", "round_up_pow_half", "rms_type", "pow_half_type_demand", "max_demand", "clamp_min",
-    "kmeans_classes", "assign_classes", "class_table", "PRIORITY_BANDS", "PRIORITY_MAPS", "priority_band",
-    "map_priority", "scale_arrivals", "window", "first_n", "rebase",
+    "pow_half_exponent",
+    "pow_half_names",
+    "round_up_pow_half",
+    "rms_type",
+    "pow_half_type_demand",
+    "max_demand",
+    "clamp_min",
+    "kmeans_classes",
+    "assign_classes",
+    "class_table",
+    "PRIORITY_BANDS",
+    "PRIORITY_MAPS",
+    "priority_band",
+    "map_priority",
+    "scale_arrivals",
+    "window",
+    "first_n",
+    "rebase",
 ]
 
 
 # ---------------------------------------------------------------------------------------------- power-of-1/2
+
 
 def pow_half_exponent(x: Any, p_max: int = 9) -> np.ndarray:
     """The exponent p of the smallest power 1/2^p (0 <= p <= p_max) that is >= x.
@@ -81,6 +97,7 @@ def pow_half_type_demand(p_max: int = 9, num_resources: int = 1) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------- 1-D demand
 
+
 def max_demand(*demands: Any) -> np.ndarray:
     """The elementwise maximum over resources (BF-J/S paper §VII-B: one resource = max(cpu, mem))."""
     if not demands:
@@ -97,8 +114,18 @@ def clamp_min(x: Any, minimum: float) -> tuple[np.ndarray, int]:
 
 # ---------------------------------------------------------------------------------------------- k-means classes
 
-def kmeans_classes(X: Any, k: int = 4, *, fit_mask: Any = None, n_init: int = 10, max_iter: int = 300,
-                   tol: float = 1e-4, seed: int = 0, standardize: bool = False) -> tuple[np.ndarray, np.ndarray]:
+
+def kmeans_classes(
+    X: Any,
+    k: int = 4,
+    *,
+    fit_mask: Any = None,
+    n_init: int = 10,
+    max_iter: int = 300,
+    tol: float = 1e-4,
+    seed: int = 0,
+    standardize: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """Lloyd's k-means with k-means++ starts (LoTES Sec. 5.3.2; docs/papers/lotes.md#classes), deterministic for a seed.
 
     Fits on the rows where ``fit_mask`` is true (e.g. the first day's jobs), runs Lloyd's
@@ -172,11 +199,11 @@ def _nearest(F: np.ndarray, C: np.ndarray) -> np.ndarray:
     out = np.empty(F.shape[0], dtype=np.int64)
     cc = (C * C).sum(axis=1)
     for s in range(0, F.shape[0], 1 << 17):
-        block = F[s:s + (1 << 17)]
+        block = F[s : s + (1 << 17)]
         d = np.broadcast_to(cc, (block.shape[0], C.shape[0])).copy()
         for i in range(C.shape[1]):
-            d -= 2.0 * block[:, i:i + 1] * C[None, :, i]
-        out[s:s + block.shape[0]] = np.argmin(d, axis=1)
+            d -= 2.0 * block[:, i : i + 1] * C[None, :, i]
+        out[s : s + block.shape[0]] = np.argmin(d, axis=1)
     return out
 
 
@@ -192,8 +219,12 @@ def class_table(labels: Any, duration: Any, demands: Mapping[str, Any], k: int |
     k = int(lab.max()) + 1 if k is None else int(k)
     cnt = np.bincount(lab, minlength=k).astype(float)
     den = np.maximum(cnt, 1)
-    out = {"class": np.arange(k), "jobs": cnt.astype(np.int64), "proportion": cnt / max(cnt.sum(), 1),
-           "mean_duration_s": np.bincount(lab, weights=np.asarray(duration, dtype=float), minlength=k) / den}
+    out = {
+        "class": np.arange(k),
+        "jobs": cnt.astype(np.int64),
+        "proportion": cnt / max(cnt.sum(), 1),
+        "mean_duration_s": np.bincount(lab, weights=np.asarray(duration, dtype=float), minlength=k) / den,
+    }
     out["mean_duration_h"] = out["mean_duration_s"] / 3600.0
     for name, d in demands.items():
         out[f"mean_{name}"] = np.bincount(lab, weights=np.asarray(d, dtype=float), minlength=k) / den
@@ -230,8 +261,10 @@ def priority_band(priorities: str | Sequence[int] | None) -> tuple[int, ...] | N
         return None
     if isinstance(priorities, str):
         if priorities not in PRIORITY_BANDS:
-            raise ScenarioError("priorities", f"unknown band {priorities!r}; expected one of {sorted(PRIORITY_BANDS)} "
-                                              "or a list of priorities")
+            raise ScenarioError(
+                "priorities",
+                f"unknown band {priorities!r}; expected one of {sorted(PRIORITY_BANDS)} or a list of priorities",
+            )
         return PRIORITY_BANDS[priorities]
     try:
         out = tuple(int(p) for p in priorities)
@@ -252,8 +285,9 @@ def map_priority(priority: Any, mapping: str | Mapping[Any, float]) -> np.ndarra
     """
     if isinstance(mapping, str):
         if mapping not in PRIORITY_MAPS:
-            raise ScenarioError("priority_map", f"unknown map {mapping!r}; expected one of {sorted(PRIORITY_MAPS)} "
-                                                "or a mapping")
+            raise ScenarioError(
+                "priority_map", f"unknown map {mapping!r}; expected one of {sorted(PRIORITY_MAPS)} or a mapping"
+            )
         table = PRIORITY_MAPS[mapping]
     else:
         table = {}
@@ -266,8 +300,9 @@ def map_priority(priority: Any, mapping: str | Mapping[Any, float]) -> np.ndarra
                 else:
                     table[int(key)] = float(val)
             except (TypeError, ValueError):
-                raise ScenarioError(f"priority_map.{key}", f"expected an integer or 'lo-hi' key and a number, "
-                                                           f"got {key!r}: {val!r}") from None
+                raise ScenarioError(
+                    f"priority_map.{key}", f"expected an integer or 'lo-hi' key and a number, got {key!r}: {val!r}"
+                ) from None
     p = np.asarray(priority)
     if p.size and not np.all(np.isfinite(p.astype(float))):
         raise ScenarioError("priority", "missing priorities cannot be mapped")
@@ -284,6 +319,7 @@ def map_priority(priority: Any, mapping: str | Mapping[Any, float]) -> np.ndarra
 
 # ---------------------------------------------------------------------------------------------- time
 
+
 def scale_arrivals(arrival: Any, traffic_scaling: float = 1.0) -> np.ndarray:
     """Arrival times times alpha = ``1 / traffic_scaling`` (RMS paper §VII-B; durations unchanged).
 
@@ -293,8 +329,9 @@ def scale_arrivals(arrival: Any, traffic_scaling: float = 1.0) -> np.ndarray:
     return np.asarray(arrival, dtype=np.float64) / s
 
 
-def window(df: pd.DataFrame, start: float | None = None, end: float | None = None, *,
-           column: str = "arrival") -> tuple[pd.DataFrame, int]:
+def window(
+    df: pd.DataFrame, start: float | None = None, end: float | None = None, *, column: str = "arrival"
+) -> tuple[pd.DataFrame, int]:
     """Rows with ``start <= df[column] < end`` (either bound may be ``None``) and the number dropped."""
     from clustergym.traces.table import check_window
 
@@ -328,4 +365,4 @@ def rebase(arrival: Any, origin: float | None = None) -> tuple[np.ndarray, float
 
 def pow_half_names(p_max: int = 9) -> tuple[str, ...]:
     """Type names ``"1", "1/2", ..., "1/512"`` for the power-of-1/2 sizes."""
-    return tuple("1" if p == 0 else f"1/{2 ** p}" for p in range(int(p_max) + 1))
+    return tuple("1" if p == 0 else f"1/{2**p}" for p in range(int(p_max) + 1))

@@ -74,8 +74,9 @@ def teacher_params(teacher: str, action_mode: str, queue_window: int) -> dict[st
     return {"scan": scan}
 
 
-def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int,
-                           params: dict[str, Any] | None = None) -> Demonstrations:
+def collect_demonstrations(
+    env: Any, teacher: str, steps: int, seed: int, params: dict[str, Any] | None = None
+) -> Demonstrations:
     """Run ``teacher`` (a registered agent name, with ``params``) for ``steps`` decisions of ``env``
     (a clustergym env with a ``Discrete`` action mode, unflattened observation), episodes seeded
     ``seed``, ``seed + 1``, ...  :func:`teacher_params` gives the variant the mode can express.
@@ -90,8 +91,10 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int,
     agent = make_agent(teacher, **(params or {}))
     req = agent.requirements_for(base.scenario)
     if base.scenario.queueing not in req.queueing:
-        raise ConfigError("warm_start", f"teacher {teacher!r} works with queueing {list(req.queueing)}, "
-                                        f"the scenario is {base.scenario.queueing!r}")
+        raise ConfigError(
+            "warm_start",
+            f"teacher {teacher!r} works with queueing {list(req.queueing)}, the scenario is {base.scenario.queueing!r}",
+        )
     keys = list(env.observation_space.spaces)  # as the policy sees them (a suite task's wrapper changes them)
     obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     actions, rewards, ends = [], [], []
@@ -102,11 +105,14 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int,
         command = agent.act(obs)
         action = base.mode.encode(command)
         if action is None:
-            raise ConfigError("warm_start", f"teacher {teacher!r} issued {command}, which the "
-                                            f"{base.action_mode!r} action mode cannot express; teachers that "
-                                            "fit: the greedy rules (best-fit, first-fit, random-fit: scanned "
-                                            "to the queue window) in head and slot modes, best-fit-admit and "
-                                            "first-fit-admit in admit mode")
+            raise ConfigError(
+                "warm_start",
+                f"teacher {teacher!r} issued {command}, which the "
+                f"{base.action_mode!r} action mode cannot express; teachers that "
+                "fit: the greedy rules (best-fit, first-fit, random-fit: scanned "
+                "to the queue window) in head and slot modes, best-fit-admit and "
+                "first-fit-admit in admit mode",
+            )
         for k in keys:
             obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
         obs, reward, terminated, truncated, _ = env.step(action)
@@ -119,8 +125,13 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int,
             obs, _ = env.reset(seed=seed + episode)
             agent.reset(env, seed=seed + episode)
     ends[-1] = True
-    return Demonstrations({k: np.stack(v) for k, v in obs_rows.items()}, np.asarray(actions, dtype=np.int64),
-                          np.asarray(rewards), np.asarray(ends), teacher)
+    return Demonstrations(
+        {k: np.stack(v) for k, v in obs_rows.items()},
+        np.asarray(actions, dtype=np.int64),
+        np.asarray(rewards),
+        np.asarray(ends),
+        teacher,
+    )
 
 
 def _running_returns(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> np.ndarray:
@@ -160,8 +171,17 @@ def _returns_to_go(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> tuple
     return g, to_end >= tail
 
 
-def clone(policy: Any, demos: Demonstrations, *, gamma: float, scale: float, epochs: int = 10,
-          batch_size: int = 256, learning_rate: float = 1e-3, seed: int = 0) -> dict[str, float]:
+def clone(
+    policy: Any,
+    demos: Demonstrations,
+    *,
+    gamma: float,
+    scale: float,
+    epochs: int = 10,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+) -> dict[str, float]:
     """Fit ``policy`` (an equivariant SB3 policy) to the demonstrations; return the final
     ``{"accuracy", "actor_loss", "critic_loss", "samples", "critic_samples", "dropped"}``
     (``critic_samples`` is 0 when every episode is shorter than ``3 / (1 - gamma)`` decisions:
@@ -190,14 +210,13 @@ def clone(policy: Any, demos: Demonstrations, *, gamma: float, scale: float, epo
     for _ in range(epochs):
         perm = th.randperm(n, generator=gen)
         for start in range(0, n, batch_size):
-            idx = perm[start:start + batch_size]
+            idx = perm[start : start + batch_size]
             batch = {k: v[idx] for k, v in obs.items()}
             logits, value = net(batch)
             ok = allowed[idx]
-            actor = (th.nn.functional.cross_entropy(logits[ok], actions[idx][ok])
-                     if ok.any() else logits.sum() * 0.0)
+            actor = th.nn.functional.cross_entropy(logits[ok], actions[idx][ok]) if ok.any() else logits.sum() * 0.0
             cm = critic_mask[idx]
-            critic = (((value.squeeze(1) - targets[idx]) ** 2)[cm].mean() if cm.any() else value.sum() * 0.0)
+            critic = ((value.squeeze(1) - targets[idx]) ** 2)[cm].mean() if cm.any() else value.sum() * 0.0
             optimizer.zero_grad()
             (actor + 0.5 * critic).backward()
             th.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
@@ -215,6 +234,11 @@ def clone(policy: Any, demos: Demonstrations, *, gamma: float, scale: float, epo
             cm = critic_mask[sl]
             c_loss += float((((value.squeeze(1) - targets[sl]) ** 2)[cm]).sum())
     kept = int(allowed.sum())
-    return {"accuracy": correct / max(kept, 1), "actor_loss": a_loss / max(kept, 1),
-            "critic_loss": c_loss / max(int(critic_mask.sum()), 1), "samples": float(n),
-            "critic_samples": float(critic_mask.sum()), "dropped": float(n - kept)}
+    return {
+        "accuracy": correct / max(kept, 1),
+        "actor_loss": a_loss / max(kept, 1),
+        "critic_loss": c_loss / max(int(critic_mask.sum()), 1),
+        "samples": float(n),
+        "critic_samples": float(critic_mask.sum()),
+        "dropped": float(n - kept),
+    }

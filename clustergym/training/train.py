@@ -59,8 +59,15 @@ __all__ = ["train", "make_train_env", "split_params", "POLICIES"]
 #: policy kinds accepted by ``--policy``
 POLICIES = ("mlp", "equivariant")
 #: ``--set`` keys that are environment arguments rather than scenario parameters
-ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "reward_timing", "invalid_penalty",
-            "invalid_action")
+ENV_KEYS = (
+    "action_mode",
+    "queue_window",
+    "horizon",
+    "reward_scale",
+    "reward_timing",
+    "invalid_penalty",
+    "invalid_action",
+)
 
 
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -69,9 +76,9 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     scenario, env, algo, pol = {}, {}, {}, {}
     for key, value in params.items():
         if key.startswith("algo."):
-            algo[key[len("algo."):]] = value
+            algo[key[len("algo.") :]] = value
         elif key.startswith("policy."):
-            pol[key[len("policy."):]] = value
+            pol[key[len("policy.") :]] = value
         elif key in ENV_KEYS:
             env[key] = value
         else:
@@ -79,8 +86,9 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return scenario, env, algo, pol
 
 
-def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str,
-                   seed: int | None = None) -> Any:
+def make_train_env(
+    scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str, seed: int | None = None
+) -> Any:
     """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
     task: ``gymnasium.make`` of its id), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
     in SB3's ``Monitor`` (episode stats)."""
@@ -96,8 +104,7 @@ def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: d
 
         env = gymnasium.make(t.id, **env_kwargs)
     else:
-        env = make_env(scenario, epochs=AgentRequirements().epochs, skip_trivial=True,
-                       **env_kwargs, **scenario_params)
+        env = make_env(scenario, epochs=AgentRequirements().epochs, skip_trivial=True, **env_kwargs, **scenario_params)
     if policy == "mlp":
         env = FlattenObservation(env)
     env = Monitor(env)
@@ -110,15 +117,19 @@ def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> Non
     choice(algo, "algo", ALGOS, error=ConfigError)
     choice(policy, "policy", POLICIES, error=ConfigError)
     if action_mode == "command":
-        raise ConfigError("action_mode", "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
-                                         f"agents; train {algo} with action_mode head, slot or admit")
+        raise ConfigError(
+            "action_mode",
+            "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
+            f"agents; train {algo} with action_mode head, slot or admit",
+        )
     if algo == "dqn" and policy != "mlp":
         raise ConfigError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
     number(timesteps, "timesteps", lo=1, integer=True, error=ConfigError)
 
 
-def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
-                 policy_params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _policy_spec(
+    algo: str, policy: str, action_mode: str, hidden: int, policy_params: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
     from clustergym.agents.policies import EquivariantMaskablePolicy, EquivariantPolicy
 
     if policy == "mlp":
@@ -129,8 +140,15 @@ def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
     return cls, {"action_mode": action_mode, "hidden": hidden, "use_time": False, **policy_params}
 
 
-def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], eval_every: int,
-                   eval_seeds: Sequence[int], eval_horizon: float | None, verbose: bool) -> Any:
+def _eval_callback(
+    meta: dict[str, Any],
+    out: Path,
+    eval_agents: Sequence[str],
+    eval_every: int,
+    eval_seeds: Sequence[int],
+    eval_horizon: float | None,
+    verbose: bool,
+) -> Any:
     """Every ``eval_every`` steps: the current policy and the baselines on the same seeds -> eval.csv + TB
     (on a suite task: the task's episodes and score)."""
     from stable_baselines3.common.callbacks import BaseCallback
@@ -165,8 +183,7 @@ def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], 
 
         def _evaluate(self) -> None:
             vn = self.model.get_vec_normalize_env()
-            agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None,
-                               name="learned")
+            agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None, name="learned")
             if not self.baselines:  # baselines do not change: run them once
                 self.baselines = [run(a, s, a) for a in eval_agents for s in eval_seeds]
             rows = [run(agent, s, "learned") for s in eval_seeds]
@@ -181,8 +198,12 @@ def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], 
             if verbose:
                 episodes = [ep["r"] for ep in self.model.ep_info_buffer or []]
                 train_return = f" (training ep_rew_mean {sum(episodes) / len(episodes):.4g})" if episodes else ""
-                print(f"[eval @ {self.num_timesteps}] {metric}: " +
-                      ", ".join(f"{k}={v:.4g}" for k, v in means.items()) + train_return, flush=True)
+                print(
+                    f"[eval @ {self.num_timesteps}] {metric}: "
+                    + ", ".join(f"{k}={v:.4g}" for k, v in means.items())
+                    + train_return,
+                    flush=True,
+                )
 
         def _on_step(self) -> bool:
             if self.num_timesteps - self.last >= eval_every:
@@ -210,9 +231,12 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             earlier = (out / META_NAME).exists()
-            raise ConfigError("out", f"{out} {'holds an earlier training run' if earlier else 'is not empty'}: "
-                                     f"continue a run with --resume {out}, replace it with --overwrite, or choose "
-                                     "another --out")
+            raise ConfigError(
+                "out",
+                f"{out} {'holds an earlier training run' if earlier else 'is not empty'}: "
+                f"continue a run with --resume {out}, replace it with --overwrite, or choose "
+                "another --out",
+            )
         for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
         for name in RUN_DIRS:
@@ -226,8 +250,10 @@ def resume_point(resume: str | Path) -> tuple[Path, Path]:
     a ``model.zip``, or a run folder (its latest checkpoint, else its ``model.zip``)."""
     p = Path(resume)
     if p.is_dir():
-        ckpts = sorted((p / "checkpoints").glob("rl_model_*_steps.zip"),
-                       key=lambda c: int(c.stem.split("_")[-2]) if c.stem.split("_")[-2].isdigit() else -1)
+        ckpts = sorted(
+            (p / "checkpoints").glob("rl_model_*_steps.zip"),
+            key=lambda c: int(c.stem.split("_")[-2]) if c.stem.split("_")[-2].isdigit() else -1,
+        )
         final = p / "model.zip"
         if final.is_file() and (not ckpts or final.stat().st_mtime >= ckpts[-1].stat().st_mtime):
             return final, p
@@ -239,36 +265,67 @@ def resume_point(resume: str | Path) -> tuple[Path, Path]:
     return p, (p.parent.parent if p.parent.name == "checkpoints" else p.parent)
 
 
-def _resumed_settings(ckpt: Path, meta: dict[str, Any], scenario: str | None, algo: str | None,
-                      policy: str | None, params: dict[str, Any]) -> dict[str, Any]:
+def _resumed_settings(
+    ckpt: Path, meta: dict[str, Any], scenario: str | None, algo: str | None, policy: str | None, params: dict[str, Any]
+) -> dict[str, Any]:
     """The recorded run's settings; a setting given again must have the recorded value."""
-    recorded = {"algo.": meta.get("algo_kwargs", {}), "policy.": meta.get("policy_kwargs", {}),
-                "": {**meta.get("scenario_params", {}), **meta.get("train_env_kwargs", meta.get("env_kwargs", {}))}}
+    recorded = {
+        "algo.": meta.get("algo_kwargs", {}),
+        "policy.": meta.get("policy_kwargs", {}),
+        "": {**meta.get("scenario_params", {}), **meta.get("train_env_kwargs", meta.get("env_kwargs", {}))},
+    }
     flat = {prefix + k: v for prefix, d in recorded.items() for k, v in d.items()}
     for name, value in (("scenario", scenario), ("algo", algo), ("policy", policy)):
         rec = meta.get(name)
-        same = value is None or value == rec or (name == "scenario" and Path(value).exists()
-                                                 and str(Path(value).resolve()) == rec)
+        same = (
+            value is None
+            or value == rec
+            or (name == "scenario" and Path(value).exists() and str(Path(value).resolve()) == rec)
+        )
         if not same:
-            raise ConfigError(name, f"{ckpt} continues a run trained with {name} {rec!r}, not {value!r}: drop "
-                                    f"it (--resume restores the run's settings) or start a new run")
+            raise ConfigError(
+                name,
+                f"{ckpt} continues a run trained with {name} {rec!r}, not {value!r}: drop "
+                f"it (--resume restores the run's settings) or start a new run",
+            )
     for key, value in params.items():
         if key not in flat or flat[key] != value:
             was = f"{key}={flat[key]!r}" if key in flat else f"no {key} (its default)"
-            raise ConfigError(key, f"{ckpt} continues a run trained with {was}, not {key}={value!r}: drop --set "
-                                   f"{key} (--resume restores the run's settings) or start a new run")
+            raise ConfigError(
+                key,
+                f"{ckpt} continues a run trained with {was}, not {key}={value!r}: drop --set "
+                f"{key} (--resume restores the run's settings) or start a new run",
+            )
     return flat
 
 
-def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100_000, n_envs: int | None = None,
-          policy: str | None = None, seed: int | None = None, out: str | Path | None = None,
-          overwrite: bool = False,
-          eval_agents: Sequence[str] = (), eval_every: int = 0, eval_seeds: Sequence[int] = range(3),
-          eval_horizon: float | None = None, resume: str | Path | None = None,
-          checkpoint_every: int | None = None, normalize_reward: bool = True, hidden: int = 64,
-          progress_bar: bool = False, torch_threads: int = 1, verbose: bool = True,
-          warm_start: str | None = None, warm_start_steps: int = 20_000, warm_start_epochs: int = 10,
-          algo_kwargs: dict[str, Any] | None = None, **params: Any) -> Path:
+def train(
+    scenario: str | None,
+    algo: str | None = None,
+    *,
+    timesteps: int = 100_000,
+    n_envs: int | None = None,
+    policy: str | None = None,
+    seed: int | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+    eval_agents: Sequence[str] = (),
+    eval_every: int = 0,
+    eval_seeds: Sequence[int] = range(3),
+    eval_horizon: float | None = None,
+    resume: str | Path | None = None,
+    checkpoint_every: int | None = None,
+    normalize_reward: bool = True,
+    hidden: int = 64,
+    progress_bar: bool = False,
+    torch_threads: int = 1,
+    verbose: bool = True,
+    warm_start: str | None = None,
+    warm_start_steps: int = 20_000,
+    warm_start_epochs: int = 10,
+    algo_kwargs: dict[str, Any] | None = None,
+    **params: Any,
+) -> Path:
     """Train ``algo`` with ``policy`` on ``scenario`` and save ``OUT/model.zip``; return its path.
 
     ``resume`` continues an earlier run with the whole configuration it recorded in ``model.json``
@@ -335,8 +392,11 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
     if task is not None:  # a suite task: its scenario and horizon are fixed, its settings are the defaults
         fixed = sorted(scenario_params) + (["horizon"] if "horizon" in env_kwargs else [])
         if fixed:
-            raise ConfigError("--set", f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} "
-                                       f"cannot be set (train on the preset {task.preset!r} to change them)")
+            raise ConfigError(
+                "--set",
+                f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} "
+                f"cannot be set (train on the preset {task.preset!r} to change them)",
+            )
         if eval_horizon is not None:
             raise ConfigError("--eval-horizon", f"suite task {task.name!r} fixes its episodes' horizon")
         env_kwargs = {**task.env_kwargs(), **env_kwargs}
@@ -352,7 +412,16 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
     import inspect
 
     accepted = set(inspect.signature(algo_classes()[algo].__init__).parameters) - {
-        "self", "policy", "env", "seed", "device", "tensorboard_log", "policy_kwargs", "verbose", "_init_setup_model"}
+        "self",
+        "policy",
+        "env",
+        "seed",
+        "device",
+        "tensorboard_log",
+        "policy_kwargs",
+        "verbose",
+        "_init_setup_model",
+    }
     for key in algo_kwargs:
         if key not in accepted:
             raise ConfigError(f"algo.{key}", f"{algo} has no setting {key!r}; it takes {', '.join(sorted(accepted))}")
@@ -360,8 +429,11 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
         raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
     make_train_env(scenario, scenario_params, env_kwargs, policy).close()  # env settings fail here, not in a worker
     if warm_start and (policy != "equivariant" or algo == "dqn"):
-        raise ConfigError("warm_start", "the behaviour-cloning warm start trains the equivariant actor-critic "
-                                        "(--policy equivariant, --algo ppo, maskable-ppo or a2c)")
+        raise ConfigError(
+            "warm_start",
+            "the behaviour-cloning warm start trains the equivariant actor-critic "
+            "(--policy equivariant, --algo ppo, maskable-ppo or a2c)",
+        )
     if warm_start and resume:
         raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
     if warm_start:
@@ -380,18 +452,28 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
     masked = algo == "maskable-ppo" or policy != "mlp" or env_kwargs.get("invalid_action") != "wait"
     meta: dict[str, Any] = {
         **{k: v for k, v in previous.items() if k == "warm_start"},
-        "algo": algo, "policy": policy, "scenario": scenario, "scenario_params": scenario_params,
-        "task": task.id if task is not None else None, "masked": masked,
+        "algo": algo,
+        "policy": policy,
+        "scenario": scenario,
+        "scenario_params": scenario_params,
+        "task": task.id if task is not None else None,
+        "masked": masked,
         "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window", "invalid_action") if k in env_kwargs},
-        "train_env_kwargs": env_kwargs, "seed": seed, "n_envs": n_envs, "normalize_reward": normalize_reward,
-        "normalize_obs": policy == "mlp", "hidden": hidden, "algo_kwargs": algo_kwargs,
+        "train_env_kwargs": env_kwargs,
+        "seed": seed,
+        "n_envs": n_envs,
+        "normalize_reward": normalize_reward,
+        "normalize_obs": policy == "mlp",
+        "hidden": hidden,
+        "algo_kwargs": algo_kwargs,
         "policy_kwargs": policy_params,
     }
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
 
     # ---- 2. vectorised envs (one process per env), with reward (and, for mlp, observation) normalisation
-    factories = [functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy)
-                 for _ in range(n_envs)]
+    factories = [
+        functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy) for _ in range(n_envs)
+    ]
     venv = SubprocVecEnv(factories) if n_envs > 1 else DummyVecEnv(factories)
     venv.seed(10_000 + 100 * seed)  # training episodes never reuse the evaluation seeds 0, 1, ...
     vn_path = vecnormalize_path(Path(resume)) if resume else None
@@ -399,8 +481,9 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
         venv = VecNormalize.load(str(vn_path), venv)
         venv.training = True
     else:
-        venv = VecNormalize(venv, norm_obs=policy == "mlp", norm_reward=normalize_reward,
-                            gamma=algo_kwargs.get("gamma", 0.99))
+        venv = VecNormalize(
+            venv, norm_obs=policy == "mlp", norm_reward=normalize_reward, gamma=algo_kwargs.get("gamma", 0.99)
+        )
 
     # ---- 3. the model: new, or resumed from a checkpoint
     Algo = algo_classes()[algo]
@@ -408,8 +491,16 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
         model = load_sb3(Algo, Path(resume), algo, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
     else:
         policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
-        model = Algo(policy_cls, venv, seed=seed, device="cpu", tensorboard_log=str(out / "tb"),
-                     policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs)
+        model = Algo(
+            policy_cls,
+            venv,
+            seed=seed,
+            device="cpu",
+            tensorboard_log=str(out / "tb"),
+            policy_kwargs=policy_kwargs or None,
+            verbose=0,
+            **algo_kwargs,
+        )
 
     # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
     if warm_start:
@@ -418,33 +509,48 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
         t_bc = time.perf_counter()
         demo_env = make_train_env(scenario, scenario_params, env_kwargs, policy)
         teacher = teacher_params(warm_start, env_kwargs["action_mode"], env_kwargs["queue_window"])
-        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed,
-                                       params=teacher)
+        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed, params=teacher)
         running, scale = return_scale(demos, model.gamma)
         if normalize_reward:  # PPO's reward scaling starts from the statistics the critic was fitted with
             venv.ret_rms.update(running)
         else:
             scale = 1.0
         stats = clone(model.policy, demos, gamma=model.gamma, scale=scale, epochs=warm_start_epochs, seed=seed)
-        meta["warm_start"] = {"teacher": warm_start, "teacher_params": teacher, "steps": warm_start_steps, "epochs": warm_start_epochs,
-                              **stats, "wall_seconds": time.perf_counter() - t_bc}
+        meta["warm_start"] = {
+            "teacher": warm_start,
+            "teacher_params": teacher,
+            "steps": warm_start_steps,
+            "epochs": warm_start_epochs,
+            **stats,
+            "wall_seconds": time.perf_counter() - t_bc,
+        }
         if verbose:
-            print(f"warm start: imitated {warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
-                  flush=True)
+            print(
+                f"warm start: imitated {warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
+                flush=True,
+            )
 
     # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
     every = checkpoint_every or max(timesteps // 10, 1)
     callbacks = [CheckpointCallback(max(every // n_envs, 1), str(out / "checkpoints"), save_vecnormalize=True)]
     if eval_agents or eval_every:
-        callbacks.append(_eval_callback(meta, out, list(eval_agents), eval_every or timesteps + 1,
-                                        list(eval_seeds), eval_horizon, verbose))
+        callbacks.append(
+            _eval_callback(
+                meta, out, list(eval_agents), eval_every or timesteps + 1, list(eval_seeds), eval_horizon, verbose
+            )
+        )
 
     # ---- 5. learn, then save the model, the normalisation stats and the budget
     t0 = time.perf_counter()
     remaining = max(timesteps - model.num_timesteps, 0)
     if remaining:
-        model.learn(remaining, callback=CallbackList(callbacks), progress_bar=progress_bar,
-                    reset_num_timesteps=not resume, tb_log_name=algo)
+        model.learn(
+            remaining,
+            callback=CallbackList(callbacks),
+            progress_bar=progress_bar,
+            reset_num_timesteps=not resume,
+            tb_log_name=algo,
+        )
     wall = time.perf_counter() - t0
     model.save(out / "model.zip")
     venv.save(str(out / VECNORM_NAME))
@@ -452,7 +558,9 @@ def train(scenario: str | None, algo: str | None = None, *, timesteps: int = 100
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
     venv.close()
     if verbose:
-        print(f"trained {algo}/{policy} on {sc.name} for {model.num_timesteps} steps in {wall:.0f} s -> "
-              f"{out / 'model.zip'}", flush=True)
+        print(
+            f"trained {algo}/{policy} on {sc.name} for {model.num_timesteps} steps in {wall:.0f} s -> "
+            f"{out / 'model.zip'}",
+            flush=True,
+        )
     return out / "model.zip"
-

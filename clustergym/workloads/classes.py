@@ -103,7 +103,8 @@ class PoissonClassSource:
                 k, r = (int(v) for v in bad[0])
                 raise ScenarioError(f"profile[{k}][{r}]", f"must be <= high = {high:g}, got {self.profile[k, r]:g}")
             self.demand_laws: tuple[DemandDist, ...] = tuple(
-                TruncatedNormalDemand(self.profile[k], cv=cv, low=0.0, high=high) for k in range(K))
+                TruncatedNormalDemand(self.profile[k], cv=cv, low=0.0, high=high) for k in range(K)
+            )
         else:
             if not isinstance(demand_laws, Sequence) or len(demand_laws) != K:
                 raise ScenarioError("demand_laws", f"expected a list of {K} demand laws (one per class)")
@@ -160,8 +161,9 @@ class PoissonClassSource:
                     if m:
                         work[masks[k]] = self.services[k].sample(rng, m)
             t = float(time[-1])
-            yield ArrivalChunk(time=time, demand=demand, type=typ, work=work, weight=self.weights[typ],
-                               reward_rate=ones.copy())
+            yield ArrivalChunk(
+                time=time, demand=demand, type=typ, work=work, weight=self.weights[typ], reward_rate=ones.copy()
+            )
 
     def sample_work(self, job_type: int, rng: np.random.Generator) -> float:
         """One draw from class ``job_type``'s work law."""

@@ -52,15 +52,21 @@ class PrefixedSource:
         if not isinstance(prefix, ReplaySource):
             raise ScenarioError("prefix", f"expected a ReplaySource (a fixed job table), got {type(prefix).__name__}")
         if prefix.num_resources != then.num_resources:
-            raise ScenarioError("prefix", f"prefix jobs have {prefix.num_resources} resources, "
-                                          f"the continuing source {then.num_resources}")
+            raise ScenarioError(
+                "prefix",
+                f"prefix jobs have {prefix.num_resources} resources, the continuing source {then.num_resources}",
+            )
         pt, tt = prefix.types, then.types
         if pt.num_types != tt.num_types:
-            raise ScenarioError("prefix", f"prefix has {pt.num_types} job types, the continuing source {tt.num_types} "
-                                          "(declare them with ReplaySource(type_demand=...))")
+            raise ScenarioError(
+                "prefix",
+                f"prefix has {pt.num_types} job types, the continuing source {tt.num_types} "
+                "(declare them with ReplaySource(type_demand=...))",
+            )
         if not np.allclose(pt.demand, tt.demand, rtol=1e-12, atol=0.0):
-            raise ScenarioError("prefix", f"type demands differ: prefix {pt.demand.tolist()}, "
-                                          f"continuing source {tt.demand.tolist()}")
+            raise ScenarioError(
+                "prefix", f"type demands differ: prefix {pt.demand.tolist()}, continuing source {tt.demand.tolist()}"
+            )
         self.prefix = prefix
         self.then = then
         self.num_resources = int(then.num_resources)

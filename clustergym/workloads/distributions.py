@@ -404,7 +404,9 @@ class DiscreteDemand(DemandDist):
     name = "discrete"
     discrete = True
 
-    def __init__(self, values: Sequence[Sequence[float]] | np.ndarray, probs: Sequence[float] | np.ndarray | None = None):
+    def __init__(
+        self, values: Sequence[Sequence[float]] | np.ndarray, probs: Sequence[float] | np.ndarray | None = None
+    ):
         self.values = matrix(values, "values", lo=0.0)
         self.values.setflags(write=False)
         m, self.num_resources = (int(s) for s in self.values.shape)
@@ -471,9 +473,13 @@ class TruncatedNormalDemand(DemandDist):
         self.high = self._bound(high, "high", R)
         for r in range(R):
             if not self.high[r] > self.low[r]:
-                raise ScenarioError(f"high[{r}]" if np.ndim(high) else "high", f"must be > low = {self.low[r]:g}, got {self.high[r]:g}")
+                raise ScenarioError(
+                    f"high[{r}]" if np.ndim(high) else "high", f"must be > low = {self.low[r]:g}, got {self.high[r]:g}"
+                )
             if not self.low[r] <= self.loc[r] <= self.high[r]:
-                raise ScenarioError(f"mean[{r}]", f"must lie in [low, high] = [{self.low[r]:g}, {self.high[r]:g}], got {self.loc[r]:g}")
+                raise ScenarioError(
+                    f"mean[{r}]", f"must lie in [low, high] = [{self.low[r]:g}, {self.high[r]:g}], got {self.loc[r]:g}"
+                )
         self._scale = self.cv * self.loc
         self._pos = self._scale > 0
         safe = np.where(self._pos, self._scale, 1.0)
@@ -531,7 +537,9 @@ class IndependentDemand(DemandDist):
         for r, c in enumerate(components):
             if isinstance(c, DemandDist):
                 if c.num_resources != 1:
-                    raise ScenarioError(f"components[{r}]", f"expected a 1-D distribution, got one over {c.num_resources} resources")
+                    raise ScenarioError(
+                        f"components[{r}]", f"expected a 1-D distribution, got one over {c.num_resources} resources"
+                    )
             elif not isinstance(c, ServiceDist):
                 raise ScenarioError(f"components[{r}]", f"expected a distribution, got {describe(c)}")
         self.components: tuple[ServiceDist | DemandDist, ...] = tuple(components)
@@ -591,7 +599,9 @@ def _dist_name(spec: Any, field: str, table: Mapping[str, Any], extra: Sequence[
     return name
 
 
-def _check_keys(spec: Mapping[str, Any], field: str, name: str, required: Sequence[str], optional: Sequence[str]) -> None:
+def _check_keys(
+    spec: Mapping[str, Any], field: str, name: str, required: Sequence[str], optional: Sequence[str]
+) -> None:
     allowed = ("dist", *required, *optional)
     for key in spec:
         if key not in allowed:
@@ -674,9 +684,13 @@ def demand_from_spec(spec: Mapping[str, Any], field: str, num_resources: int) ->
     elif cls is IndependentDemand:
         comps = spec["components"]
         if not isinstance(comps, (list, tuple)):
-            raise ScenarioError(f"{field}.components", f"expected a list (one 1-D distribution per resource), got {describe(comps)}")
+            raise ScenarioError(
+                f"{field}.components", f"expected a list (one 1-D distribution per resource), got {describe(comps)}"
+            )
         if len(comps) != R:
-            raise ScenarioError(f"{field}.components", f"expected {R} distributions (one per resource), got {len(comps)}")
+            raise ScenarioError(
+                f"{field}.components", f"expected {R} distributions (one per resource), got {len(comps)}"
+            )
         parsed: list[ServiceDist | DemandDist] = []
         for r, c in enumerate(comps):
             cf = f"{field}.components[{r}]"

@@ -103,12 +103,16 @@ class PoissonTypedSource:
         J = int(self.rates.shape[0])
         self.type_demand = matrix(type_demand, "type_demand", lo=0.0)
         if self.type_demand.shape[0] != J:
-            raise ScenarioError("type_demand", f"expected {J} rows (one per type, as rates), got {self.type_demand.shape[0]}")
+            raise ScenarioError(
+                "type_demand", f"expected {J} rows (one per type, as rates), got {self.type_demand.shape[0]}"
+            )
         self.num_resources = int(self.type_demand.shape[1])
         self.services, self._shared = check_services(service, J, "type")
         self.weights = np.ones(J) if weights is None else vector(weights, "weights", J, lo=0.0, what="(one per type)")
         self.reward_rates = (
-            np.ones(J) if reward_rates is None else vector(reward_rates, "reward_rates", J, lo=0.0, what="(one per type)")
+            np.ones(J)
+            if reward_rates is None
+            else vector(reward_rates, "reward_rates", J, lo=0.0, what="(one per type)")
         )
         self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         self.total_rate = float(self.rates.sum())

@@ -114,7 +114,12 @@ class ReplaySource:
         bad = ~(np.isfinite(dem) & (dem >= 0))
         if bad.any():
             i, r = (int(v) for v in np.argwhere(bad)[0])
-            self._fail(i, str(dem_names[r]), f"demand must be finite and >= 0, got {float(dem[i, r])!r}", int(bad.any(axis=1).sum()))
+            self._fail(
+                i,
+                str(dem_names[r]),
+                f"demand must be finite and >= 0, got {float(dem[i, r])!r}",
+                int(bad.any(axis=1).sum()),
+            )
         self._check(wt, col("weight"), ~(np.isfinite(wt) & (wt >= 0)), "weight must be finite and >= 0")
         self._check(rr, col("reward_rate"), ~(np.isfinite(rr) & (rr >= 0)), "reward rate must be finite and >= 0")
 
@@ -135,21 +140,32 @@ class ReplaySource:
             if isinstance(names, str) or len(names) == 0:
                 raise TraceFormatError(f"{self.source}: names: expected a non-empty list of type names")
             if fixed_J is not None and len(names) != fixed_J:
-                raise TraceFormatError(f"{self.source}: names: expected {fixed_J} names (one per type_demand row), got {len(names)}")
+                raise TraceFormatError(
+                    f"{self.source}: names: expected {fixed_J} names (one per type_demand row), got {len(names)}"
+                )
             fixed_J = len(names)
         if type is None:
             typ = np.zeros(n, dtype=np.int64)
             if fixed_J not in (None, 1):
-                raise TraceFormatError(f"{self.source}: without a type column there is one type, but {fixed_J} were declared")
+                raise TraceFormatError(
+                    f"{self.source}: without a type column there is one type, but {fixed_J} were declared"
+                )
             J = 1
         else:
             tf = self._column(type, col("type"), n)
-            self._check(tf, col("type"), ~(np.isfinite(tf) & (tf >= 0) & (np.floor(tf) == tf)), "type must be a whole number >= 0")
+            self._check(
+                tf,
+                col("type"),
+                ~(np.isfinite(tf) & (tf >= 0) & (np.floor(tf) == tf)),
+                "type must be a whole number >= 0",
+            )
             if fixed_J is not None:
                 self._check(tf, col("type"), tf >= fixed_J, f"type out of range [0, {fixed_J})")
             if fixed_J is None:
                 self._check(
-                    tf, col("type"), tf >= MAX_IMPLICIT_TYPES,
+                    tf,
+                    col("type"),
+                    tf >= MAX_IMPLICIT_TYPES,
                     f"type >= {MAX_IMPLICIT_TYPES} (remap the types to 0..J-1, or declare them with type_demand)",
                 )
             typ = tf.astype(np.int64)
@@ -213,9 +229,13 @@ class ReplaySource:
                     self._fail(i, column, f"not a number: {v!r}")
             raise TraceFormatError(f"{self.source}: column '{column}': not numeric") from None
         if arr.ndim != 1:
-            raise TraceFormatError(f"{self.source}: column '{column}': expected one value per job, got shape {arr.shape}")
+            raise TraceFormatError(
+                f"{self.source}: column '{column}': expected one value per job, got shape {arr.shape}"
+            )
         if n is not None and arr.shape[0] != n:
-            raise TraceFormatError(f"{self.source}: column '{column}': has {arr.shape[0]} rows, expected {n} (one per job)")
+            raise TraceFormatError(
+                f"{self.source}: column '{column}': has {arr.shape[0]} rows, expected {n} (one per job)"
+            )
         return arr
 
     def _demand(self, values: ArrayLike, n: int, R: int | None, column: str) -> np.ndarray:
@@ -234,7 +254,9 @@ class ReplaySource:
         if arr.ndim != 2:
             raise TraceFormatError(f"{self.source}: column '{column}': expected an (n, R) table, got shape {arr.shape}")
         if arr.shape[0] != n:
-            raise TraceFormatError(f"{self.source}: column '{column}': has {arr.shape[0]} rows, expected {n} (one per job)")
+            raise TraceFormatError(
+                f"{self.source}: column '{column}': has {arr.shape[0]} rows, expected {n} (one per job)"
+            )
         if arr.shape[1] == 0:
             raise TraceFormatError(f"{self.source}: column '{column}': no demand columns")
         if R is not None and arr.shape[1] != R:
@@ -273,7 +295,9 @@ class ReplaySource:
         wanted = {"time": time, "work": work, "type": type, "weight": weight, "reward_rate": reward_rate}
         for name in [*[c for c in wanted.values() if c is not None], *dcols]:
             if name not in df.columns:
-                raise TraceFormatError(f"{source}: missing column '{name}' (columns: {', '.join(map(str, df.columns))})")
+                raise TraceFormatError(
+                    f"{source}: missing column '{name}' (columns: {', '.join(map(str, df.columns))})"
+                )
 
         def numeric(name: str) -> np.ndarray:
             s = df[name]
@@ -286,7 +310,9 @@ class ReplaySource:
                 bad = np.flatnonzero((coerced.isna() & s.notna()).to_numpy())
                 i = int(bad[0])
                 more = f" (and {bad.size - 1} more rows)" if bad.size > 1 else ""
-                raise TraceFormatError(f"{source}: row {i}, column '{name}': not a number: {s.iloc[i]!r}{more}") from None
+                raise TraceFormatError(
+                    f"{source}: row {i}, column '{name}': not a number: {s.iloc[i]!r}{more}"
+                ) from None
 
         demand = np.column_stack([numeric(c) for c in dcols])
         arrays = {k: (numeric(v) if v is not None else None) for k, v in wanted.items()}

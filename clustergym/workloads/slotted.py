@@ -63,8 +63,9 @@ class SlottedSource(PoissonSource):
     ):
         # the Poisson process runs in units of slots; its points are floored to slot starts
         try:
-            super().__init__(rate_per_slot, demand, service, weight=weight, reward_rate=reward_rate,
-                             chunk_size=chunk_size)
+            super().__init__(
+                rate_per_slot, demand, service, weight=weight, reward_rate=reward_rate, chunk_size=chunk_size
+            )
         except ScenarioError as e:
             raise ScenarioError("rate_per_slot" if e.field == "rate" else e.field, e.problem) from None
         self.rate_per_slot = self.rate

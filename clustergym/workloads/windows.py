@@ -58,8 +58,16 @@ class TraceWindowSource:
         ScenarioError: naming the argument.
     """
 
-    def __init__(self, table: ReplaySource, length: float, *, start_low: float | None = None,
-                 start_high: float | None = None, thin: int = 1, chunk_size: int = 4096):
+    def __init__(
+        self,
+        table: ReplaySource,
+        length: float,
+        *,
+        start_low: float | None = None,
+        start_high: float | None = None,
+        thin: int = 1,
+        chunk_size: int = 4096,
+    ):
         if not isinstance(table, ReplaySource):
             raise ScenarioError("table", f"expected a ReplaySource (a job table), got {type(table).__name__}")
         self.table = table
@@ -68,9 +76,12 @@ class TraceWindowSource:
         self.start_low = first if start_low is None else number(start_low, "start_low")
         self.start_high = last - self.length if start_high is None else number(start_high, "start_high")
         if not self.start_low <= self.start_high:
-            raise ScenarioError("start_high", f"the window starts must satisfy start_low <= start_high, got "
-                                              f"[{self.start_low:g}, {self.start_high:g}] (table from {first:g} "
-                                              f"to {last:g}, windows of {self.length:g})")
+            raise ScenarioError(
+                "start_high",
+                f"the window starts must satisfy start_low <= start_high, got "
+                f"[{self.start_low:g}, {self.start_high:g}] (table from {first:g} "
+                f"to {last:g}, windows of {self.length:g})",
+            )
         self.thin = number(thin, "thin", lo=1, integer=True)
         self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         self.num_resources = table.num_resources
@@ -87,7 +98,7 @@ class TraceWindowSource:
         """The episode's ``(carried rows, window rows, remaining work of the carried rows, s)``."""
         s, phi = self.window(rng)
         t = self.table.time
-        lo = int(np.searchsorted(t, s, side="right"))            # first job arriving after s
+        lo = int(np.searchsorted(t, s, side="right"))  # first job arriving after s
         hi = int(np.searchsorted(t, s + self.length, side="right"))
         before = np.arange(phi, lo, self.thin)
         carried = before[self._end[before] > s]
@@ -103,10 +114,15 @@ class TraceWindowSource:
         time = np.concatenate([np.zeros(carried.size), tb.time[inside] - s])
         work = np.concatenate([remaining, tb.work[inside]])
         for a in range(0, rows.size, self.chunk_size):
-            r = rows[a:a + self.chunk_size]
-            yield ArrivalChunk(time=time[a:a + self.chunk_size].copy(), demand=tb.demand[r], type=tb.type[r],
-                               work=work[a:a + self.chunk_size].copy(), weight=tb.weight[r],
-                               reward_rate=tb.reward_rate[r])
+            r = rows[a : a + self.chunk_size]
+            yield ArrivalChunk(
+                time=time[a : a + self.chunk_size].copy(),
+                demand=tb.demand[r],
+                type=tb.type[r],
+                work=work[a : a + self.chunk_size].copy(),
+                weight=tb.weight[r],
+                reward_rate=tb.reward_rate[r],
+            )
 
     def sample_work(self, job_type: int, rng: np.random.Generator) -> float:
         """Exponential with the table's mean work of ``job_type`` (dummy jobs, as for replays)."""

@@ -44,8 +44,7 @@ pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 def _env(mode: str, **kw):
     scenario, params = MODE_ENVS[mode]
-    return make_env(scenario, action_mode=mode, queue_window=4, horizon=5.0, invalid_action="raise",
-                             **{**params, **kw})
+    return make_env(scenario, action_mode=mode, queue_window=4, horizon=5.0, invalid_action="raise", **{**params, **kw})
 
 
 def _policy(env, mode: str, cls=EquivariantMaskablePolicy, seed: int = 0):
@@ -108,13 +107,14 @@ def test_slot_logits_extend_head_logits_job_by_job():
     zh = _logits(head, obs_h)
     assert np.allclose(zh[:L], zs[:L], atol=1e-5) and np.isclose(zh[-1], zs[-1], atol=1e-5)
     assert obs["queue_mask"].sum() >= 2, "need at least two queued jobs for the layout check"
-    assert not np.allclose(zs[L:2 * L][obs["action_mask"][L:2 * L] > 0], MASKED_LOGIT)
+    assert not np.allclose(zs[L : 2 * L][obs["action_mask"][L : 2 * L] > 0], MASKED_LOGIT)
 
 
 def test_work_conserving_policy_masks_wait_only_while_a_job_can_start():
     env = _env("slot", skip_trivial=False)  # also show the epochs where only WAIT is valid
-    wc = EquivariantMaskablePolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="slot",
-                                   hidden=16, work_conserving=True)
+    wc = EquivariantMaskablePolicy(
+        env.observation_space, env.action_space, lambda _: 3e-4, action_mode="slot", hidden=16, work_conserving=True
+    )
     obs, _ = env.reset(seed=0)
     seen = {True: 0, False: 0}
     for _ in range(200):
@@ -127,8 +127,13 @@ def test_work_conserving_policy_masks_wait_only_while_a_job_can_start():
             break
     assert seen[True] and seen[False]
     with pytest.raises(ConfigError, match="policy.work_conserving"):
-        _policy(_env("admit"), "admit").__class__(_env("admit").observation_space, _env("admit").action_space,
-                                                  lambda _: 3e-4, action_mode="admit", work_conserving=True)
+        _policy(_env("admit"), "admit").__class__(
+            _env("admit").observation_space,
+            _env("admit").action_space,
+            lambda _: 3e-4,
+            action_mode="admit",
+            work_conserving=True,
+        )
 
 
 # ============================================================== permutation equivariance
@@ -143,8 +148,9 @@ def test_permuting_servers_permutes_logits_and_keeps_value(mode):
     p_obs = dict(obs)
     for key in ("free", "running", "dummies", "event_server"):
         p_obs[key] = obs[key][perm]
-    p_obs["action_mask"] = np.concatenate([obs["action_mask"][:-1].reshape(K, L)[:, perm].ravel(),
-                                           obs["action_mask"][-1:]])
+    p_obs["action_mask"] = np.concatenate(
+        [obs["action_mask"][:-1].reshape(K, L)[:, perm].ravel(), obs["action_mask"][-1:]]
+    )
     z, zp = _logits(policy, obs), _logits(policy, p_obs)
     assert np.allclose(zp[:-1].reshape(K, L), z[:-1].reshape(K, L)[:, perm], atol=1e-5)
     assert np.isclose(zp[-1], z[-1], atol=1e-6)
@@ -159,9 +165,23 @@ def test_permuting_servers_permutes_logits_and_keeps_value(mode):
 def trained(tmp_path_factory) -> Path:
     """A tiny masked-PPO run on ec2 (20 servers), equivariant policy, with a final evaluation."""
     out = tmp_path_factory.mktemp("ec2-run")
-    return train("ec2", "maskable-ppo", timesteps=1024, n_envs=1, policy="equivariant", seed=0, out=out,
-                 eval_agents=["best-fit"], eval_seeds=range(2), eval_horizon=3.0, verbose=False, hidden=16,
-                 horizon=5.0, zeta=0.9, **{"algo.n_steps": 256, "algo.batch_size": 64, "algo.n_epochs": 2})
+    return train(
+        "ec2",
+        "maskable-ppo",
+        timesteps=1024,
+        n_envs=1,
+        policy="equivariant",
+        seed=0,
+        out=out,
+        eval_agents=["best-fit"],
+        eval_seeds=range(2),
+        eval_horizon=3.0,
+        verbose=False,
+        hidden=16,
+        horizon=5.0,
+        zeta=0.9,
+        **{"algo.n_steps": 256, "algo.batch_size": 64, "algo.n_epochs": 2},
+    )
 
 
 def test_training_writes_model_metadata_checkpoints_eval_and_tensorboard(trained):
@@ -191,8 +211,13 @@ def test_reloaded_model_reproduces_training_evaluation_exactly(trained):
 
 
 def _console(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clustergym", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "clustergym", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def test_cli_run_and_compare_in_subprocess_reproduce_in_process_metrics(trained):
@@ -201,8 +226,9 @@ def test_cli_run_and_compare_in_subprocess_reproduce_in_process_metrics(trained)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["mean_queue_length"] == ref["mean_queue_length"] and doc["started"] == ref["started"]
-    res = runner.invoke(app, ["compare", "ec2", "--agents", f"best-fit,{trained}", "--seeds", "2",
-                              "--horizon", "3", "--json"])
+    res = runner.invoke(
+        app, ["compare", "ec2", "--agents", f"best-fit,{trained}", "--seeds", "2", "--horizon", "3", "--json"]
+    )
     assert res.exit_code == 0, res.stderr
     runs = pd.DataFrame(json.loads(res.stdout)["runs"])
     row = runs[(runs["agent"] == str(trained)) & (runs["seed"] == 1)].iloc[0]
@@ -213,8 +239,9 @@ def test_equivariant_model_trained_on_20_servers_runs_on_50_and_1000(trained):
     agent = load_model_agent(str(trained))
     base = {k: v.clone() for k, v in agent.model.policy.state_dict().items()}
     for L, horizon in ((50, 1.0), (1000, 0.05)):
-        env = make_env("ec2", num_servers=L, horizon=horizon, action_mode="head", skip_trivial=True,
-                                invalid_action="raise")
+        env = make_env(
+            "ec2", num_servers=L, horizon=horizon, action_mode="head", skip_trivial=True, invalid_action="raise"
+        )
         obs, _ = env.reset(seed=0)
         agent.reset(env, seed=0)
         assert agent.policy.observation_space["free"].shape == (L, 3) and agent.policy.action_space.n == L + 1
@@ -232,8 +259,18 @@ def test_equivariant_model_trained_on_20_servers_runs_on_50_and_1000(trained):
 
 
 def test_mlp_policy_refuses_other_cluster_sizes_with_a_clear_error(tmp_path):
-    path = train("bf-trap", "ppo", timesteps=128, n_envs=1, policy="mlp", out=tmp_path, verbose=False,
-                 horizon=3.0, num_servers=4, **{"algo.n_steps": 64, "algo.batch_size": 32, "algo.n_epochs": 1})
+    path = train(
+        "bf-trap",
+        "ppo",
+        timesteps=128,
+        n_envs=1,
+        policy="mlp",
+        out=tmp_path,
+        verbose=False,
+        horizon=3.0,
+        num_servers=4,
+        **{"algo.n_steps": 64, "algo.batch_size": 32, "algo.n_epochs": 1},
+    )
     agent = load_model_agent(str(path))
     r = run_episode(resolve_scenario("bf-trap", num_servers=4), agent, seed=0, horizon=3.0)  # the trained size
     assert r["arrivals"] > 0
@@ -244,24 +281,78 @@ def test_mlp_policy_refuses_other_cluster_sizes_with_a_clear_error(tmp_path):
 @pytest.mark.parametrize("algo", ["dqn", "a2c"])
 def test_dqn_and_a2c_mlp_models_act_validly_when_reloaded(tmp_path, algo):
     extra = {"algo.learning_starts": 50, "algo.buffer_size": 1000} if algo == "dqn" else {"algo.n_steps": 16}
-    path = train("bf-trap", algo, timesteps=200, n_envs=1, policy="mlp", out=tmp_path, verbose=False,
-                 horizon=3.0, num_servers=4, **extra)
-    r = run_episode(resolve_scenario("bf-trap", num_servers=4), load_model_agent(str(path)), seed=0, horizon=3.0)  # env raises on invalid actions
+    path = train(
+        "bf-trap",
+        algo,
+        timesteps=200,
+        n_envs=1,
+        policy="mlp",
+        out=tmp_path,
+        verbose=False,
+        horizon=3.0,
+        num_servers=4,
+        **extra,
+    )
+    r = run_episode(
+        resolve_scenario("bf-trap", num_servers=4), load_model_agent(str(path)), seed=0, horizon=3.0
+    )  # env raises on invalid actions
     assert r["arrivals"] > 0 and r["agent"]
 
 
 # ============================================================== the train CLI, resume, bad input
 def test_train_cli_smoke_with_two_envs_and_resume(tmp_path):
     out = tmp_path / "run"
-    sets = ["--set", "horizon=3", "--set", "num_servers=4", "--set", "algo.n_steps=64", "--set", "algo.batch_size=64",
-            "--set", "algo.n_epochs=1"]
-    res = runner.invoke(app, ["train", "bf-trap", "--algo", "maskable-ppo", "--timesteps", "256", "--envs", "2",
-                              "--out", str(out), "--no-progress", *sets])
+    sets = [
+        "--set",
+        "horizon=3",
+        "--set",
+        "num_servers=4",
+        "--set",
+        "algo.n_steps=64",
+        "--set",
+        "algo.batch_size=64",
+        "--set",
+        "algo.n_epochs=1",
+    ]
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "bf-trap",
+            "--algo",
+            "maskable-ppo",
+            "--timesteps",
+            "256",
+            "--envs",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            *sets,
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert json.loads((out / "model.json").read_text())["timesteps"] == 256
     ckpt = sorted((out / "checkpoints").glob("rl_model_*_steps.zip"))[-1]
-    res = runner.invoke(app, ["train", "bf-trap", "--algo", "maskable-ppo", "--timesteps", "512", "--envs", "1",
-                              "--out", str(out), "--resume", str(ckpt), "--no-progress", *sets])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "bf-trap",
+            "--algo",
+            "maskable-ppo",
+            "--timesteps",
+            "512",
+            "--envs",
+            "1",
+            "--out",
+            str(out),
+            "--resume",
+            str(ckpt),
+            "--no-progress",
+            *sets,
+        ],
+    )
     assert res.exit_code == 0, res.output
     meta = json.loads((out / "model.json").read_text())
     assert meta["timesteps"] >= 512 and meta["resumed_from"] == str(ckpt)
@@ -269,18 +360,22 @@ def test_train_cli_smoke_with_two_envs_and_resume(tmp_path):
     assert r["arrivals"] > 0
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--algo", "sac"], "got 'sac'"),
-    (["--algo", "dqn", "--policy", "equivariant"], "dqn trains the mlp policy only"),
-    (["--algo", "dqn", "--policy", "mlp", "--set", "action_mode=command"], "'command' mode"),
-    (["--algo", "ppo", "--policy", "gnn"], "got 'gnn'"),
-    (["--algo", "ppo", "--set", "nope=1"], "nope"),
-    (["--algo", "ppo", "--set", "policy.depth=3"], "policy.depth"),
-    (["--algo", "ppo", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--algo", "sac"], "got 'sac'"),
+        (["--algo", "dqn", "--policy", "equivariant"], "dqn trains the mlp policy only"),
+        (["--algo", "dqn", "--policy", "mlp", "--set", "action_mode=command"], "'command' mode"),
+        (["--algo", "ppo", "--policy", "gnn"], "got 'gnn'"),
+        (["--algo", "ppo", "--set", "nope=1"], "nope"),
+        (["--algo", "ppo", "--set", "policy.depth=3"], "policy.depth"),
+        (["--algo", "ppo", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint"),
+    ],
+)
 def test_train_cli_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
-    res = runner.invoke(app, ["train", "bf-trap", "--timesteps", "64", "--envs", "1", "--out", str(tmp_path),
-                              "--no-progress", *args])
+    res = runner.invoke(
+        app, ["train", "bf-trap", "--timesteps", "64", "--envs", "1", "--out", str(tmp_path), "--no-progress", *args]
+    )
     assert res.exit_code == 2, res.output
     assert message in res.stderr
 

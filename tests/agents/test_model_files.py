@@ -52,22 +52,34 @@ def _damage_member(path: Path, member: str) -> None:
     raw = bytearray(path.read_bytes())
     start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
     mid = start + info.compress_size // 2
-    raw[mid:mid + 8] = bytes(b ^ 0xFF for b in raw[mid:mid + 8])
+    raw[mid : mid + 8] = bytes(b ^ 0xFF for b in raw[mid : mid + 8])
     path.write_bytes(bytes(raw))
 
 
 DAMAGES = {
     "truncated": (lambda m: m.write_bytes(m.read_bytes()[: m.stat().st_size // 2]), "truncated"),
     "not a zip": (lambda m: m.write_text("hello"), "not a zip file"),
-    "another program's zip": (lambda m: zipfile.ZipFile(m, "w").writestr("readme.txt", "hi"),
-                              "not a Stable-Baselines3 model"),
+    "another program's zip": (
+        lambda m: zipfile.ZipFile(m, "w").writestr("readme.txt", "hi"),
+        "not a Stable-Baselines3 model",
+    ),
     "damaged member": (lambda m: _damage_member(m, "policy.pth"), "damaged"),
-    "damaged model.json": (lambda m: (m.parent / "model.json").write_text('{"algo": "maskable-p'),
-                           "model.json: damaged metadata"),
-    "unknown algo": (lambda m: (m.parent / "model.json").write_text(json.dumps(
-        {**json.loads((m.parent / "model.json").read_text()), "algo": "sac"})), "unknown algorithm 'sac'"),
-    "changed algo": (lambda m: (m.parent / "model.json").write_text(json.dumps(
-        {**json.loads((m.parent / "model.json").read_text()), "algo": "dqn"})), "model.zip"),
+    "damaged model.json": (
+        lambda m: (m.parent / "model.json").write_text('{"algo": "maskable-p'),
+        "model.json: damaged metadata",
+    ),
+    "unknown algo": (
+        lambda m: (m.parent / "model.json").write_text(
+            json.dumps({**json.loads((m.parent / "model.json").read_text()), "algo": "sac"})
+        ),
+        "unknown algorithm 'sac'",
+    ),
+    "changed algo": (
+        lambda m: (m.parent / "model.json").write_text(
+            json.dumps({**json.loads((m.parent / "model.json").read_text()), "algo": "dqn"})
+        ),
+        "model.zip",
+    ),
 }
 
 
@@ -117,8 +129,22 @@ def test_train_refuses_an_existing_run_and_resume_restores_its_configuration(run
         assert meta[key] == before[key], key
     assert meta["timesteps"] >= 128 and meta["resumed_from"].endswith(".zip")
     # --overwrite starts afresh: the earlier run's checkpoints are gone
-    rc, _, stderr = _cli(*base[:1], "ec2", "--timesteps", "64", "--envs", "1", "--no-progress", "--out", str(run),
-                         "--overwrite", "--set", "horizon=2", "--set", "algo.n_steps=64")
+    rc, _, stderr = _cli(
+        *base[:1],
+        "ec2",
+        "--timesteps",
+        "64",
+        "--envs",
+        "1",
+        "--no-progress",
+        "--out",
+        str(run),
+        "--overwrite",
+        "--set",
+        "horizon=2",
+        "--set",
+        "algo.n_steps=64",
+    )
     assert rc == 0, stderr
     assert json.loads((run / "model.json").read_text())["timesteps"] == 64
     assert all("128" not in c.name for c in (run / "checkpoints").iterdir())
@@ -127,10 +153,29 @@ def test_train_refuses_an_existing_run_and_resume_restores_its_configuration(run
 @pytest.mark.parametrize("scenario,mode", [("ec2", "head"), ("bf-trap", "slot")])
 def test_the_documented_warm_start_works_on_ec2_and_bf_trap(tmp_path, scenario, mode):
     out = tmp_path / scenario
-    rc, _, stderr = _cli("train", scenario, "--warm-start", "best-fit", "--warm-start-steps", "200",
-                         "--warm-start-epochs", "1", "--timesteps", "64", "--envs", "1", "--no-progress",
-                         "--out", str(out), "--set", f"action_mode={mode}", "--set", "horizon=3",
-                         "--set", "algo.n_steps=64")
+    rc, _, stderr = _cli(
+        "train",
+        scenario,
+        "--warm-start",
+        "best-fit",
+        "--warm-start-steps",
+        "200",
+        "--warm-start-epochs",
+        "1",
+        "--timesteps",
+        "64",
+        "--envs",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+        "--set",
+        f"action_mode={mode}",
+        "--set",
+        "horizon=3",
+        "--set",
+        "algo.n_steps=64",
+    )
     assert rc == 0, stderr
     ws = json.loads((out / "model.json").read_text())["warm_start"]
     assert ws["teacher"] == "best-fit" and ws["teacher_params"] == {"scan": 1 if mode == "head" else 8}

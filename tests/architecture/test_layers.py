@@ -19,18 +19,24 @@ PKG = Path(__file__).resolve().parents[2] / "clustergym"
 
 #: top-level unit -> rank (higher may import lower, never the reverse)
 RANKS = {
-    "errors": 0, "_json": 0, "_cache": 0,
+    "errors": 0,
+    "_json": 0,
+    "_cache": 0,
     "validation": 1,
     "core": 2,
-    "workloads": 3, "theory": 3,
+    "workloads": 3,
+    "theory": 3,
     "traces": 4,
     "scenarios": 5,
     "envs": 6,
     "agent_api": 7,
-    "baselines": 8, "agents": 8,
+    "baselines": 8,
+    "agents": 8,
     "runner": 9,
     "suite": 10,
-    "reproduce": 11, "training": 11, "bench": 11,
+    "reproduce": 11,
+    "training": 11,
+    "bench": 11,
     "cli": 12,
     "__main__": 13,
 }
@@ -60,7 +66,7 @@ def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
@@ -95,8 +101,9 @@ def violations() -> list[str]:
                 found.append(f"{rel}:{line} imports {mod}: unknown unit {dst!r} (add it to RANKS)")
                 continue
             if dst != src and RANKS[dst] >= RANKS[src]:
-                found.append(f"{rel}:{line} imports {mod} (unit {dst}, rank {RANKS[dst]}) from unit {src} "
-                             f"(rank {RANKS[src]})")
+                found.append(
+                    f"{rel}:{line} imports {mod} (unit {dst}, rank {RANKS[dst]}) from unit {src} (rank {RANKS[src]})"
+                )
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if dst != src and private:
                 found.append(f"{rel}:{line} imports private {private} from {mod}")
@@ -115,7 +122,9 @@ def test_imports_point_down_and_private_names_stay_home():
     assert not found, "layer violations:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("module,expected", [
-    ("clustergym.core.simulator", "core"), ("clustergym.baselines.rms.rms", "baselines"), ("clustergym", None)])
+@pytest.mark.parametrize(
+    "module,expected",
+    [("clustergym.core.simulator", "core"), ("clustergym.baselines.rms.rms", "baselines"), ("clustergym", None)],
+)
 def test_unit_of(module, expected):
     assert _unit(module) == expected

@@ -49,10 +49,16 @@ def test_best_fit_multi_resource_score_is_normalised():
 
 
 def _replay_scenario(times, sizes, works, capacity, types=None, type_demand=None, horizon=1e9) -> Scenario:
-    src = ReplaySource(np.asarray(times, float), np.asarray(sizes, float)[:, None], np.asarray(works, float),
-                       type=types, type_demand=type_demand)
-    return Scenario(name="replay", capacity=np.asarray(capacity, float)[:, None], source=src,
-                    resources=("units",), horizon=horizon)
+    src = ReplaySource(
+        np.asarray(times, float),
+        np.asarray(sizes, float)[:, None],
+        np.asarray(works, float),
+        type=types,
+        type_demand=type_demand,
+    )
+    return Scenario(
+        name="replay", capacity=np.asarray(capacity, float)[:, None], source=src, resources=("units",), horizon=horizon
+    )
 
 
 def _placements(scenario, agent_name, **params):

@@ -20,9 +20,26 @@ from typer.testing import CliRunner
 import clustergym
 from clustergym.cli import app
 
-RUN_FIELDS = ("scenario", "agent", "seed", "servers", "sim_time", "arrivals", "started", "completed", "rejected",
-              "mean_queue_length", "mean_wait", "p99_wait", "mean_weighted_completion", "reward_rate",
-              "utilization", "events", "wall_seconds", "unstable")
+RUN_FIELDS = (
+    "scenario",
+    "agent",
+    "seed",
+    "servers",
+    "sim_time",
+    "arrivals",
+    "started",
+    "completed",
+    "rejected",
+    "mean_queue_length",
+    "mean_wait",
+    "p99_wait",
+    "mean_weighted_completion",
+    "reward_rate",
+    "utilization",
+    "events",
+    "wall_seconds",
+    "unstable",
+)
 
 runner = CliRunner()
 
@@ -48,8 +65,13 @@ def _console_script() -> list[str]:
 
 def _subprocess(*args: str) -> subprocess.CompletedProcess:
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
-    return subprocess.run([*_console_script(), *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200", "PYTHONPATH": path})
+    return subprocess.run(
+        [*_console_script(), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200", "PYTHONPATH": path},
+    )
 
 
 def _only_error(stdout: str) -> dict:
@@ -170,9 +192,15 @@ def test_set_without_equals_exits_2():
 
 
 def test_malformed_scenario_file_exits_2_naming_the_field(tmp_path):
-    bad = {"resources": ["cpu", "mem"], "servers": [{"count": 2, "capacity": [4, 4]}, {"capacity": [1, 2, 3]}],
-           "horizon": 5, "workload": {"kind": "poisson-typed", "types": [
-               {"rate": 1.0, "demand": [1, 1], "service": {"dist": "exponential", "mean": 1.0}}]}}
+    bad = {
+        "resources": ["cpu", "mem"],
+        "servers": [{"count": 2, "capacity": [4, 4]}, {"capacity": [1, 2, 3]}],
+        "horizon": 5,
+        "workload": {
+            "kind": "poisson-typed",
+            "types": [{"rate": 1.0, "demand": [1, 1], "service": {"dist": "exponential", "mean": 1.0}}],
+        },
+    }
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
     code, out, err = _cli("run", str(path), "--agent", "first-fit", "--json")
@@ -210,8 +238,19 @@ def test_unknown_scenario_exits_2():
 # =============================================================================== compare
 def test_compare_json_writes_files(tmp_path):
     out_dir = tmp_path / "results"
-    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "2", "--horizon", "50",
-                          "--json", "--out", str(out_dir))
+    code, out, err = _cli(
+        "compare",
+        "bf-trap",
+        "--agents",
+        "first-fit,best-fit",
+        "--seeds",
+        "2",
+        "--horizon",
+        "50",
+        "--json",
+        "--out",
+        str(out_dir),
+    )
     assert code == 0, err
     doc = _one_json(out)
     summary = doc["summary"]
@@ -247,8 +286,9 @@ def test_compare_table_form():
 
 
 def test_compare_unknown_agent_exits_2():
-    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit,nope-agent", "--seeds", "1", "--horizon", "5",
-                          "--json")
+    code, out, err = _cli(
+        "compare", "bf-trap", "--agents", "first-fit,nope-agent", "--seeds", "1", "--horizon", "5", "--json"
+    )
     assert code == 2 and "nope-agent" in err and _only_error(out)
 
 

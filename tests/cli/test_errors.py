@@ -39,10 +39,17 @@ def files(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "not-a-model.zip").write_text("x")
     (tmp_path / "empty-dir").mkdir()
-    return {"inf": scenario("inf.yaml", horizon=".inf"), "rate": scenario("rate.yaml", rate="1.0e+300"),
-            "count": scenario("count.yaml", count="1000000000000"), "latin": str(latin),
-            "dup": scenario("dup.yaml", extra="horizon: 20\n"), "file": str(tmp_path / "a-file"),
-            "zip": str(tmp_path / "not-a-model.zip"), "dir": str(tmp_path / "empty-dir"), "tmp": str(tmp_path)}
+    return {
+        "inf": scenario("inf.yaml", horizon=".inf"),
+        "rate": scenario("rate.yaml", rate="1.0e+300"),
+        "count": scenario("count.yaml", count="1000000000000"),
+        "latin": str(latin),
+        "dup": scenario("dup.yaml", extra="horizon: 20\n"),
+        "file": str(tmp_path / "a-file"),
+        "zip": str(tmp_path / "not-a-model.zip"),
+        "dir": str(tmp_path / "empty-dir"),
+        "tmp": str(tmp_path),
+    }
 
 
 RUN = ["run", "ec2", "--agent", "best-fit", "--horizon", "5"]
@@ -110,11 +117,9 @@ CASES = [
     # reproduce, bench, the command itself
     ("reproduce: unknown claim", ["reproduce", "no-such-claim"], "no-such-claim", True),
     ("reproduce: bad setting", ["reproduce", "rms-ec2-boundary", "--set", "rms.google_n=-5"], "rms.google_n", True),
-    ("bench: negative events", ["bench", "--no-ppo", "--no-replay", "--memory-events", "-1"], "--memory-events",
-     True),
+    ("bench: negative events", ["bench", "--no-ppo", "--no-replay", "--memory-events", "-1"], "--memory-events", True),
     ("bench: --plot without --scale", ["bench", "--no-ppo", "--no-replay", "--plot", "{tmp}/x.png"], "--scale", True),
-    ("bench: scale plot to a bad path", ["bench", "--scale", "--quick", "--plot", "/proc/x.png"], "cannot write",
-     True),
+    ("bench: scale plot to a bad path", ["bench", "--scale", "--quick", "--plot", "/proc/x.png"], "cannot write", True),
     ("unknown command", ["nope"], "No such command", True),
 ]
 
@@ -123,7 +128,7 @@ CASES = [
 def test_every_user_facing_error_exits_2_with_a_message_and_no_traceback(files, case):
     _, argv, words, has_json = case
     argv = [a.format(**files) for a in argv]
-    for json_out in ([False, True] if has_json else [False]):
+    for json_out in [False, True] if has_json else [False]:
         res = runner.invoke(app, argv + (["--json"] if json_out else []))
         text = res.stdout + res.stderr
         assert res.exit_code == 2, f"{argv}: exit {res.exit_code}\n{text}\n{res.exception!r}"

@@ -33,8 +33,12 @@ needs_numba = pytest.mark.skipif(not accel.available(), reason="numba (the optio
 
 
 def _same(a: dict, b: dict) -> None:
-    diff = {k: (a[k], b[k]) for k in a if k != "wall_seconds" and not (
-        a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])))}
+    diff = {
+        k: (a[k], b[k])
+        for k in a
+        if k != "wall_seconds"
+        and not (a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])))
+    }
     assert not diff, diff
 
 
@@ -53,8 +57,17 @@ def _tiny_replay(n: int = 3000, impossible: str = "reject", queue_cap: int | Non
     d[::97] = [2.5, 0.1]  # larger than every server: impossible
     src = ReplaySource(t, d, rng.exponential(2.0, n), chunk_size=700)  # several chunks
     cap = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 1.0]])
-    return Scenario(name="tiny", capacity=cap, source=src, resources=("cpu", "mem"), horizon=math.inf,
-                    objective="queue", queue_cap=queue_cap, impossible=impossible, speed=speed)
+    return Scenario(
+        name="tiny",
+        capacity=cap,
+        source=src,
+        resources=("cpu", "mem"),
+        horizon=math.inf,
+        objective="queue",
+        queue_cap=queue_cap,
+        impossible=impossible,
+        speed=speed,
+    )
 
 
 @needs_numba
@@ -98,8 +111,8 @@ def test_numba_off_falls_back_and_other_agents_never_take_the_path() -> None:
         assert not fastpath.supported(env_sim, "best-fit", 64, "queue")
     with accel.forced(True):
         assert fastpath.supported(env_sim, "best-fit", 64, "queue") == accel.available()
-        assert not fastpath.supported(env_sim, "best-fit", None, "queue")      # no scan window
-        assert not fastpath.supported(env_sim, "random-fit", 64, "queue")      # draws random numbers
+        assert not fastpath.supported(env_sim, "best-fit", None, "queue")  # no scan window
+        assert not fastpath.supported(env_sim, "random-fit", 64, "queue")  # draws random numbers
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "x"])
@@ -110,14 +123,22 @@ def test_bad_scan_is_a_clear_error(bad) -> None:
 
 def test_simpy_reference_agrees_on_the_fixture_trace() -> None:
     pytest.importorskip("simpy", reason="simpy is in the 'bench' extra")
-    p = subprocess.run([sys.executable, "-m", "clustergym.bench.simpy_bestfit", "--json", "--servers", "2", "--trace-dir", FIX],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "clustergym.bench.simpy_bestfit", "--json", "--servers", "2", "--trace-dir", FIX],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     ref = json.loads(p.stdout)
     m = run_episode(resolve_scenario("google-bf-replay", trace_dir=FIX, num_servers=2), make_agent("best-fit", scan=64))
     assert m["mean_wait"] > 0  # the fixture queues on 2 servers: the comparison means something
     assert (ref["jobs"], ref["sim_time"], ref["mean_wait"], ref["mean_queue_length"]) == (
-        m["arrivals"], m["sim_time"], m["mean_wait"], m["mean_queue_length"])
+        m["arrivals"],
+        m["sim_time"],
+        m["mean_wait"],
+        m["mean_queue_length"],
+    )
 
 
 def test_observation_queue_window_rows_match_job_features() -> None:

@@ -19,8 +19,18 @@ from clustergym.errors import InvalidCommandError, ReleasedJobError, ScenarioErr
 from clustergym.runner import run_episode
 from clustergym.scenarios.registry import make_preset
 
-EXACT = ("events", "arrivals", "started", "completed", "rejected", "queued_at_end",
-         "mean_queue_length", "mean_jobs_in_system", "reward_rate", "sim_time")
+EXACT = (
+    "events",
+    "arrivals",
+    "started",
+    "completed",
+    "rejected",
+    "queued_at_end",
+    "mean_queue_length",
+    "mean_jobs_in_system",
+    "reward_rate",
+    "sim_time",
+)
 
 
 def _pair(agent_kw: dict, horizon: float, seed: int, name: str = "ec2", **params) -> tuple[dict, dict]:
@@ -167,7 +177,7 @@ def test_whole_table_readers_refuse_a_bounded_table_with_released_rows():
     class _Sim:
         jobs = JobTable(1)
 
-    schedule_of(_Sim())          # full mode, nothing released: fine
-    _Sim.jobs.base = 5           # as after a release in bounded mode
+    schedule_of(_Sim())  # full mode, nothing released: fine
+    _Sim.jobs.base = 5  # as after a release in bounded mode
     with pytest.raises(ReleasedJobError, match="schedule_of reads every job's row.*job_memory='full'"):
         schedule_of(_Sim())

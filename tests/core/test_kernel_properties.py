@@ -60,8 +60,8 @@ from clustergym.workloads import (
 )
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
-MAX_EPOCHS = 250          # per episode: bounds the runtime of one example
-INTEGRAL_TOL = 1e-9       # weighted sums are kept incrementally and may drift by rounding
+MAX_EPOCHS = 250  # per episode: bounds the runtime of one example
+INTEGRAL_TOL = 1e-9  # weighted sums are kept incrementally and may drift by rounding
 
 # ============================================================================ instances
 
@@ -71,17 +71,17 @@ class Instance:
     num_servers: int
     num_resources: int
     num_types: int
-    source_kind: str          # typed | scaled | untyped | replay
-    service: str              # exp | det | lognormal | mixed
-    queueing: str             # central | local | loss
+    source_kind: str  # typed | scaled | untyped | replay
+    service: str  # exp | det | lognormal | mixed
+    queueing: str  # central | local | loss
     routing: str
-    ticks: str                # none | poisson | periodic
+    ticks: str  # none | poisson | periodic
     arrivals_epochs: bool
     dummy_completions: bool
     with_speed: bool
-    impossible_type: bool     # make one job type larger than every server
-    finite_horizon: bool      # replay only: False means horizon = inf (episode ends when drained)
-    seed: int                 # numeric parameters of the instance
+    impossible_type: bool  # make one job type larger than every server
+    finite_horizon: bool  # replay only: False means horizon = inf (episode ends when drained)
+    seed: int  # numeric parameters of the instance
 
 
 @st.composite
@@ -138,7 +138,9 @@ def build(inst: Instance, validate: bool = True) -> Simulator:
             service = _service(inst.service, rng)
         rates = rng.dirichlet(np.ones(J)) * total_rate
         source = PoissonTypedSource(
-            rates, td, service,
+            rates,
+            td,
+            service,
             weights=np.round(rng.uniform(0.5, 3.0, J), 2),
             reward_rates=np.round(rng.uniform(0.0, 5.0, J), 2),
             chunk_size=int(rng.integers(1, 20)),  # many chunk boundaries
@@ -152,8 +154,14 @@ def build(inst: Instance, validate: bool = True) -> Simulator:
         if inst.impossible_type:
             high[0] = 1.3 * maxcap[0]
         service = _service("exp" if inst.service == "mixed" else inst.service, rng)
-        source = PoissonSource(total_rate, UniformDemand(low, high), service,
-                               weight=1.5, reward_rate=2.0, chunk_size=int(rng.integers(1, 20)))
+        source = PoissonSource(
+            total_rate,
+            UniformDemand(low, high),
+            service,
+            weight=1.5,
+            reward_rate=2.0,
+            chunk_size=int(rng.integers(1, 20)),
+        )
     else:  # replay: integer arrival times (ties), works in {0.5, 1, 2, 3} (tied completions)
         n = int(rng.integers(3, 40))
         times = rng.integers(0, 12, n).astype(float)  # unsorted, with ties
@@ -161,16 +169,22 @@ def build(inst: Instance, validate: bool = True) -> Simulator:
         td = np.round(rng.uniform(0.1, 0.9, (J, R)) * maxcap, 2)
         if inst.impossible_type:
             td[J - 1, 0] = 1.2 * maxcap[0]
-        if inst.service in ("exp", "det"):   # exact types: every job of type j demands td[j]
+        if inst.service in ("exp", "det"):  # exact types: every job of type j demands td[j]
             demand = td[types]
             type_demand = td
-        else:                                # inexact: demands below the nominal size
+        else:  # inexact: demands below the nominal size
             demand = np.round(td[types] * rng.uniform(0.3, 1.0, (n, R)), 3)
             type_demand = None
-        source = ReplaySource(times, demand, rng.choice([0.5, 1.0, 2.0, 3.0], n), type=types,
-                              weight=np.round(rng.uniform(0.5, 2.0, n), 2),
-                              reward_rate=np.round(rng.uniform(0.0, 3.0, n), 2),
-                              type_demand=type_demand, chunk_size=int(rng.integers(1, 10)))
+        source = ReplaySource(
+            times,
+            demand,
+            rng.choice([0.5, 1.0, 2.0, 3.0], n),
+            type=types,
+            weight=np.round(rng.uniform(0.5, 2.0, n), 2),
+            reward_rate=np.round(rng.uniform(0.0, 3.0, n), 2),
+            type_demand=type_demand,
+            chunk_size=int(rng.integers(1, 10)),
+        )
         J = source.types.num_types
         if not inst.finite_horizon:
             horizon = math.inf
@@ -180,11 +194,20 @@ def build(inst: Instance, validate: bool = True) -> Simulator:
         ticks = {"tick_period": float(rng.choice([0.5, 1.0])), "tick_offset": float(rng.choice([0.0, 0.25]))}
     else:
         ticks = {}
-    epochs = EpochConfig(arrivals=inst.arrivals_epochs, completions=True,
-                         dummy_completions=inst.dummy_completions, **ticks)
+    epochs = EpochConfig(
+        arrivals=inst.arrivals_epochs, completions=True, dummy_completions=inst.dummy_completions, **ticks
+    )
     speed = rng.choice([0.5, 1.0, 2.0, 4.0], (L, source.types.num_types)) if inst.with_speed else None
-    return Simulator(cap, source, queueing=inst.queueing, routing=inst.routing, epochs=epochs,
-                     horizon=horizon, speed=speed, validate=validate)
+    return Simulator(
+        cap,
+        source,
+        queueing=inst.queueing,
+        routing=inst.routing,
+        epochs=epochs,
+        horizon=horizon,
+        speed=speed,
+        validate=validate,
+    )
 
 
 # ============================================================================ helpers
@@ -197,8 +220,7 @@ def same(a, b) -> bool:
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(
-            a, b, equal_nan=a.dtype.kind == "f")
+        return isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
@@ -212,8 +234,11 @@ def snapshot(sim: Simulator) -> dict:
         "summary": sim.summary(),
         "now": sim.now,
         "integrals": integrals(sim),
-        "load": c.load.copy(), "slots": c.slots.copy(), "filled": c.slots_filled.copy(),
-        "count_real": c.count_real.copy(), "count_dummy": c.count_dummy.copy(),
+        "load": c.load.copy(),
+        "slots": c.slots.copy(),
+        "filled": c.slots_filled.copy(),
+        "count_real": c.count_real.copy(),
+        "count_dummy": c.count_dummy.copy(),
         "usage": (c.real_usage.copy(), c.dummy_usage.copy(), c.empty_slot_usage.copy()),
         "queue": tuple(sim.queue),
         "local": {k: tuple(v) for k, v in sim.local_queue.items() if v},
@@ -231,10 +256,16 @@ def snapshot(sim: Simulator) -> dict:
 def integrals(sim: Simulator) -> dict:
     I = sim.integrals
     return {
-        "elapsed": I.elapsed, "queue": I.queue, "system": I.system, "weighted_system": I.weighted_system,
-        "weighted_queue": I.weighted_queue, "reward": I.reward,
-        "queue_by_type": I.queue_by_type.copy(), "real_usage": I.real_usage.copy(),
-        "dummy_usage": I.dummy_usage.copy(), "empty_slot_usage": I.empty_slot_usage.copy(),
+        "elapsed": I.elapsed,
+        "queue": I.queue,
+        "system": I.system,
+        "weighted_system": I.weighted_system,
+        "weighted_queue": I.weighted_queue,
+        "reward": I.reward,
+        "queue_by_type": I.queue_by_type.copy(),
+        "real_usage": I.real_usage.copy(),
+        "dummy_usage": I.dummy_usage.copy(),
+        "empty_slot_usage": I.empty_slot_usage.copy(),
     }
 
 
@@ -251,8 +282,15 @@ def real_stream(sim: Simulator) -> tuple[np.ndarray, ...]:
 class Driver:
     """Random command policy + external invariant checks around a validating simulator."""
 
-    def __init__(self, sim: Simulator, rng: np.random.Generator, *, p_invalid: float = 0.2,
-                 max_commands: int = 4, kinds: set[Cmd] | None = None):
+    def __init__(
+        self,
+        sim: Simulator,
+        rng: np.random.Generator,
+        *,
+        p_invalid: float = 0.2,
+        max_commands: int = 4,
+        kinds: set[Cmd] | None = None,
+    ):
         self.sim = sim
         self.view = ClusterView(sim)
         self.rng = rng
@@ -491,8 +529,19 @@ class Driver:
         return {k: v for k, v in out.items() if v}
 
     # how often each kind is chosen when available (placement dominates, like a real agent)
-    WEIGHTS: ClassVar[dict[Cmd, int]] = {Cmd.PLACE: 8, Cmd.ADMIT: 8, Cmd.ROUTE: 6, Cmd.DUMMY: 2, Cmd.RESERVE: 2, Cmd.RELEASE: 2,
-               Cmd.REPLACE: 3, Cmd.MIGRATE: 2, Cmd.PREEMPT: 1, Cmd.REJECT: 1, Cmd.WAKE: 1}
+    WEIGHTS: ClassVar[dict[Cmd, int]] = {
+        Cmd.PLACE: 8,
+        Cmd.ADMIT: 8,
+        Cmd.ROUTE: 6,
+        Cmd.DUMMY: 2,
+        Cmd.RESERVE: 2,
+        Cmd.RELEASE: 2,
+        Cmd.REPLACE: 3,
+        Cmd.MIGRATE: 2,
+        Cmd.PREEMPT: 1,
+        Cmd.REJECT: 1,
+        Cmd.WAKE: 1,
+    }
 
     def issue_valid(self) -> None:
         cands = self.valid_candidates()
@@ -570,10 +619,19 @@ class Driver:
         finished = np.flatnonzero(np.isin(status, [JobStatus.COMPLETED, JobStatus.REJECTED, JobStatus.PREEMPTED]))
         c = sim.cluster
         out = [
-            Command.place(n, 0), Command.place(-5, 0), Command.migrate(n + 3, 0), Command.preempt(n),
-            Command.dummy(J, 0), Command.reserve(-1, 0), Command.release(J, 0), Command.dummy(0, L),
-            Command.admit(L), Command.admit(-1),
-            Command.wake(sim.now), Command.wake(sim.now - 0.5), Command.wake(math.nan),
+            Command.place(n, 0),
+            Command.place(-5, 0),
+            Command.migrate(n + 3, 0),
+            Command.preempt(n),
+            Command.dummy(J, 0),
+            Command.reserve(-1, 0),
+            Command.release(J, 0),
+            Command.dummy(0, L),
+            Command.admit(L),
+            Command.admit(-1),
+            Command.wake(sim.now),
+            Command.wake(sim.now - 0.5),
+            Command.wake(math.nan),
             Command(Cmd.REPLACE, job=n, server=0),
         ]
         if len(queued):
@@ -597,8 +655,12 @@ class Driver:
             if sim.queueing == "local":
                 out.append(Command.route(j, s))
         for d in running_dummy[:2]:
-            out += [Command.preempt(d), Command.migrate(d, (int(jobs.server[d]) + 1) % L), Command.place(d, 0),
-                    Command.reject(d)]
+            out += [
+                Command.preempt(d),
+                Command.migrate(d, (int(jobs.server[d]) + 1) % L),
+                Command.place(d, 0),
+                Command.reject(d),
+            ]
         for j in finished[:3]:
             j = int(j)
             out += [Command.place(j, 0), Command.preempt(j), Command.reject(j), Command.migrate(j, 0)]
@@ -649,9 +711,9 @@ def test_random_commands_keep_invariants(inst: Instance, policy_seed: int, sim_s
     # the run did something and the counters agree with the job table
     s = sim.summary()
     assert s["completed"] == drv.real_completion_events
-    assert s["arrivals"] == int((~sim.jobs.dummy[:sim.jobs.size]).sum())
+    assert s["arrivals"] == int((~sim.jobs.dummy[: sim.jobs.size]).sum())
     assert s["started"] >= s["completed"] + s["preempted"]
-    assert s["dummies"] == int(sim.jobs.dummy[:sim.jobs.size].sum())
+    assert s["dummies"] == int(sim.jobs.dummy[: sim.jobs.size].sum())
     assert s["sim_time"] == sim.now
 
 
@@ -726,8 +788,8 @@ def test_common_random_numbers(inst: Instance, policy_seed: int, sim_seed: int) 
     k = len(a[0])
     assert len(b[0]) >= k and (len(b[0]) == k or not sim_a.done)
     for x, y, z in zip(a, b, c):
-        np.testing.assert_array_equal(y, z)         # B and C: the whole episode
-        np.testing.assert_array_equal(x, y[:k])     # A: as far as it went
+        np.testing.assert_array_equal(y, z)  # B and C: the whole episode
+        np.testing.assert_array_equal(x, y[:k])  # A: as far as it went
     assert sim_b.n_arrivals == sim_c.n_arrivals
     if inst.source_kind == "replay" and not inst.impossible_type and not sim_b.truncated:
         assert sim_b.n_arrivals == sim_b.source.num_jobs

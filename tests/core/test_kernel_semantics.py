@@ -65,9 +65,19 @@ class FixedDummyWork:
 def state(sim: Simulator) -> tuple:
     """A comparable fingerprint of the mutable state (for 'an invalid command changes nothing')."""
     n = sim.jobs.size
-    return (sim.now, n, sim.jobs.status[:n].tobytes(), sim.jobs.server[:n].tobytes(), sim.cluster.load.tobytes(),
-            sim.cluster.slots.tobytes(), sim.cluster.slots_filled.tobytes(), tuple(sim.queue), sim.pending,
-            tuple(sorted(sim._heap)), repr(sim.summary()))
+    return (
+        sim.now,
+        n,
+        sim.jobs.status[:n].tobytes(),
+        sim.jobs.server[:n].tobytes(),
+        sim.cluster.load.tobytes(),
+        sim.cluster.slots.tobytes(),
+        sim.cluster.slots_filled.tobytes(),
+        tuple(sim.queue),
+        sim.pending,
+        tuple(sorted(sim._heap)),
+        repr(sim.summary()),
+    )
 
 
 def assert_invalid(sim: Simulator, cmd: Command, *words: str) -> None:
@@ -97,8 +107,12 @@ def test_completion_frees_capacity_for_an_arrival_at_the_same_time():
     """A job finishing at t=5 frees its server for a job arriving at t=5 (completions before
     arrivals), and a periodic tick at t=5 comes after both."""
     src = replay([(0.0, 1.0, 5.0), (5.0, 1.0, 1.0)])
-    sim = make([[1.0]], src, epochs=EpochConfig(arrivals=True, completions=False, tick_period=5.0, tick_offset=5.0),
-               horizon=20.0)
+    sim = make(
+        [[1.0]],
+        src,
+        epochs=EpochConfig(arrivals=True, completions=False, tick_period=5.0, tick_offset=5.0),
+        horizon=20.0,
+    )
     view = ClusterView(sim)
     sim.reset(0)
     ev = sim.advance()
@@ -543,7 +557,8 @@ def test_agent_clock_does_not_prevent_termination_of_a_drained_trace():
         for j in list(sim.queue):
             sim.apply(Command.place(j, 0))
     assert sim.done and sim.terminated and not sim.truncated, (
-        f"still running at t={sim.now} with the trace drained ({sim.n_completed} of 2 jobs completed)")
+        f"still running at t={sim.now} with the trace drained ({sim.n_completed} of 2 jobs completed)"
+    )
     assert sim.n_completed == 2 and sim.now <= 3.0
 
 
@@ -554,8 +569,9 @@ def test_exact_time_integrals_on_a_hand_made_replay():
     """Unit server, FIFO (head-of-line blocking) placement at every epoch:
     j0 t=0 d=1 w=2 (runs [0,2)); j1 t=1 d=1 w=1 (waits [1,2), runs [2,3));
     j2 t=1.5 d=0.5 w=3 (waits [1.5,3), runs [3,6)).  Ends (drained) at t=6."""
-    src = replay([(0.0, 1.0, 2.0), (1.0, 1.0, 1.0), (1.5, 0.5, 3.0)],
-                 weight=[1.0, 2.0, 3.0], reward_rate=[1.0, 10.0, 100.0])
+    src = replay(
+        [(0.0, 1.0, 2.0), (1.0, 1.0, 1.0), (1.5, 0.5, 3.0)], weight=[1.0, 2.0, 3.0], reward_rate=[1.0, 10.0, 100.0]
+    )
     sim = make([[1.0]], src)
     view = ClusterView(sim)
     sim.reset(0)

@@ -29,8 +29,17 @@ from clustergym.runner import run_episode
 from clustergym.scenarios import load_scenario_file, make_preset
 from clustergym.scenarios.spec import Scenario
 
-WINDOWED = ("mean_queue_length", "mean_queue_length_by_type", "mean_jobs_in_system", "mean_weighted_jobs_in_system",
-            "mean_wait", "p99_wait", "mean_weighted_completion", "reward_rate", "utilization")
+WINDOWED = (
+    "mean_queue_length",
+    "mean_queue_length_by_type",
+    "mean_jobs_in_system",
+    "mean_weighted_jobs_in_system",
+    "mean_wait",
+    "p99_wait",
+    "mean_weighted_completion",
+    "reward_rate",
+    "utilization",
+)
 
 
 def _run(sc: Scenario, agent: str = "best-fit", seed: int = 0, **params):
@@ -55,9 +64,9 @@ def _brute_force(sim, w: float) -> dict:
     real = ~jobs.dummy[:n]
     a, s, e = jobs.arrival[:n], jobs.start[:n], jobs.end[:n]
     st = jobs.status[:n]
-    queued_until = np.where(np.isnan(s), T, s)                      # waiting from arrival to start (or T)
+    queued_until = np.where(np.isnan(s), T, s)  # waiting from arrival to start (or T)
     queued_until = np.where(st == JobStatus.REJECTED, a, queued_until)
-    leaves = np.where(st == JobStatus.COMPLETED, e, T)              # in system from arrival to end (or T)
+    leaves = np.where(st == JobStatus.COMPLETED, e, T)  # in system from arrival to end (or T)
     leaves = np.where(st == JobStatus.REJECTED, a, leaves)
     running_from = np.where(np.isnan(s), T, s)
 
@@ -97,12 +106,15 @@ def test_zero_warmup_changes_nothing_bit_for_bit():
     assert base == zero and base["warmup"] == 0.0
 
 
-@pytest.mark.parametrize("preset,params,agent,w", [
-    ("ec2", {"horizon": 40.0}, "best-fit", 10.0),
-    ("ec2", {"horizon": 40.0, "zeta": 1.1}, "first-fit", 25.0),        # overloaded: jobs still waiting at T
-    ("bf-trap", {"horizon": 60.0}, "best-fit", 7.5),
-    ("autoscale-4vm", {"horizon": 20.0}, "best-fit-admit", 5.0),      # loss system: rejections, reward rate
-])
+@pytest.mark.parametrize(
+    "preset,params,agent,w",
+    [
+        ("ec2", {"horizon": 40.0}, "best-fit", 10.0),
+        ("ec2", {"horizon": 40.0, "zeta": 1.1}, "first-fit", 25.0),  # overloaded: jobs still waiting at T
+        ("bf-trap", {"horizon": 60.0}, "best-fit", 7.5),
+        ("autoscale-4vm", {"horizon": 20.0}, "best-fit-admit", 5.0),  # loss system: rejections, reward rate
+    ],
+)
 def test_windowed_metrics_equal_a_brute_force_recomputation(preset, params, agent, w):
     m, env = _run(make_preset(preset, **params, warmup=w), agent)
     want = _brute_force(env.sim, w)
@@ -150,7 +162,11 @@ def test_metrics_are_nan_until_the_warmup_is_passed():
         cmd, _ = ag.predict(None)
         env.step(cmd)
     m = env.metrics()
-    assert math.isnan(m["mean_queue_length"]) and math.isnan(m["mean_wait"]) and all(math.isnan(u) for u in m["utilization"])
+    assert (
+        math.isnan(m["mean_queue_length"])
+        and math.isnan(m["mean_wait"])
+        and all(math.isnan(u) for u in m["utilization"])
+    )
     assert m["arrivals"] > 0 and m["stability"] == "undetermined" and not m["unstable"]
 
 
@@ -168,14 +184,17 @@ def test_compiled_path_declines_a_warmup_and_the_results_match():
         fast = run_episode(sc, make_agent("best-fit", scan=8), seed=1)
     with accel.forced(False):
         slow = run_episode(sc, make_agent("best-fit", scan=8), seed=1)
-    assert {k: v for k, v in fast.items() if k != "wall_seconds"} == {k: v for k, v in slow.items() if k != "wall_seconds"}
+    assert {k: v for k, v in fast.items() if k != "wall_seconds"} == {
+        k: v for k, v in slow.items() if k != "wall_seconds"
+    }
     if accel.available():  # without a warm-up the same run takes the compiled path
         env.sim.warmup = 0.0
         assert fastpath.supported(env.sim, "best-fit", 8, "queue") or not accel.enabled()
 
 
-@pytest.mark.parametrize("w,msg", [(-1.0, ">= 0"), (math.inf, "finite"), (1000.0, "shorter than the horizon"),
-                                   ("soon", "expected a number")])
+@pytest.mark.parametrize(
+    "w,msg", [(-1.0, ">= 0"), (math.inf, "finite"), (1000.0, "shorter than the horizon"), ("soon", "expected a number")]
+)
 def test_bad_warmup_is_a_clear_error(w, msg):
     with pytest.raises(ScenarioError) as e:
         make_preset("ec2", warmup=w)
@@ -205,8 +224,24 @@ def test_cli_warmup_option():
     assert warm["mean_queue_length"] == same["mean_queue_length"]
     r = runner.invoke(app, ["run", *args, "--warmup", "40"])
     assert r.exit_code == 2 and "warm-up" in r.stderr
-    r = runner.invoke(app, ["compare", "ec2", "--agents", "first-fit", "--seeds", "1", "--horizon", "20",
-                            "--warmup", "5", "--workers", "1", "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "compare",
+            "ec2",
+            "--agents",
+            "first-fit",
+            "--seeds",
+            "1",
+            "--horizon",
+            "20",
+            "--warmup",
+            "5",
+            "--workers",
+            "1",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["runs"][0]["warmup"] == 5.0
 
@@ -214,21 +249,21 @@ def test_cli_warmup_option():
 # =============================================================================== instability test
 def _path(kind: str, rng: np.random.Generator, n: int = 1000, T: float = 100.0):
     t = np.linspace(0.0, T, n, endpoint=False)
-    if kind == "noise":      # a stationary queue: a reflected AR(1) of mean ~5 that visits 0 now and then
+    if kind == "noise":  # a stationary queue: a reflected AR(1) of mean ~5 that visits 0 now and then
         q = np.zeros(n)
         for i in range(1, n):
             q[i] = max(0.0, 0.8 * q[i - 1] + 1.0 + rng.normal(0, 3))
         return t, np.round(q)
-    if kind == "drift":      # +1 job per unit time on top of the same noise
+    if kind == "drift":  # +1 job per unit time on top of the same noise
         t0, q0 = _path("noise", rng, n, T)
         return t0, q0 + np.round(t0)
-    return t, np.zeros(n)    # an empty queue
+    return t, np.zeros(n)  # an empty queue
 
 
 def test_stability_test_on_known_paths():
     rng = np.random.default_rng(0)
     verdicts = [M.stability_test(*_path("noise", rng), total_rate=50.0)["verdict"] for _ in range(200)]
-    assert verdicts.count("unstable") <= 6          # nominal level 1% (one-sided), 200 paths
+    assert verdicts.count("unstable") <= 6  # nominal level 1% (one-sided), 200 paths
     assert verdicts.count("stable") > 150
     drifts = [M.stability_test(*_path("drift", rng), total_rate=50.0) for _ in range(50)]
     assert all(d["verdict"] == "unstable" and d["slope"] == pytest.approx(1.0, abs=0.3) for d in drifts)
@@ -238,7 +273,7 @@ def test_stability_test_on_known_paths():
     # too few arrivals in the tested window (50 time units x 10 per unit < 1000): undetermined
     short = M.stability_test(*_path("drift", rng), total_rate=10.0)
     assert short["verdict"] == "undetermined" and short["batches"] == 0
-    t, q = _path("drift", rng, n=60)                 # too few samples per batch
+    t, q = _path("drift", rng, n=60)  # too few samples per batch
     assert M.stability_test(t, q, total_rate=50.0)["verdict"] == "undetermined"
     assert M.trend_unstable(*_path("drift", rng), 50.0)
 
@@ -246,9 +281,9 @@ def test_stability_test_on_known_paths():
 def test_stability_window_follows_the_warmup():
     rng = np.random.default_rng(1)
     t, q = _path("noise", rng, n=2000, T=200.0)
-    q = q + np.where(t < 100.0, t, 0.0)             # a rising transient that ends at t = 100
-    assert M.stability_test(t, q, 50.0, start=0.0, end=90.0)["verdict"] == "unstable"     # window [45, 90]
-    assert M.stability_test(t, q, 50.0, start=100.0)["verdict"] == "stable"               # window [150, 200]
+    q = q + np.where(t < 100.0, t, 0.0)  # a rising transient that ends at t = 100
+    assert M.stability_test(t, q, 50.0, start=0.0, end=90.0)["verdict"] == "unstable"  # window [45, 90]
+    assert M.stability_test(t, q, 50.0, start=100.0)["verdict"] == "stable"  # window [150, 200]
 
 
 def test_short_stable_runs_are_not_flagged_and_overload_is():

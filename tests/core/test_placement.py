@@ -39,6 +39,7 @@ RULE_LIST = list(RULES)
 
 # ============================================================================ random states
 
+
 @st.composite
 def cluster_states(draw):
     """A cluster and the operations that built its state, with ties and tolerance edges."""
@@ -70,7 +71,7 @@ def cluster_states(draw):
             continue
         if kind == "grid":
             load = np.array([draw(grid) for _ in range(R)])
-        elif kind == "fill":        # the type-j demand exactly fills the server (where it can)
+        elif kind == "fill":  # the type-j demand exactly fills the server (where it can)
             load = np.maximum(cap[s] - D[j], 0.0)
         elif kind in ("edge-in", "edge-out"):
             # the largest load x with fl(x + d) <= limit, and the next double above it
@@ -90,7 +91,7 @@ def _largest_fitting(d: float, limit: float) -> float:
     """The largest double x >= 0 with fl(x + d) <= limit (0 if none): bisection on the bit patterns."""
     if not 0.0 + d <= limit:
         return 0.0
-    lo = 0                                                  # bits of 0.0: fits
+    lo = 0  # bits of 0.0: fits
     hi = int(np.array(limit, dtype=np.float64).view(np.int64)) + 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -131,7 +132,7 @@ def _extra_demands(c: Cluster, D: np.ndarray, picks: list[int]) -> list[np.ndarr
         s = p % L
         kind = (p // L) % 3
         if kind == 0:
-            d = np.maximum(c.capacity[s] - c.load[s], 0.0)       # exactly fills server s
+            d = np.maximum(c.capacity[s] - c.load[s], 0.0)  # exactly fills server s
         elif kind == 1:
             d = D[p % D.shape[0]] * 0.5 + 1e-3
         else:
@@ -145,7 +146,7 @@ def _extra_demands(c: Cluster, D: np.ndarray, picks: list[int]) -> list[np.ndarr
 @given(cluster_states())
 def test_index_equals_scan_on_random_states(state) -> None:
     c, idx, ops, D, seed, picks = state
-    _check_all(c, idx, D, seed, [])   # empty cluster: first use builds everything
+    _check_all(c, idx, D, seed, [])  # empty cluster: first use builds everything
     for s, load in ops:
         c.add_real(s, 0, load)
     _check_all(c, idx, D, seed, _extra_demands(c, D, picks))
@@ -206,8 +207,9 @@ def test_journal_overflow_and_reset_rebuild() -> None:
             c.add_real(s, j, D[j])
         if step % 37 == 0:  # sometimes the journal overflowed in between: a full rebuild
             for jj in range(2):
-                assert idx.select("best-fit", jj, D[jj]) == select_server("best-fit", c.fits_free(D[jj]), D[jj],
-                                                                         c.load, c.capacity, None)
+                assert idx.select("best-fit", jj, D[jj]) == select_server(
+                    "best-fit", c.fits_free(D[jj]), D[jj], c.load, c.capacity, None
+                )
     c.reset()
     assert all(idx.select("first-fit", j, D[j]) == 0 for j in range(2))
     assert c.servers_without_real == 50
@@ -235,9 +237,11 @@ def golden() -> dict:
 
 
 #: the golden runs of the agents that ask the kernel for a server (the others never query the index)
-INDEXED_CASES = [c for c in golden_mod.RUN_CASES
-                 if c[2] in ("best-fit", "first-fit", "random-fit", "best-fit-admit", "lotes-greedy")
-                 or c[2].startswith("rms")]
+INDEXED_CASES = [
+    c
+    for c in golden_mod.RUN_CASES
+    if c[2] in ("best-fit", "first-fit", "random-fit", "best-fit-admit", "lotes-greedy") or c[2].startswith("rms")
+]
 
 
 @pytest.mark.parametrize("case", INDEXED_CASES, ids=lambda c: f"{c[0]}-{c[2]}{'-' + str(c[3]) if c[3] else ''}")
@@ -248,7 +252,9 @@ def test_golden_runs_with_index_forced(golden, forced_index, case) -> None:
     with accel.forced(False):
         for s in seeds:
             key = golden_mod._key(preset, params, agent, ap, s, horizon)
-            golden_mod._assert_same(key, golden_mod.run_case(preset, params, agent, ap, s, horizon), golden["runs"][key])
+            golden_mod._assert_same(
+                key, golden_mod.run_case(preset, params, agent, ap, s, horizon), golden["runs"][key]
+            )
 
 
 @pytest.mark.parametrize("case", golden_mod.ENV_CASES, ids=lambda c: f"{c[0]}{'-' + str(c[1]) if c[1] else ''}")
@@ -296,6 +302,7 @@ def test_fast_path_leaves_a_consistent_index(forced_index) -> None:
 
 # ============================================================================ the env
 
+
 def _reference_obs(env) -> dict[str, np.ndarray]:
     """The per-server features and the mask, computed from scratch."""
     sim = env.sim
@@ -312,7 +319,7 @@ def _reference_obs(env) -> dict[str, np.ndarray]:
     elif env.action_mode == "slot":
         win = mode.window()
         for k, job in enumerate(win):
-            mask[k * c.num_servers:(k + 1) * c.num_servers] = c.fits(int(sim.jobs.type[job]), sim.jobs.demand[job])
+            mask[k * c.num_servers : (k + 1) * c.num_servers] = c.fits(int(sim.jobs.type[job]), sim.jobs.demand[job])
     else:  # the command mode's factorised mask, as it was computed with passes over the servers
         from clustergym.core.commands import Cmd
 
@@ -329,8 +336,12 @@ def _reference_obs(env) -> dict[str, np.ndarray]:
         if sim.types.exact:
             mask[Cmd.DUMMY] = mask[Cmd.RESERVE] = True
             mask[Cmd.RELEASE] = bool(c.any_slots)
-    return {"free": free, "running": c.count_real.astype(np.float32),
-            "dummies": (c.count_dummy + c.slots).astype(np.float32), "action_mask": mask.astype(np.int8)}
+    return {
+        "free": free,
+        "running": c.count_real.astype(np.float32),
+        "dummies": (c.count_dummy + c.slots).astype(np.float32),
+        "action_mask": mask.astype(np.int8),
+    }
 
 
 ENV_SETUPS = [
@@ -339,14 +350,15 @@ ENV_SETUPS = [
     ("bf-trap", {}, {"skip_trivial": False}),
     ("autoscale-4vm", {"num_servers": 8}, {}),
     ("autoscale-4vm", {"num_servers": 6}, {"action_mode": "command"}),  # RESERVE/RELEASE: slots
-    ("uniform-sizes", {"num_servers": 7}, {}),                           # continuous demands
-    ("ec2", {"num_servers": 6, "queueing": "local"}, {}),                # command mode, DUMMY, REPLACE
+    ("uniform-sizes", {"num_servers": 7}, {}),  # continuous demands
+    ("ec2", {"num_servers": 6, "queueing": "local"}, {}),  # command mode, DUMMY, REPLACE
 ]
 
 
 @pytest.mark.parametrize("setup", range(len(ENV_SETUPS)), ids=lambda i: f"{ENV_SETUPS[i][0]}-{i}")
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-          max_examples=4)
+@settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], max_examples=4
+)
 @given(seed=st.integers(0, 10_000), forced=st.booleans(), mutate=st.booleans())
 def test_incremental_observation_equals_recomputed(monkeypatch, setup, seed, forced, mutate) -> None:
     import clustergym.envs.observation as observation_mod
@@ -374,8 +386,20 @@ def test_incremental_observation_equals_recomputed(monkeypatch, setup, seed, for
                 v[...] = 7
         if env.action_mode == "command":
             n = env.sim.num_servers
-            kind = int(rng.choice([int(Cmd.WAIT), int(Cmd.ADMIT), int(Cmd.RESERVE), int(Cmd.RELEASE),
-                                   int(Cmd.REJECT), int(Cmd.PLACE), int(Cmd.DUMMY), int(Cmd.REPLACE)]))
+            kind = int(
+                rng.choice(
+                    [
+                        int(Cmd.WAIT),
+                        int(Cmd.ADMIT),
+                        int(Cmd.RESERVE),
+                        int(Cmd.RELEASE),
+                        int(Cmd.REJECT),
+                        int(Cmd.PLACE),
+                        int(Cmd.DUMMY),
+                        int(Cmd.REPLACE),
+                    ]
+                )
+            )
             action = np.array([kind, int(rng.integers(env.mode.num_args)), int(rng.integers(n))])
         else:
             valid = np.flatnonzero(env.action_masks())
@@ -420,6 +444,7 @@ def test_fit_tolerance_edge_in_the_kernel() -> None:
 
 # ============================================================================ scalar residual index (BF-J/S)
 
+
 def _ref_tightest(free: np.ndarray, tol: np.ndarray, x: float, scale: float) -> int:
     """BF-J/S's NumPy scan (faithful mode): the least residual, ties up to SCORE_RTOL to the lowest index."""
     from clustergym.core.scores import argbest
@@ -458,7 +483,9 @@ def test_residual_index_equals_scan(L, block, hetero, seed) -> None:
             idx.touch(l)
 
 
-@pytest.mark.parametrize("agent,params", [("bf-j", {}), ("bf-js", {}), ("fifo-ff", {}), ("fifo-ff", {"blocking": False})])
+@pytest.mark.parametrize(
+    "agent,params", [("bf-j", {}), ("bf-js", {}), ("fifo-ff", {}), ("fifo-ff", {"blocking": False})]
+)
 def test_bfjs_agents_with_and_without_the_residual_index(agent, params, monkeypatch) -> None:
     """Above bfjs.SMALL_L servers the slotted agents query a ResidualIndex; runs equal the NumPy scans'."""
     from clustergym.agent_api import make_agent
@@ -476,6 +503,7 @@ def test_bfjs_agents_with_and_without_the_residual_index(agent, params, monkeypa
 
 # ============================================================================ bench --scale
 
+
 def test_bench_scale_cli_quick(monkeypatch, tmp_path) -> None:
     """``clustergym bench --scale --quick --json --plot``: the rows, the ratios, the plot (sizes shrunk)."""
     from typer.testing import CliRunner
@@ -487,7 +515,7 @@ def test_bench_scale_cli_quick(monkeypatch, tmp_path) -> None:
     plot = tmp_path / "scale.png"
     res = CliRunner().invoke(app, ["bench", "--scale", "--quick", "--json", "--plot", str(plot)])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    doc = json.loads(res.stdout[res.stdout.index("{") :])
     labels = {r["benchmark"] for r in doc["rows"]}
     assert labels == {"best-fit", "first-fit", "rms-bf", "env-random"}
     assert {r["servers"] for r in doc["rows"]} == {20, 200}
@@ -505,5 +533,6 @@ def test_bench_scale_digest_same_with_and_without_index(monkeypatch) -> None:
     a = bench_scale(**kw)["rows"]
     monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 10**9)
     b = bench_scale(**kw)["rows"]
-    assert [(r["benchmark"], r["digest"], r["events"], r["steps"]) for r in a] == \
-        [(r["benchmark"], r["digest"], r["events"], r["steps"]) for r in b]
+    assert [(r["benchmark"], r["digest"], r["events"], r["steps"]) for r in a] == [
+        (r["benchmark"], r["digest"], r["events"], r["steps"]) for r in b
+    ]

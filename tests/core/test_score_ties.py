@@ -35,8 +35,8 @@ from clustergym.workloads.replay import ReplaySource
 
 needs_numba = pytest.mark.skipif(not accel.available(), reason="numba (the optional 'fast' extra) is not installed")
 
-LOW = (0.9, 0.6, 0.2)    # sums to 1.7 in floating point
-HIGH = (0.7, 0.4, 0.6)   # sums to 1.7000000000000002
+LOW = (0.9, 0.6, 0.2)  # sums to 1.7 in floating point
+HIGH = (0.7, 0.4, 0.6)  # sums to 1.7000000000000002
 
 
 def test_the_instances_really_differ_in_floating_point():
@@ -47,7 +47,7 @@ def test_the_instances_really_differ_in_floating_point():
 # ---------------------------------------------------------------------------------------------- the helpers
 def test_best_mask_and_argbest():
     s = np.array([1.7, 1.7000000000000002, 0.3, 1.7 * (1 + 2 * SCORE_RTOL)])
-    assert best_mask(s).tolist() == [False, False, False, True]       # a real difference is not a tie
+    assert best_mask(s).tolist() == [False, False, False, True]  # a real difference is not a tie
     s = s[:3]
     assert best_mask(s).tolist() == [True, True, False] and argbest(s) == 0
     assert argbest(s, largest=False) == 2 and argbest(np.array([0.3, 0.1 + 0.2]), largest=False) == 0
@@ -70,8 +70,13 @@ def test_score_ranks_group_from_the_smallest_member():
 # ---------------------------------------------------------------------------------------------- MRIS family
 def _mris_instance(first, second) -> MRISInstance:
     """One machine, R = 3: jobs 0 and 1 (p = 2) cannot run together; job 2 (p = 7) fits beside either."""
-    return MRISInstance(release=np.zeros(3), proc=np.array([2.0, 2.0, 7.0]), weight=np.array([2.0, 1.0, 1.0]),
-                        demand=np.array([first, second, [0.1, 0.1, 0.1]]), machines=1)
+    return MRISInstance(
+        release=np.zeros(3),
+        proc=np.array([2.0, 2.0, 7.0]),
+        weight=np.array([2.0, 1.0, 1.0]),
+        demand=np.array([first, second, [0.1, 0.1, 0.1]]),
+        machines=1,
+    )
 
 
 def test_tetris_mris_first_maximum_is_the_earliest_job():
@@ -79,7 +84,7 @@ def test_tetris_mris_first_maximum_is_the_earliest_job():
     # the documented rule (earliest release, then id) starts job 0, then job 2 beside it
     res = run_on_instance(_mris_instance(LOW, HIGH), "tetris-mris")
     assert res["schedule"]["start"].tolist() == [0.0, 2.0, 0.0]
-    assert res["paper"]["awct"] == pytest.approx(5.0)    # rounding's choice [2, 0, 0] gives 17/3
+    assert res["paper"]["awct"] == pytest.approx(5.0)  # rounding's choice [2, 0, 0] gives 17/3
 
 
 @pytest.mark.parametrize("agent", ["pq-svf", "pq-wsvf", "pq-sdf", "pq-wsdf"])
@@ -95,25 +100,25 @@ def test_priority_order_ties_by_release_then_id():
     w = np.ones(3)
     u = np.array([np.sum(HIGH), np.sum(LOW), 5.0])
     assert priority_order("svf", np.array([1, 0, 2]), r, p, w, u).tolist() == [0, 1, 2]
-    r = np.array([1.0, 0.0, 0.0])   # job 1 released earlier: it goes first among the tied
+    r = np.array([1.0, 0.0, 0.0])  # job 1 released earlier: it goes first among the tied
     assert priority_order("svf", np.array([0, 1]), r, p, w, u).tolist() == [1, 0]
 
 
 def test_bf_exec_machine_ties_to_the_lowest_index():
-    load = np.array([[0.3], [((0.5 + 0.1) + 0.2) - 0.5]])        # 0.3 and 0.30000000000000004
+    load = np.array([[0.3], [((0.5 + 0.1) + 0.2) - 0.5]])  # 0.3 and 0.30000000000000004
     cap = np.ones((2, 1))
     limit = cap * (1 + 1e-9) + 1e-12
     assert tightest_by_norm(load, np.array([0.5]), limit, cap) == 0
-    assert tightest_by_norm(np.array([[0.3], [0.31]]), np.array([0.5]), limit, cap) == 1   # a real difference
+    assert tightest_by_norm(np.array([[0.3], [0.31]]), np.array([0.5]), limit, cap) == 1  # a real difference
     assert tightest_by_norm(load, np.array([0.8]), limit, cap) == -1
 
 
 def test_knapsack_volume_ties_go_to_the_lower_index():
-    v = 2.0 * np.array([np.sum(HIGH), np.sum(LOW)])     # 3.4000000000000004, 3.4: one fits
+    v = 2.0 * np.array([np.sum(HIGH), np.sum(LOW)])  # 3.4000000000000004, 3.4: one fits
     w = np.ones(2)
-    assert knapsack_greedy(w, v, 3.5 / 2).tolist() == [0]          # greedy: ratio tie, then volume tie, index
+    assert knapsack_greedy(w, v, 3.5 / 2).tolist() == [0]  # greedy: ratio tie, then volume tie, index
     assert knapsack_exact(w, v, 3.5, method="prefix").tolist() == [0]
-    assert select_batch("exact", np.zeros(2), v, 3.5).tolist() == [0]   # zero-weight fill: smallest volume first
+    assert select_batch("exact", np.zeros(2), v, 3.5).tolist() == [0]  # zero-weight fill: smallest volume first
 
 
 # ---------------------------------------------------------------------------------------------- greedy Best-Fit
@@ -133,8 +138,9 @@ def _bf_tie_scenario() -> Scenario:
     t = np.array([0.0, 0.1, 0.2, 0.3, 2.0])
     d = np.array([[0.3, 0.5], [0.5, 0.6], [0.1, 0.0], [0.2, 0.0], [0.5, 0.0]])
     w = np.array([100.0, 1.0, 100.0, 100.0, 100.0])
-    return Scenario(name="bf-tie", capacity=np.ones((2, 2)), source=ReplaySource(t, d, w),
-                    resources=("cpu", "mem"), horizon=10.0)
+    return Scenario(
+        name="bf-tie", capacity=np.ones((2, 2)), source=ReplaySource(t, d, w), resources=("cpu", "mem"), horizon=10.0
+    )
 
 
 def _servers(sc: Scenario, agent_name: str, compiled: bool, **params) -> list[int]:
@@ -149,7 +155,7 @@ def _servers(sc: Scenario, agent_name: str, compiled: bool, **params) -> list[in
             cmd, _ = agent.predict(None)
             _, _, term, trunc, _ = env.step(cmd)
             done = term or trunc
-    return env.sim.jobs.server[:env.sim.jobs.size].tolist()
+    return env.sim.jobs.server[: env.sim.jobs.size].tolist()
 
 
 @pytest.mark.parametrize("params", [{}, {"scan": 8}, {"select_job": "fifo"}])
@@ -167,8 +173,13 @@ def test_best_fit_largest_job_rule_ties_to_the_oldest():
     # at the completion the "largest" rule must take the oldest of the two (they cannot run together)
     t = np.array([0.0, 0.1, 0.2])
     d = np.array([[1.0, 1.0, 1.0], LOW, HIGH])
-    sc = Scenario(name="bf-largest", capacity=np.ones((1, 3)), source=ReplaySource(t, d, np.array([1.0, 5.0, 5.0])),
-                  resources=("a", "b", "c"), horizon=20.0)
+    sc = Scenario(
+        name="bf-largest",
+        capacity=np.ones((1, 3)),
+        source=ReplaySource(t, d, np.array([1.0, 5.0, 5.0])),
+        resources=("a", "b", "c"),
+        horizon=20.0,
+    )
     agent = make_agent("best-fit")
     env = make_env_for(sc, agent)
     env.reset(seed=0)
@@ -186,8 +197,9 @@ def _slotted_agent(name: str, L: int = 2, **params):
     from clustergym.core.simulator import SLOT_EPOCHS
 
     src = ReplaySource(np.array([100.0]), np.array([[0.5]]), np.array([1.0]))
-    sc = Scenario(name="slot", capacity=np.ones((L, 1)), source=src, resources=("r",), horizon=200.0,
-                  epochs=SLOT_EPOCHS)
+    sc = Scenario(
+        name="slot", capacity=np.ones((L, 1)), source=src, resources=("r",), horizon=200.0, epochs=SLOT_EPOCHS
+    )
     agent = make_agent(name, **params)
     env = make_env_for(sc, agent)
     env.reset(seed=0)
@@ -195,7 +207,7 @@ def _slotted_agent(name: str, L: int = 2, **params):
     return agent
 
 
-@pytest.mark.parametrize("L", [2, 40])   # the Python scan (small L) and the NumPy scan (large L)
+@pytest.mark.parametrize("L", [2, 40])  # the Python scan (small L) and the NumPy scan (large L)
 def test_bf_j_tightest_server_ties_to_the_smallest_index(L):
     ag = _slotted_agent("bf-j", L=L)
     ag.used = [0.0] * L
@@ -222,9 +234,9 @@ def test_bf_s_largest_job_ties_to_the_smallest_id_in_vector_mode():
     ag.dvec = dem
     ag.occ = {i: float(v.max()) for i, v in dem.items()}
     pool = SortedList((float(v.max()), float(v.sum()), -i) for i, v in dem.items())
-    assert pool[-1][2] == -4                       # bit for bit, job 4 would be the largest
+    assert pool[-1][2] == -4  # bit for bit, job 4 would be the largest
     assert ag.largest_fitting(pool, 0) == 3
-    ag.uvec[1] = [0.0, 0.0, 0.85]                   # on server 1 only job 4 fits (0.85 + 0.2 > 1)
+    ag.uvec[1] = [0.0, 0.0, 0.85]  # on server 1 only job 4 fits (0.85 + 0.2 > 1)
     assert ag.largest_fitting(pool, 1) == 4
 
 
@@ -247,6 +259,6 @@ def test_maxweight_greedy_knapsack_density_ties_by_type_index():
 
 
 def test_lotes_rounding_fractional_part_ties_by_bin_index():
-    x = np.array([0.3, 0.1 + 0.2, 0.0])           # fractional parts 0.3 and 0.30000000000000004
+    x = np.array([0.3, 0.1 + 0.2, 0.0])  # fractional parts 0.3 and 0.30000000000000004
     assert round_assignment(x, 1).tolist() == [1, 0, 0]
     assert round_assignment(np.array([0.3, 0.31, 0.0]), 1).tolist() == [0, 1, 0]

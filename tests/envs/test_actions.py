@@ -8,13 +8,35 @@ from gymnasium.error import ResetNeeded
 
 from clustergym import ClusterEnv, ConfigError, InvalidCommandError, make_env
 
-MALFORMED = [-1, -5, 10**9, None, float("nan"), 2.7, 3.0, "3", True, False, np.True_, [1, 2], (0,),
-             np.array([1, 2, 3, 4]), np.array(-1), np.array([0, 0]), {"a": 1}]
+MALFORMED = [
+    -1,
+    -5,
+    10**9,
+    None,
+    float("nan"),
+    2.7,
+    3.0,
+    "3",
+    True,
+    False,
+    np.True_,
+    [1, 2],
+    (0,),
+    np.array([1, 2, 3, 4]),
+    np.array(-1),
+    np.array([0, 0]),
+    {"a": 1},
+]
 
 
 def _modes():
-    return [("bf-trap", "head"), ("bf-trap", "slot"), ("bf-trap", "command"), ("autoscale-4vm", "admit"),
-            ("autoscale-4vm", "command")]
+    return [
+        ("bf-trap", "head"),
+        ("bf-trap", "slot"),
+        ("bf-trap", "command"),
+        ("autoscale-4vm", "admit"),
+        ("autoscale-4vm", "command"),
+    ]
 
 
 @pytest.mark.parametrize("scenario,mode", _modes())
@@ -80,8 +102,17 @@ def test_step_before_reset_says_reset():
         ClusterEnv("bf-trap").step(0)
 
 
-@pytest.mark.parametrize("action", [np.array([99, 0, 0]), np.array([-1, 0, 0]), np.array([0, -1, 0]),
-                                    np.array([0, 0, 0, 0]), np.array([0, 0]), [0.5, 0, 0]])
+@pytest.mark.parametrize(
+    "action",
+    [
+        np.array([99, 0, 0]),
+        np.array([-1, 0, 0]),
+        np.array([0, -1, 0]),
+        np.array([0, 0, 0, 0]),
+        np.array([0, 0]),
+        [0.5, 0, 0],
+    ],
+)
 def test_command_arrays_with_unknown_codes_or_the_wrong_length_are_never_executed(action):
     env = ClusterEnv("bf-trap", action_mode="command", horizon=20.0)
     env.reset(seed=0)

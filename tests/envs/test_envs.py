@@ -101,12 +101,21 @@ def test_gymnasium_and_sb3_checkers_pass_on_every_registered_id(env_id):
     sb3_check_env(FlattenObservation(gym.make(env_id, horizon=_small(env_id))), warn=True)
 
 
-@pytest.mark.parametrize("scenario,mode", [
-    ("ec2", "head"), ("ec2", "slot"), ("ec2", "command"),
-    ("bf-trap", "head"), ("bf-trap", "slot"), ("bf-trap", "command"),
-    ("two-sizes", "slot"), ("uniform-sizes", "command"),
-    ("autoscale-4vm", "admit"), ("autoscale-4vm", "command"),
-])
+@pytest.mark.parametrize(
+    "scenario,mode",
+    [
+        ("ec2", "head"),
+        ("ec2", "slot"),
+        ("ec2", "command"),
+        ("bf-trap", "head"),
+        ("bf-trap", "slot"),
+        ("bf-trap", "command"),
+        ("two-sizes", "slot"),
+        ("uniform-sizes", "command"),
+        ("autoscale-4vm", "admit"),
+        ("autoscale-4vm", "command"),
+    ],
+)
 def test_checkers_pass_on_each_action_mode(scenario, mode):
     cls = AdmissionEnv if scenario == "autoscale-4vm" else ClusterEnv
     env = cls(scenario, action_mode=mode, horizon=SMALL_HORIZON[scenario])
@@ -121,8 +130,9 @@ def test_gymnasium_checker_with_ansi_rendering():
     gym_check_env(env, skip_render_check=False)
 
 
-@pytest.mark.parametrize("scenario,mode", [("ec2", "admit"), ("autoscale-4vm", "head"), ("autoscale-4vm", "slot"),
-                                           ("ec2", "nope")])
+@pytest.mark.parametrize(
+    "scenario,mode", [("ec2", "admit"), ("autoscale-4vm", "head"), ("autoscale-4vm", "slot"), ("ec2", "nope")]
+)
 def test_inapplicable_action_modes_are_rejected(scenario, mode):
     with pytest.raises(ConfigError, match="action_mode"):
         ClusterEnv(scenario, action_mode=mode, horizon=2.0)
@@ -181,7 +191,7 @@ def test_maskable_ppo_learns_and_predicts_only_valid_actions():
 
 # =============================================================================== determinism
 # The same code runs in-process and in fresh interpreters (where set/dict hashing differs).
-TRAJ_SRC = r'''
+TRAJ_SRC = r"""
 import hashlib
 import warnings
 warnings.simplefilter("ignore")
@@ -213,7 +223,7 @@ def trajectory_hash(steps):
         h.update(repr(None if r is None else float(r)).encode())
         h.update(repr(sorted((k, repr(v)) for k, v in info.items())).encode())
     return h.hexdigest()
-'''
+"""
 _ns: dict = {}
 exec(TRAJ_SRC, _ns)
 rollout, trajectory_hash = _ns["rollout"], _ns["trajectory_hash"]
@@ -245,8 +255,13 @@ def test_same_seed_same_trajectory_across_processes():
     script = TRAJ_SRC + f"\nprint(trajectory_hash(rollout({env_id!r}, {seed}, {horizon})))\n"
     hashes = []
     for hashseed in ("1", "2"):  # different str-hash seeds: iteration order must not matter
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONHASHSEED": hashseed})
+        proc = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": hashseed},
+        )
         assert proc.returncode == 0, proc.stderr
         hashes.append(proc.stdout.strip().splitlines()[-1])
     assert hashes == [expected, expected]
@@ -312,8 +327,12 @@ def _arrivals_seen(agent: str, seed: int, horizon: float):
     n = sim.jobs.size
     real = ~sim.jobs.dummy[:n]
     order = np.argsort(sim.jobs.arrival[:n][real], kind="stable")
-    return (sim.jobs.arrival[:n][real][order], sim.jobs.demand[:n][real][order],
-            sim.jobs.type[:n][real][order], sim.jobs.work[:n][real][order])
+    return (
+        sim.jobs.arrival[:n][real][order],
+        sim.jobs.demand[:n][real][order],
+        sim.jobs.type[:n][real][order],
+        sim.jobs.work[:n][real][order],
+    )
 
 
 def test_different_agents_see_the_same_arrivals_on_one_seed():
@@ -352,12 +371,15 @@ def _masked_random_return(env: ClusterEnv, seed: int) -> tuple[float, int]:
             return total, steps
 
 
-@pytest.mark.parametrize("scenario,horizon,metric,sign", [
-    ("ec2", 5.0, "mean_queue_length", -1.0),
-    ("bf-trap", 20.0, "mean_queue_length", -1.0),
-    ("uniform-sizes", 1000.0, "mean_queue_length", -1.0),
-    ("autoscale-4vm", 2.0, "reward_rate", 1.0),
-])
+@pytest.mark.parametrize(
+    "scenario,horizon,metric,sign",
+    [
+        ("ec2", 5.0, "mean_queue_length", -1.0),
+        ("bf-trap", 20.0, "mean_queue_length", -1.0),
+        ("uniform-sizes", 1000.0, "mean_queue_length", -1.0),
+        ("autoscale-4vm", 2.0, "reward_rate", 1.0),
+    ],
+)
 def test_return_equals_metric_times_time_masked_random(scenario, horizon, metric, sign):
     env = ClusterEnv(scenario, horizon=horizon)  # head / admit mode, trivial epochs skipped
     assert env.skip_trivial
@@ -371,8 +393,12 @@ def test_return_equals_metric_times_time_masked_random(scenario, horizon, metric
 def test_skipped_time_before_the_first_decision_is_rewarded():
     """Decision epochs only at ticks t = 2, 4, ...: jobs arriving in [0, 2) wait until the first
     epoch, and the queue-length integral over [0, 2) must still be part of the return."""
-    sc = dataclasses.replace(make_preset("ec2", horizon=10.0), epochs=EpochConfig(
-        arrivals=False, completions=False, dummy_completions=False, tick_period=2.0, tick_offset=2.0))
+    sc = dataclasses.replace(
+        make_preset("ec2", horizon=10.0),
+        epochs=EpochConfig(
+            arrivals=False, completions=False, dummy_completions=False, tick_period=2.0, tick_offset=2.0
+        ),
+    )
     env = ClusterEnv(sc, action_mode="head")
     obs, info = env.reset(seed=3)
     assert info["time"] == pytest.approx(2.0) and env.sim.n_queued > 0
@@ -465,8 +491,16 @@ def test_invalid_action_raise_slot_mode_empty_slot():
 
 def _snapshot(env: ClusterEnv):
     s = env.sim
-    return (s.now, s.n_queued, s.n_running, s.n_started, s.n_events, s.cluster.load.copy(),
-            list(s.queue), s.integrals.queue)
+    return (
+        s.now,
+        s.n_queued,
+        s.n_running,
+        s.n_started,
+        s.n_events,
+        s.cluster.load.copy(),
+        list(s.queue),
+        s.integrals.queue,
+    )
 
 
 def test_invalid_action_penalize_keeps_state_and_time():
@@ -488,7 +522,7 @@ def test_invalid_action_penalize_keeps_state_and_time():
     for k in obs:
         np.testing.assert_array_equal(obs[k], obs2[k], err_msg=k)
     # a valid action afterwards is accepted normally
-    obs3, reward, *_ , info = env.step(env.action_space.n - 1)
+    obs3, reward, *_, info = env.step(env.action_space.n - 1)
     assert info["invalid_action"] is False and reward <= 0
 
 
@@ -516,10 +550,17 @@ def test_invalid_action_option_is_validated():
         ClusterEnv("ec2", invalid_action="ignore")
 
 
-@pytest.mark.parametrize("scenario,mode,horizon", [
-    ("ec2", "head", 3.0), ("bf-trap", "head", 10.0), ("ec2", "slot", 3.0), ("bf-trap", "slot", 10.0),
-    ("uniform-sizes", "slot", 2000.0), ("autoscale-4vm", "admit", 3.0),
-])
+@pytest.mark.parametrize(
+    "scenario,mode,horizon",
+    [
+        ("ec2", "head", 3.0),
+        ("bf-trap", "head", 10.0),
+        ("ec2", "slot", 3.0),
+        ("bf-trap", "slot", 10.0),
+        ("uniform-sizes", "slot", 2000.0),
+        ("autoscale-4vm", "admit", 3.0),
+    ],
+)
 def test_every_masked_valid_action_is_accepted(scenario, mode, horizon):
     env = ClusterEnv(scenario, action_mode=mode, horizon=horizon, invalid_action="raise")
     rng = np.random.default_rng(1)
@@ -540,11 +581,20 @@ def test_every_masked_valid_action_is_accepted(scenario, mode, horizon):
 
 
 # =============================================================================== observations
-@pytest.mark.parametrize("scenario,mode,horizon", [
-    ("ec2", None, 3.0), ("ec2", "slot", 3.0), ("bf-trap", None, 20.0), ("two-sizes", None, 3000.0),
-    ("two-sizes", "slot", 3000.0), ("uniform-sizes", None, 500.0), ("autoscale-4vm", None, 2.0),
-    ("bf-trap", "command", 2.0), ("autoscale-4vm", "command", 0.5),
-])
+@pytest.mark.parametrize(
+    "scenario,mode,horizon",
+    [
+        ("ec2", None, 3.0),
+        ("ec2", "slot", 3.0),
+        ("bf-trap", None, 20.0),
+        ("two-sizes", None, 3000.0),
+        ("two-sizes", "slot", 3000.0),
+        ("uniform-sizes", None, 500.0),
+        ("autoscale-4vm", None, 2.0),
+        ("bf-trap", "command", 2.0),
+        ("autoscale-4vm", "command", 0.5),
+    ],
+)
 def test_observations_stay_inside_the_observation_space(scenario, mode, horizon):
     env = ClusterEnv(scenario, action_mode=mode, horizon=horizon)
     env.action_space.seed(0)
@@ -552,8 +602,9 @@ def test_observations_stay_inside_the_observation_space(scenario, mode, horizon)
     obs, _ = env.reset(seed=0)
     steps = 0
     while True:
-        assert env.observation_space.contains(obs), (
-            f"step {steps}: " + ", ".join(k for k in obs if not env.observation_space[k].contains(obs[k])))
+        assert env.observation_space.contains(obs), f"step {steps}: " + ", ".join(
+            k for k in obs if not env.observation_space[k].contains(obs[k])
+        )
         if env.action_mode == "command":
             a = env.action_space.sample()  # factorised mask: sample the whole space
         else:
@@ -624,7 +675,7 @@ def test_flatten_observation_is_a_float32_vector_of_the_declared_size(env_id):
         for k in raw_space.spaces:
             n = int(np.prod(raw_space[k].shape))
             if k == "action_mask":
-                np.testing.assert_array_equal(obs[off:off + n], mask.astype(np.float32))
+                np.testing.assert_array_equal(obs[off : off + n], mask.astype(np.float32))
             off += n
         obs, _, term, trunc, _ = env.step(_random_masked_action(mask, rng))
         if term or trunc:
@@ -667,8 +718,12 @@ def test_step_after_episode_end_raises():
 # =============================================================================== episode end
 def test_finite_trace_terminates_when_drained(tmp_path):
     (tmp_path / "jobs.csv").write_text("arrival,duration,cpu\n0.0,1.0,3\n0.5,2.0,2\n0.7,1.5,3\n2.0,0.5,1\n")
-    scenario = {"resources": ["cpu"], "servers": [{"capacity": [4]}], "horizon": "inf",
-                "workload": {"kind": "replay", "file": str(tmp_path / "jobs.csv"), "columns": {"demand": ["cpu"]}}}
+    scenario = {
+        "resources": ["cpu"],
+        "servers": [{"capacity": [4]}],
+        "horizon": "inf",
+        "workload": {"kind": "replay", "file": str(tmp_path / "jobs.csv"), "columns": {"demand": ["cpu"]}},
+    }
     env = ClusterEnv(scenario)
     obs, _ = env.reset(seed=0)
     total = 0.0

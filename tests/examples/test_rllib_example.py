@@ -38,24 +38,48 @@ def test_masked_flat_observation_matches_the_env_mask():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("CLUSTERGYM_SLOW_TESTS"),
-                    reason="one RLlib PPO iteration takes ~30 s: run with CLUSTERGYM_SLOW_TESTS=1")
+@pytest.mark.skipif(
+    not os.environ.get("CLUSTERGYM_SLOW_TESTS"),
+    reason="one RLlib PPO iteration takes ~30 s: run with CLUSTERGYM_SLOW_TESTS=1",
+)
 def test_one_tiny_ppo_iteration_then_evaluation():
-    pytest.importorskip("ray.rllib", reason="RLlib is not installed (pip install -e '.[rllib]'); "
-                                            "examples/rllib_ppo.py is not exercised")
+    pytest.importorskip(
+        "ray.rllib", reason="RLlib is not installed (pip install -e '.[rllib]'); examples/rllib_ppo.py is not exercised"
+    )
     import ray
 
     started = not ray.is_initialized()
     try:
-        out = ex.main(["--iterations", "1", "--env-runners", "0", "--batch", "128", "--minibatch", "64",
-                       "--epochs", "1", "--horizon", "5", "--eval-seeds", "2", "--num-cpus", "1"])
+        out = ex.main(
+            [
+                "--iterations",
+                "1",
+                "--env-runners",
+                "0",
+                "--batch",
+                "128",
+                "--minibatch",
+                "64",
+                "--epochs",
+                "1",
+                "--horizon",
+                "5",
+                "--eval-seeds",
+                "2",
+                "--num-cpus",
+                "1",
+            ]
+        )
     finally:
         if started:
             ray.shutdown()
     assert out["iteration"] == 1 and out["env_steps"] >= 128
-    assert len(out["ppo_mean_queue_length"]) == 2 and all(math.isfinite(v) and v >= 0
-                                                          for v in out["ppo_mean_queue_length"])
+    assert len(out["ppo_mean_queue_length"]) == 2 and all(
+        math.isfinite(v) and v >= 0 for v in out["ppo_mean_queue_length"]
+    )
     from clustergym.runner import run_episode
 
-    assert out["best_fit_mean_queue_length"][0] == run_episode("ec2", "best-fit", seed=1000,
-                                                               horizon=5)["mean_queue_length"]
+    assert (
+        out["best_fit_mean_queue_length"][0]
+        == run_episode("ec2", "best-fit", seed=1000, horizon=5)["mean_queue_length"]
+    )

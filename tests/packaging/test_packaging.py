@@ -22,13 +22,17 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 #: modules that may import an optional dependency at module level, and the extra that brings it
 EXTRA_MODULES = {
-    "clustergym/agents/policies.py": "train",        # torch, SB3: imported only by model loading and training
-    "clustergym/bench/simpy_bestfit.py": "bench",    # the SimPy reference, run as its own process
-    "clustergym/core/accel.py": "fast",              # numba, imported under try (the NumPy path otherwise)
+    "clustergym/agents/policies.py": "train",  # torch, SB3: imported only by model loading and training
+    "clustergym/bench/simpy_bestfit.py": "bench",  # the SimPy reference, run as its own process
+    "clustergym/core/accel.py": "fast",  # numba, imported under try (the NumPy path otherwise)
 }
 #: import name -> distribution name
-DIST = {"yaml": "pyyaml", "sklearn": "scikit-learn", "sb3_contrib": "sb3-contrib",
-        "stable_baselines3": "stable-baselines3"}
+DIST = {
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "sb3_contrib": "sb3-contrib",
+    "stable_baselines3": "stable-baselines3",
+}
 
 
 def _requirement_names(reqs: list[str]) -> set[str]:
@@ -71,8 +75,18 @@ def test_every_module_level_import_is_a_core_dependency():
 
 def test_core_is_the_env_install_and_training_is_an_extra():
     core = _requirement_names(PYPROJECT["project"]["dependencies"])
-    assert core == {"gymnasium", "numpy", "scipy", "pandas", "pyyaml", "joblib", "cloudpickle", "typer", "rich",
-                    "sortedcontainers"}
+    assert core == {
+        "gymnasium",
+        "numpy",
+        "scipy",
+        "pandas",
+        "pyyaml",
+        "joblib",
+        "cloudpickle",
+        "typer",
+        "rich",
+        "sortedcontainers",
+    }
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert "torch>=2.3,<2.14" in extras["train"]
     assert {"stable-baselines3", "sb3-contrib", "tensorboard", "tqdm"} <= _requirement_names(extras["train"])
@@ -85,9 +99,15 @@ def test_core_is_the_env_install_and_training_is_an_extra():
 
 
 def _loaded_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
-                         check=False, capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -101,48 +121,65 @@ def test_import_clustergym_loads_no_heavy_module():
 
 
 def test_cli_help_loads_no_heavy_module():
-    loaded = _loaded_after("import sys; sys.argv = ['clustergym', '--help']\n"
-                           "from clustergym.cli import app\n"
-                           "try:\n    app()\nexcept SystemExit:\n    pass")
+    loaded = _loaded_after(
+        "import sys; sys.argv = ['clustergym', '--help']\n"
+        "from clustergym.cli import app\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass"
+    )
     assert "clustergym.cli" in loaded
     assert not [m for m in HEAVY if m in loaded]
 
 
 def test_require_extra_names_the_extra(monkeypatch):
     require_extra("json", "train", "x")  # present: nothing happens
-    with pytest.raises(MissingExtraError, match=r"clustergym train needs .*'no_such_module_x'.*"
-                                                r"pip install 'clustergym\[train\]'") as e:
+    with pytest.raises(
+        MissingExtraError,
+        match=r"clustergym train needs .*'no_such_module_x'.*"
+        r"pip install 'clustergym\[train\]'",
+    ) as e:
         require_extra(("json", "no_such_module_x"), "train", "clustergym train")
     assert isinstance(e.value, ConfigError) and e.value.extra == "train"
 
 
-@pytest.mark.parametrize("args,extra", [
-    (["train", "ec2", "--algo", "ppo", "--timesteps", "10"], "train"),
-    (["run", "ec2", "--agent", "runs/x/model.zip"], "train"),
-    (["bench", "--quick", "--no-replay"], "train"),
-])
+@pytest.mark.parametrize(
+    "args,extra",
+    [
+        (["train", "ec2", "--algo", "ppo", "--timesteps", "10"], "train"),
+        (["run", "ec2", "--agent", "runs/x/model.zip"], "train"),
+        (["bench", "--quick", "--no-replay"], "train"),
+    ],
+)
 def test_cli_without_the_train_extra_says_which_extra(tmp_path, args, extra):
     """A fresh interpreter where torch and SB3 cannot be imported (an import hook refuses them)."""
-    code = ("import sys, importlib.abc\n"
-            "class Block(importlib.abc.MetaPathFinder):\n"
-            "    def find_spec(self, name, path, target=None):\n"
-            "        if name.split('.')[0] in ('torch', 'stable_baselines3', 'sb3_contrib'):\n"
-            "            raise ModuleNotFoundError(name)\n"
-            "sys.meta_path.insert(0, Block())\n"
-            "import importlib.util\n_f = importlib.util.find_spec\n"
-            "def find_spec(name, *a):\n"
-            "    if name.split('.')[0] in ('torch', 'stable_baselines3', 'sb3_contrib'):\n"
-            "        return None\n"
-            "    return _f(name, *a)\n"
-            "importlib.util.find_spec = find_spec\n"
-            "from clustergym.cli import main\nsys.argv = ['clustergym'] + sys.argv[1:]\nmain()\n")
+    code = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'stable_baselines3', 'sb3_contrib'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib.util\n_f = importlib.util.find_spec\n"
+        "def find_spec(name, *a):\n"
+        "    if name.split('.')[0] in ('torch', 'stable_baselines3', 'sb3_contrib'):\n"
+        "        return None\n"
+        "    return _f(name, *a)\n"
+        "importlib.util.find_spec = find_spec\n"
+        "from clustergym.cli import main\nsys.argv = ['clustergym'] + sys.argv[1:]\nmain()\n"
+    )
     if args[0] == "run":
         (tmp_path / "runs" / "x").mkdir(parents=True)
         (tmp_path / "runs" / "x" / "model.zip").write_bytes(b"PK")
-    out = subprocess.run([sys.executable, "-c", code, *args, "--json"] if args[0] != "train" else
-                         [sys.executable, "-c", code, *args, "--out", str(tmp_path / "t")],
-                         check=False, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args, "--json"]
+        if args[0] != "train"
+        else [sys.executable, "-c", code, *args, "--out", str(tmp_path / "t")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 2, out.stderr
     assert f"pip install 'clustergym[{extra}]'" in " ".join((out.stderr + out.stdout).split())
     assert "Traceback" not in out.stderr + out.stdout

@@ -50,8 +50,11 @@ def _claim_cells() -> list[Cell]:
         trap_cell(0, 30.0),
         slotted_cell("two-sizes", "vqs", seed=0, horizon=2000),
         window_cell("autoscale-4vm", "dra", seed=0, t0=1.0, num_servers=10, horizon=3.0),
-        case_cell("lotes-omega", "lotes", params={"omega": 0.1, "load": 0.9, "machines_per_config": 2,
-                                                  "horizon": 0.2, "instance": 0}),
+        case_cell(
+            "lotes-omega",
+            "lotes",
+            params={"omega": 0.1, "load": 0.9, "machines_per_config": 2, "horizon": 0.2, "instance": 0},
+        ),
         instance_cell("mris-lemma41", "mris"),
     ]
 
@@ -69,6 +72,7 @@ def test_claim_cells_give_the_same_rows_serially_and_on_two_workers():
 
 def test_episodes_give_the_rows_in_cell_order_whatever_the_work_order():
     cells = [ec2_cell("rms", 0.8, s, T) for s, T in ((0, 10.0), (1, 30.0), (2, 20.0))]
+
     def cost(c):
         return c.horizon
 
@@ -126,8 +130,9 @@ def test_claims_share_their_runs_through_one_memo():
 
 # ========================================================================================== options
 def test_config_parses_settings_and_keeps_the_defaults():
-    c = ReproduceConfig(settings=ReproduceConfig.parse_sets(["lotes.machines=10", "rms.google_scalings=0.5,1",
-                                                              "rms.google_n=0"]))
+    c = ReproduceConfig(
+        settings=ReproduceConfig.parse_sets(["lotes.machines=10", "rms.google_scalings=0.5,1", "rms.google_n=0"])
+    )
     assert c.get("lotes.machines") == 10 and c.get("rms.google_scalings") == (0.5, 1.0)
     one = ReproduceConfig(settings=ReproduceConfig.parse_sets(["rms.google_scalings=1.5"]))
     assert one.get("rms.google_scalings") == (1.5,)  # one scaling: a list of one, not an error
@@ -136,29 +141,38 @@ def test_config_parses_settings_and_keeps_the_defaults():
         ReproduceConfig(settings={"lotes.horizon": [2]})
     d = ReproduceConfig()
     assert (d.workers, d.ray, d.scale) == (1, None, 1.0)
-    assert {k: d.get(k) for k in SETTINGS} == {"rms.google_n": 10_000, "rms.google_scalings": (0.5, 1.0, 1.5),
-                                               "lotes.machines": 50, "lotes.horizon": 6.0, "lotes.instances": 2,
-                                               "lotes.google_n": 0, "autoscale.google_servers": 300,
-                                               "autoscale.google_n": 60_000}
+    assert {k: d.get(k) for k in SETTINGS} == {
+        "rms.google_n": 10_000,
+        "rms.google_scalings": (0.5, 1.0, 1.5),
+        "lotes.machines": 50,
+        "lotes.horizon": 6.0,
+        "lotes.instances": 2,
+        "lotes.google_n": 0,
+        "autoscale.google_servers": 300,
+        "autoscale.google_n": 60_000,
+    }
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--workers", "0"], "workers: expected an integer >= 1"),
-    (["--scale", "0"], "scale: expected a finite number > 0"),
-    (["--scale", "-1"], "scale: expected a finite number > 0"),
-    (["--scale", "inf"], "scale: expected a finite number > 0"),
-    (["--set", "lotes.machines"], "expected key=value"),
-    (["--set", "=3"], "expected key=value"),
-    (["--set", "nope=1"], "nope: unknown setting; known: rms.google_n"),
-    (["--set", "lotes.machines=0"], "lotes.machines: expected a value >= 1, got 0"),
-    (["--set", "lotes.machines=many"], "lotes.machines: expected an integer, got 'many'"),
-    (["--set", "lotes.machines=2.5"], "lotes.machines: expected an integer"),
-    (["--set", "lotes.horizon=0"], "lotes.horizon: expected a value > 0"),
-    (["--set", "rms.google_scalings=0.5,-1"], "rms.google_scalings: expected a value > 0"),
-    (["--set", "rms.google_scalings=[]"], "rms.google_scalings: expected a non-empty list"),
-    (["--set", "rms.google_n=-5"], "rms.google_n: expected a value >= 0"),
-    (["--set", "autoscale.google_servers=0"], "autoscale.google_servers: expected a value >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--workers", "0"], "workers: expected an integer >= 1"),
+        (["--scale", "0"], "scale: expected a finite number > 0"),
+        (["--scale", "-1"], "scale: expected a finite number > 0"),
+        (["--scale", "inf"], "scale: expected a finite number > 0"),
+        (["--set", "lotes.machines"], "expected key=value"),
+        (["--set", "=3"], "expected key=value"),
+        (["--set", "nope=1"], "nope: unknown setting; known: rms.google_n"),
+        (["--set", "lotes.machines=0"], "lotes.machines: expected a value >= 1, got 0"),
+        (["--set", "lotes.machines=many"], "lotes.machines: expected an integer, got 'many'"),
+        (["--set", "lotes.machines=2.5"], "lotes.machines: expected an integer"),
+        (["--set", "lotes.horizon=0"], "lotes.horizon: expected a value > 0"),
+        (["--set", "rms.google_scalings=0.5,-1"], "rms.google_scalings: expected a value > 0"),
+        (["--set", "rms.google_scalings=[]"], "rms.google_scalings: expected a non-empty list"),
+        (["--set", "rms.google_n=-5"], "rms.google_n: expected a value >= 0"),
+        (["--set", "autoscale.google_servers=0"], "autoscale.google_servers: expected a value >= 1, got 0"),
+    ],
+)
 def test_bad_options_are_clear_errors(args, message):
     code, out, err = _cli("reproduce", "rms-ec2-boundary", *args, "--json")
     assert code == 2 and json.loads(out)["error"]["message"] == " ".join(err.split()).removeprefix("error: ")
@@ -181,16 +195,28 @@ def test_help_documents_every_option_and_setting():
 
 
 def test_good_options_run_the_claim():
-    code, out, err = _cli("reproduce", "rms-ec2-boundary", "--workers", "1", "--scale", "0.5",
-                          "--set", "lotes.machines=10", "--quiet", "--json")
+    code, out, err = _cli(
+        "reproduce",
+        "rms-ec2-boundary",
+        "--workers",
+        "1",
+        "--scale",
+        "0.5",
+        "--set",
+        "lotes.machines=10",
+        "--quiet",
+        "--json",
+    )
     assert code == 0, err
     (r,) = json.loads(out)
     assert r["id"] == "rms-ec2-boundary" and r["passed"] is True
 
 
 def test_a_fresh_process_knows_the_claims_of_every_paper():
-    code = ("import json; from clustergym.reproduce import CLAIMS, load_claims; load_claims(); "
-            "print(json.dumps(sorted({c.paper for c in CLAIMS.values()})))")
+    code = (
+        "import json; from clustergym.reproduce import CLAIMS, load_claims; load_claims(); "
+        "print(json.dumps(sorted({c.paper for c in CLAIMS.values()})))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == ["autoscale", "bfjs-vqs", "lotes", "mris", "rms"]
@@ -209,12 +235,23 @@ def _google_slice() -> bool:
 @pytest.mark.skipif(not _google_slice(), reason="the shared Google trace slice is absent (set CLUSTERGYM_TRACES)")
 def test_autoscale_trace_settings_reach_the_runs():
     """autoscale.google_servers and autoscale.google_n size the Google-trace claim (issue #22: 1000 servers)."""
-    code, out, err = _cli("reproduce", "autoscale-google-trace-ordering", "--workers", "1", "--quiet", "--json",
-                          "--set", "autoscale.google_servers=20", "--set", "autoscale.google_n=500")
+    code, out, err = _cli(
+        "reproduce",
+        "autoscale-google-trace-ordering",
+        "--workers",
+        "1",
+        "--quiet",
+        "--json",
+        "--set",
+        "autoscale.google_servers=20",
+        "--set",
+        "autoscale.google_n=500",
+    )
     assert code == 0, err
     (r,) = json.loads(out)
     m = r["measured"]
     assert (m["servers"], m["tasks"]) == (20, 500)
     # 20 servers over 500 tasks are loaded: the bound and the policies differ, and it bounds them all
-    assert r["passed"] is True and all(v < m["reward_rate"]["upper-bound"] for k, v in m["reward_rate"].items()
-                                       if k != "upper-bound")
+    assert r["passed"] is True and all(
+        v < m["reward_rate"]["upper-bound"] for k, v in m["reward_rate"].items() if k != "upper-bound"
+    )

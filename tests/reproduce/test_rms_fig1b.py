@@ -11,7 +11,7 @@ def test_fig1b_best_fit_from_empty_falls_into_the_trap_on_an_early_seed():
 
     r = bf_time_to_trap(FIG1B_EARLY_SEED, 2000.0)
     assert r["trapped_at"] == pytest.approx(577.654, abs=1e-3)
-    assert r["t_end"] == pytest.approx(r["trapped_at"] + 1000.0, abs=1.0)   # stopped as soon as trapped
+    assert r["t_end"] == pytest.approx(r["trapped_at"] + 1000.0, abs=1.0)  # stopped as soon as trapped
     assert r["queued_at_end"] > 1000 and r["frozen_spells"] >= 1
     # a trap shorter than `hold` does not count: with hold 2000 the same run is censored at the horizon
     late = bf_time_to_trap(FIG1B_EARLY_SEED, 2000.0, hold=2000.0)

@@ -75,7 +75,8 @@ def dummy_agent():
 def test_plan_orders_cells_by_value_agent_seed():
     cells = plan("ec2", AGENTS_2, seeds=[3, 4], horizon=5, params={"num_servers": 4}, sweep=("zeta", [0.8, 0.9]))
     assert [(dict(c.params)["zeta"], c.agent, c.seed) for c in cells] == [
-        (z, a, s) for z in (0.8, 0.9) for a in AGENTS_2 for s in (3, 4)]
+        (z, a, s) for z in (0.8, 0.9) for a in AGENTS_2 for s in (3, 4)
+    ]
     assert all(dict(c.params)["num_servers"] == 4 and c.columns == ("zeta",) for c in cells)
     with pytest.raises(ConfigError, match="seeds"):
         plan("ec2", AGENTS_2, seeds=[])
@@ -99,9 +100,11 @@ def test_local_processes_give_the_serial_frame_exactly(dummy_agent):
     dm = _policy_columns(serial[serial.agent == dummy_agent]).drop(columns="agent").reset_index(drop=True)
     pd.testing.assert_frame_equal(ff, dm, check_exact=True)
     # compare() and sweep() go through the same cells
-    pd.testing.assert_frame_equal(_policy_columns(compare("bf-trap", ["first-fit"], seeds=range(3), horizon=20)),
-                                  _policy_columns(serial[serial.agent == "first-fit"]).reset_index(drop=True),
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(
+        _policy_columns(compare("bf-trap", ["first-fit"], seeds=range(3), horizon=20)),
+        _policy_columns(serial[serial.agent == "first-fit"]).reset_index(drop=True),
+        check_exact=True,
+    )
 
 
 def test_a_failing_cell_names_itself():
@@ -127,8 +130,7 @@ def test_parquet_round_trip_equals_the_csv_frame(tmp_path):
     results = compare("ec2", AGENTS_2, seeds=range(2), horizon=10, params={"num_servers": 5})
     summary = summarize(results, reference="first-fit")
     paths = write_results(tmp_path, results, summary, metric="mean_queue_length", title="t")
-    assert {p.name for p in paths} == {"results.csv", "results.parquet", "summary.csv",
-                                       "mean_queue_length.png"}
+    assert {p.name for p in paths} == {"results.csv", "results.parquet", "summary.csv", "mean_queue_length.png"}
     from_csv = pd.read_csv(tmp_path / "results.csv", float_precision="round_trip")
     from_parquet = pd.read_parquet(tmp_path / "results.parquet")
     pd.testing.assert_frame_equal(from_csv, from_parquet, check_exact=True, check_dtype=False)
@@ -147,8 +149,11 @@ def test_flat_results_pads_lists_of_different_lengths():
 
 # ==================================================================================== paired differences
 def _table(values: dict[str, list[float]], seeds=(0, 1, 2), **extra) -> pd.DataFrame:
-    rows = [{"agent": a, "seed": s, "unstable": False, "mean_queue_length": v, **extra}
-            for a, vs in values.items() for s, v in zip(seeds, vs)]
+    rows = [
+        {"agent": a, "seed": s, "unstable": False, "mean_queue_length": v, **extra}
+        for a, vs in values.items()
+        for s, v in zip(seeds, vs)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -164,8 +169,10 @@ def test_paired_differences_on_a_hand_checkable_case():
     assert "mean_queue_length_diff" in s.columns and np.isnan(s.loc["A"].get("mean_queue_length_diff", np.nan))
     # pairing by seed, not by row order: shuffled rows give the same summary
     shuffled = res.sample(frac=1.0, random_state=1)
-    pd.testing.assert_frame_equal(summarize(shuffled, metrics=["mean_queue_length"], reference="A")
-                                  .set_index("agent").loc[["A", "B"]], s.loc[["A", "B"]])
+    pd.testing.assert_frame_equal(
+        summarize(shuffled, metrics=["mean_queue_length"], reference="A").set_index("agent").loc[["A", "B"]],
+        s.loc[["A", "B"]],
+    )
     # a constant offset has a zero-width paired interval however noisy the seeds are
     res = _table({"A": [1.0, 50.0, 7.0], "B": [1.5, 50.5, 7.5]})
     s = summarize(res, metrics=["mean_queue_length"], reference="A").set_index("agent")
@@ -175,8 +182,13 @@ def test_paired_differences_on_a_hand_checkable_case():
 
 
 def test_paired_differences_per_swept_value():
-    res = pd.concat([_table({"A": [1.0, 2.0, 3.0], "B": [2.0, 3.0, 4.0]}, zeta=0.8),
-                     _table({"A": [1.0, 2.0, 3.0], "B": [4.0, 5.0, 6.0]}, zeta=0.9)], ignore_index=True)
+    res = pd.concat(
+        [
+            _table({"A": [1.0, 2.0, 3.0], "B": [2.0, 3.0, 4.0]}, zeta=0.8),
+            _table({"A": [1.0, 2.0, 3.0], "B": [4.0, 5.0, 6.0]}, zeta=0.9),
+        ],
+        ignore_index=True,
+    )
     s = summarize(res, metrics=["mean_queue_length"], reference="A", by="zeta")
     b = s[s.agent == "B"].set_index("zeta")["mean_queue_length_diff"]
     assert b.to_dict() == pytest.approx({0.8: 1.0, 0.9: 3.0})
@@ -196,16 +208,18 @@ def test_agents_all_picks_up_registered_agents_and_skips_with_reasons(dummy_agen
     ok, skipped = compatible_agents(resolve_scenario("autoscale-4vm"))
     assert "dra" in ok and dummy_agent in skipped and "queueing" in skipped[dummy_agent]
     # through the CLI, on worker processes (the dummy travels with its cells)
-    code, out, err = _cli("compare", "bf-trap", "--agents", "all", "--seeds", "1", "--horizon", "3",
-                          "--workers", "2", "--json")
+    code, out, err = _cli(
+        "compare", "bf-trap", "--agents", "all", "--seeds", "1", "--horizon", "3", "--workers", "2", "--json"
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert dummy_agent in doc["agents"] and doc["reference"] == doc["agents"][0]
     assert "dra" in doc["skipped"] and "dra" not in doc["agents"]
     assert {r["agent"] for r in doc["runs"]} == set(doc["agents"])
     # "all" inside a list: the named agents first (the first is the reference), then every other one once
-    code, out, err = _cli("compare", "bf-trap", "--agents", "mwr,all", "--seeds", "1", "--horizon", "3",
-                          "--workers", "1", "--json")
+    code, out, err = _cli(
+        "compare", "bf-trap", "--agents", "mwr,all", "--seeds", "1", "--horizon", "3", "--workers", "1", "--json"
+    )
     assert code == 0, err
     doc2 = json.loads(out)
     assert doc2["agents"][0] == "mwr" == doc2["reference"]
@@ -215,8 +229,23 @@ def test_agents_all_picks_up_registered_agents_and_skips_with_reasons(dummy_agen
 # ================================================================================================== CLI
 def test_cli_compare_out_writes_results_parquet_summary_and_plots(tmp_path):
     out_dir = tmp_path / "cmp"
-    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "3", "--horizon", "20",
-                          "--reference", "best-fit", "--workers", "1", "--out", str(out_dir), "--json")
+    code, out, err = _cli(
+        "compare",
+        "bf-trap",
+        "--agents",
+        "first-fit,best-fit",
+        "--seeds",
+        "3",
+        "--horizon",
+        "20",
+        "--reference",
+        "best-fit",
+        "--workers",
+        "1",
+        "--out",
+        str(out_dir),
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["reference"] == "best-fit"
@@ -228,27 +257,47 @@ def test_cli_compare_out_writes_results_parquet_summary_and_plots(tmp_path):
     summ = pd.read_csv(out_dir / "summary.csv").set_index("agent")
     per_seed = res.pivot(index="seed", columns="agent", values="mean_queue_length")
     assert summ.loc["first-fit", "mean_queue_length_diff"] == pytest.approx(
-        (per_seed["first-fit"] - per_seed["best-fit"]).mean(), rel=1e-12)
+        (per_seed["first-fit"] - per_seed["best-fit"]).mean(), rel=1e-12
+    )
     assert math.isnan(summ.loc["best-fit", "mean_queue_length_diff"])
     # a sweep: metric against the swept parameter
     sweep_dir = tmp_path / "sweep"
-    code, _, err = _cli("compare", "ec2", "--agents", "first-fit", "--seeds", "2", "--horizon", "5",
-                        "--set", "num_servers=4", "--sweep", "zeta=0.5,0.9", "--workers", "1", "--out", str(sweep_dir))
+    code, _, err = _cli(
+        "compare",
+        "ec2",
+        "--agents",
+        "first-fit",
+        "--seeds",
+        "2",
+        "--horizon",
+        "5",
+        "--set",
+        "num_servers=4",
+        "--sweep",
+        "zeta=0.5,0.9",
+        "--workers",
+        "1",
+        "--out",
+        str(sweep_dir),
+    )
     assert code == 0, err
     res = pd.read_parquet(sweep_dir / "results.parquet")
     assert list(res.columns[:2]) == ["scenario", "zeta"] and res["zeta"].tolist() == [0.5, 0.5, 0.9, 0.9]
     assert (sweep_dir / "mean_queue_length_vs_zeta.png").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--agents", "first-fit,nope-agent"], "nope-agent"),
-    (["--agents", " , "], "expected agent names"),
-    (["--agents", "first-fit,best-fit", "--reference", "random"], "--reference 'random'"),
-    (["--agents", "first-fit,dra"], "dra"),
-    (["--agents", "first-fit", "--workers", "0"], "--workers: must be >= 1, got 0"),
-    (["--agents", "first-fit", "--ray", "not an address"], "expected 'auto', 'HOST:PORT'"),
-    (["--agents", "first-fit", "--sweep", "num_servers="], "--sweep: 'num_servers=': expected key=v1,v2"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--agents", "first-fit,nope-agent"], "nope-agent"),
+        (["--agents", " , "], "expected agent names"),
+        (["--agents", "first-fit,best-fit", "--reference", "random"], "--reference 'random'"),
+        (["--agents", "first-fit,dra"], "dra"),
+        (["--agents", "first-fit", "--workers", "0"], "--workers: must be >= 1, got 0"),
+        (["--agents", "first-fit", "--ray", "not an address"], "expected 'auto', 'HOST:PORT'"),
+        (["--agents", "first-fit", "--sweep", "num_servers="], "--sweep: 'num_servers=': expected key=v1,v2"),
+    ],
+)
 def test_cli_compare_bad_input_exits_2(args, message):
     code, out, err = _cli("compare", "bf-trap", "--seeds", "1", "--horizon", "2", *args, "--json")
     assert code == 2 and message in json.loads(out)["error"]["message"]  # one JSON error document
@@ -273,21 +322,34 @@ def test_ray_missing_is_a_clear_error(monkeypatch):
 # ================================================================================================== Ray
 @pytest.fixture(scope="module")
 def local_ray():
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'clustergym[ray]'); "
-                                            "the Ray executor is not tested")
+    ray = pytest.importorskip(
+        "ray", reason="ray is not installed (pip install 'clustergym[ray]'); the Ray executor is not tested"
+    )
     started = not ray.is_initialized()
     if started:
         # address="local": a new instance, even where `ray start` left a cluster address behind
-        ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, logging_level="ERROR",
-                 log_to_driver=False)
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            object_store_memory=100 * 2**20,
+            logging_level="ERROR",
+            log_to_driver=False,
+        )
     yield ray
     if started:
         ray.shutdown()
 
 
 def test_ray_gives_the_local_frame_exactly(local_ray, dummy_agent, tmp_path):
-    cells = plan("ec2", ["best-fit", dummy_agent], seeds=range(2), horizon=5, params={"num_servers": 5},
-                 sweep=("zeta", [0.7, 0.95]))
+    cells = plan(
+        "ec2",
+        ["best-fit", dummy_agent],
+        seeds=range(2),
+        horizon=5,
+        params={"num_servers": 5},
+        sweep=("zeta", [0.7, 0.95]),
+    )
     local = run_cells(cells, workers=1)
     on_ray = run_cells(cells, ray="auto")  # this process's Ray connection: the local instance
     pd.testing.assert_frame_equal(_policy_columns(local), _policy_columns(on_ray), check_exact=True)
@@ -295,8 +357,20 @@ def test_ray_gives_the_local_frame_exactly(local_ray, dummy_agent, tmp_path):
     frames = []
     for extra in (["--workers", "1"], ["--ray", "auto"]):
         out_dir = tmp_path / extra[0].strip("-")
-        code, _, err = _cli("compare", "bf-trap", "--agents", "first-fit,random", "--seeds", "2", "--horizon", "5",
-                            *extra, "--out", str(out_dir), "--json")
+        code, _, err = _cli(
+            "compare",
+            "bf-trap",
+            "--agents",
+            "first-fit,random",
+            "--seeds",
+            "2",
+            "--horizon",
+            "5",
+            *extra,
+            "--out",
+            str(out_dir),
+            "--json",
+        )
         assert code == 0, err
         frames.append(pd.read_parquet(out_dir / "results.parquet").drop(columns="wall_seconds"))
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
@@ -316,7 +390,8 @@ def test_ray_auto_with_a_dead_cluster_address_fails_fast(monkeypatch):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'clustergym[ray]')")
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
-    code, out, err = _cli("compare", "bf-trap", "--agents", "first-fit", "--seeds", "1", "--horizon", "1",
-                          "--ray", "auto", "--json")
+    code, out, err = _cli(
+        "compare", "bf-trap", "--agents", "first-fit", "--seeds", "1", "--horizon", "1", "--ray", "auto", "--json"
+    )
     assert code == 2 and json.loads(out)["error"]["type"] == "RayError"
     assert "no Ray cluster reachable" in err and "127.0.0.1:1" in err

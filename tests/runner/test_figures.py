@@ -22,8 +22,14 @@ def _rows(agents, seeds=4, zetas=(None,), seed=0):
     for z in zetas:
         for name, mu, oracle in agents:
             for s in range(seeds):
-                row = {"agent": name, "seed": s, "unstable": False, "uses_oracle": oracle,
-                       "mean_queue_length": max(0.0, mu + rng.normal(0, 0.6)), "utilization": 0.5}
+                row = {
+                    "agent": name,
+                    "seed": s,
+                    "unstable": False,
+                    "uses_oracle": oracle,
+                    "mean_queue_length": max(0.0, mu + rng.normal(0, 0.6)),
+                    "utilization": 0.5,
+                }
                 if z is not None:
                     row["zeta"] = z
                 rows.append(row)
@@ -110,8 +116,9 @@ def test_figures_render_many_agents_in_three_formats(tmp_path):
     paths = save_figure(fig, tmp_path / "many")
     plt.close(fig)
     assert [p.suffix for p in paths] == [".png", ".svg", ".pdf"] and all(p.stat().st_size > 0 for p in paths)
-    ax = plot_sweep(summarize(_rows(AGENTS, zetas=(0.8, 0.9)), ["mean_queue_length"], by="zeta"), "zeta",
-                    "mean_queue_length")
+    ax = plot_sweep(
+        summarize(_rows(AGENTS, zetas=(0.8, 0.9)), ["mean_queue_length"], by="zeta"), "zeta", "mean_queue_length"
+    )
     assert ax.get_yscale() == "linear"  # intervals reach 0: no log axis
     assert any("(oracle)" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close("all")

@@ -66,8 +66,9 @@ def _tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return results, pd.read_csv(folder / "summary.csv")
 
 
-@pytest.mark.parametrize("exc,code,workers", [(KeyboardInterrupt, 130, "1"), (ConfigError, 2, "1"),
-                                              (ConfigError, 2, "2")])
+@pytest.mark.parametrize(
+    "exc,code,workers", [(KeyboardInterrupt, 130, "1"), (ConfigError, 2, "1"), (ConfigError, 2, "2")]
+)
 def test_an_interrupted_or_failing_compare_resumes_to_the_same_tables(tmp_path, flaky, exc, code, workers):
     marker = flaky(exc)
     agents = ["--agents", f"first-fit,{FLAKY}", "--workers", workers]
@@ -115,8 +116,11 @@ def test_out_is_checked_before_anything_runs(tmp_path):
     a_file.write_text("x")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
-    for target, message in [("/proc/clustergym-x", "cannot write there"), (str(a_file), "is an existing file"),
-                            (str(tmp_path / "full"), "is not empty")]:
+    for target, message in [
+        ("/proc/clustergym-x", "cannot write there"),
+        (str(a_file), "is an existing file"),
+        (str(tmp_path / "full"), "is not empty"),
+    ]:
         rc, stdout, stderr = _cli(*BASE, "--agents", "best-fit", "--out", target, "--json")
         assert rc == 2 and message in json.loads(stdout)["error"]["message"], stderr
         assert "Traceback" not in stderr

@@ -29,14 +29,17 @@ def _quiet_warnings():
 #: one changed parameter per preset, and how to see that it took effect
 CHANGED = {
     "ec2": ({"zeta": 0.5, "num_servers": 4}, lambda s: s.num_servers == 4 and s.params["zeta"] == 0.5),
-    "bf-trap": ({"num_servers": 3, "rate1": 5.0}, lambda s: s.num_servers == 3
-                and np.allclose(s.source.arrival_rates(), [5.0, 10.4])),
+    "bf-trap": (
+        {"num_servers": 3, "rate1": 5.0},
+        lambda s: s.num_servers == 3 and np.allclose(s.source.arrival_rates(), [5.0, 10.4]),
+    ),
     "two-sizes": ({"variant": "e2"}, lambda s: s.capacity[0, 0] == 10.0 and s.params["variant"] == "e2"),
-    "uniform-sizes": ({"low": 0.01, "high": 0.19, "num_servers": 2},
-                      lambda s: s.num_servers == 2 and s.params["low"] == 0.01),
+    "uniform-sizes": (
+        {"low": 0.01, "high": 0.19, "num_servers": 2},
+        lambda s: s.num_servers == 2 and s.params["low"] == 0.01,
+    ),
     "autoscale-4vm": ({"load": 0.5, "num_servers": 4}, lambda s: s.num_servers == 4 and s.params["load"] == 0.5),
 }
-
 
 
 #: presets built from generated parameters (trace presets load data: tested in test_traces.py)
@@ -91,11 +94,20 @@ def test_unknown_preset_parameter_names_it(name):
     assert "params.nope" in str(ei.value)
 
 
-@pytest.mark.parametrize("name,param,value", [
-    ("ec2", "zeta", -0.5), ("ec2", "zeta", "high"), ("ec2", "num_servers", 2.5), ("ec2", "num_servers", 0),
-    ("ec2", "horizon", 0), ("bf-trap", "rate1", float("nan")), ("two-sizes", "variant", "e3"),
-    ("uniform-sizes", "alpha", -1), ("autoscale-4vm", "load", "x"),
-])
+@pytest.mark.parametrize(
+    "name,param,value",
+    [
+        ("ec2", "zeta", -0.5),
+        ("ec2", "zeta", "high"),
+        ("ec2", "num_servers", 2.5),
+        ("ec2", "num_servers", 0),
+        ("ec2", "horizon", 0),
+        ("bf-trap", "rate1", float("nan")),
+        ("two-sizes", "variant", "e3"),
+        ("uniform-sizes", "alpha", -1),
+        ("autoscale-4vm", "load", "x"),
+    ],
+)
 def test_bad_preset_parameter_value_names_it(name, param, value):
     with pytest.raises(ScenarioError) as ei:
         make_preset(name, **{param: value})
@@ -148,8 +160,14 @@ FULL = {
         "kind": "poisson-typed",
         "types": [
             {"name": "small", "rate": 4.0, "demand": [2, 8], "service": {"dist": "exponential", "mean": 1.0}},
-            {"name": "large", "rate": 1.0, "demand": [16, 64],
-             "service": {"dist": "lognormal", "mean": 2.0, "sigma": 1.0}, "weight": 2.0, "reward_rate": 5.0},
+            {
+                "name": "large",
+                "rate": 1.0,
+                "demand": [16, 64],
+                "service": {"dist": "lognormal", "mean": 2.0, "sigma": 1.0},
+                "weight": 2.0,
+                "reward_rate": 5.0,
+            },
         ],
     },
     "horizon": 1000,
@@ -194,8 +212,10 @@ def test_yaml_and_json_give_the_same_scenario(tmp_path):
 
 
 def test_preset_form_with_params_and_horizon_override(tmp_path):
-    path = _write(tmp_path / "trap.yaml", {"preset": "bf-trap", "params": {"num_servers": 4, "rate1": 5.0},
-                                           "horizon": 30, "objective": "system"})
+    path = _write(
+        tmp_path / "trap.yaml",
+        {"preset": "bf-trap", "params": {"num_servers": 4, "rate1": 5.0}, "horizon": 30, "objective": "system"},
+    )
     s = load_scenario_file(path)
     assert s.name == "bf-trap" and s.num_servers == 4 and s.horizon == 30.0 and s.objective == "system"
     np.testing.assert_allclose(s.source.arrival_rates(), [5.0, 10.4])
@@ -211,10 +231,20 @@ def test_preset_form_json(tmp_path):
 
 
 def test_poisson_kind(tmp_path):
-    path = _write(tmp_path / "po.yaml", {
-        "resources": ["cpu"], "servers": [{"count": 2, "capacity": [1]}], "horizon": 20,
-        "workload": {"kind": "poisson", "rate": 1.5, "demand": {"dist": "uniform", "low": [0.1], "high": [0.5]},
-                     "service": {"dist": "exponential", "mean": 1.0}}})
+    path = _write(
+        tmp_path / "po.yaml",
+        {
+            "resources": ["cpu"],
+            "servers": [{"count": 2, "capacity": [1]}],
+            "horizon": 20,
+            "workload": {
+                "kind": "poisson",
+                "rate": 1.5,
+                "demand": {"dist": "uniform", "low": [0.1], "high": [0.5]},
+                "service": {"dist": "exponential", "mean": 1.0},
+            },
+        },
+    )
     s = load_scenario_file(path)
     np.testing.assert_allclose(s.source.arrival_rates(), [1.5])
     r = run_episode(str(path), "first-fit", seed=0)
@@ -222,12 +252,21 @@ def test_poisson_kind(tmp_path):
 
 
 def test_slotted_kind(tmp_path):
-    path = _write(tmp_path / "sl.yaml", {
-        "resources": ["units"], "servers": [{"capacity": [10]}], "horizon": 200,
-        "workload": {"kind": "slotted", "rate_per_slot": 0.2,
-                     "demand": {"dist": "discrete", "values": [2, 5], "probs": [0.5, 0.5]},
-                     "service": {"dist": "geometric", "mean": 10}},
-        "epochs": {"arrivals": False, "completions": False, "tick_period": 1}})
+    path = _write(
+        tmp_path / "sl.yaml",
+        {
+            "resources": ["units"],
+            "servers": [{"capacity": [10]}],
+            "horizon": 200,
+            "workload": {
+                "kind": "slotted",
+                "rate_per_slot": 0.2,
+                "demand": {"dist": "discrete", "values": [2, 5], "probs": [0.5, 0.5]},
+                "service": {"dist": "geometric", "mean": 10},
+            },
+            "epochs": {"arrivals": False, "completions": False, "tick_period": 1},
+        },
+    )
     s = load_scenario_file(path)
     assert s.epochs.tick_period == 1.0 and not s.epochs.arrivals
     r = run_episode(str(path), "first-fit", seed=0)
@@ -239,15 +278,23 @@ def test_slotted_kind(tmp_path):
 
 
 def _replay_scenario(csv_name: str) -> dict:
-    return {"resources": ["cpu", "mem"], "servers": [{"count": 2, "capacity": [4, 4]}], "horizon": 10,
-            "workload": {"kind": "replay", "file": f"traces/{csv_name}",
-                         "columns": {"arrival": "submit", "duration": "runtime", "demand": ["cpu", "mem"]}}}
+    return {
+        "resources": ["cpu", "mem"],
+        "servers": [{"count": 2, "capacity": [4, 4]}],
+        "horizon": 10,
+        "workload": {
+            "kind": "replay",
+            "file": f"traces/{csv_name}",
+            "columns": {"arrival": "submit", "duration": "runtime", "demand": ["cpu", "mem"]},
+        },
+    }
 
 
 def test_replay_kind_with_a_relative_csv(tmp_path, monkeypatch):
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "jobs.csv").write_text(
-        "submit,runtime,cpu,mem\n0.0,1.0,1,2\n0.5,2.0,2,1\n1.0,1.5,1,1\n2.0,0.5,3,3\n")
+        "submit,runtime,cpu,mem\n0.0,1.0,1,2\n0.5,2.0,2,1\n1.0,1.5,1,1\n2.0,0.5,3,3\n"
+    )
     path = _write(tmp_path / "replay.yaml", _replay_scenario("jobs.csv"))
     monkeypatch.chdir(Path("/"))  # the CSV is found relative to the scenario file, not the cwd
     r = run_episode(str(path), "first-fit", seed=0)
@@ -264,37 +311,69 @@ def _mut(fn):
         d = copy.deepcopy(d)
         fn(d)
         return d
+
     return apply
 
 
 MALFORMED = [
     ("missing-workload", "yaml", _mut(lambda d: d.pop("workload")), "workload"),
     ("unknown-top-level-key", "yaml", _mut(lambda d: d.update(colour="blue")), "colour"),
-    ("capacity-wrong-length", "yaml", _mut(lambda d: d["servers"][1].update(capacity=[64, 512, 9])),
-     "servers[1].capacity"),
-    ("rate-not-numeric", "json", _mut(lambda d: d["workload"]["types"][0].update(rate="fast")),
-     "workload.types[0].rate"),
-    ("rate-not-numeric-yaml", "yaml", _mut(lambda d: d["workload"]["types"][0].update(rate=[1])),
-     "workload.types[0].rate"),
-    ("rate-negative", "yaml", _mut(lambda d: d["workload"]["types"][1].update(rate=-2.0)),
-     "workload.types[1].rate"),
-    ("unknown-distribution", "yaml", _mut(lambda d: d["workload"]["types"][0]["service"].update(dist="weibull")),
-     "workload.types[0].service.dist"),
+    (
+        "capacity-wrong-length",
+        "yaml",
+        _mut(lambda d: d["servers"][1].update(capacity=[64, 512, 9])),
+        "servers[1].capacity",
+    ),
+    (
+        "rate-not-numeric",
+        "json",
+        _mut(lambda d: d["workload"]["types"][0].update(rate="fast")),
+        "workload.types[0].rate",
+    ),
+    (
+        "rate-not-numeric-yaml",
+        "yaml",
+        _mut(lambda d: d["workload"]["types"][0].update(rate=[1])),
+        "workload.types[0].rate",
+    ),
+    ("rate-negative", "yaml", _mut(lambda d: d["workload"]["types"][1].update(rate=-2.0)), "workload.types[1].rate"),
+    (
+        "unknown-distribution",
+        "yaml",
+        _mut(lambda d: d["workload"]["types"][0]["service"].update(dist="weibull")),
+        "workload.types[0].service.dist",
+    ),
     ("bad-objective", "yaml", _mut(lambda d: d.update(objective="speed")), "objective"),
     ("tick-rate-negative", "json", _mut(lambda d: d["epochs"].update(tick_rate=-1)), "epochs.tick_rate"),
-    ("impossible-type", "yaml", _mut(lambda d: d["workload"]["types"][1].update(demand=[100, 64])),
-     "workload.types[1].demand"),
-    ("impossible-type-0", "yaml", _mut(lambda d: d["workload"]["types"][0].update(demand=[2, 1000])),
-     "workload.types[0].demand"),
-    ("demand-wrong-length", "yaml", _mut(lambda d: d["workload"]["types"][0].update(demand=[2])),
-     "workload.types[0].demand"),
+    (
+        "impossible-type",
+        "yaml",
+        _mut(lambda d: d["workload"]["types"][1].update(demand=[100, 64])),
+        "workload.types[1].demand",
+    ),
+    (
+        "impossible-type-0",
+        "yaml",
+        _mut(lambda d: d["workload"]["types"][0].update(demand=[2, 1000])),
+        "workload.types[0].demand",
+    ),
+    (
+        "demand-wrong-length",
+        "yaml",
+        _mut(lambda d: d["workload"]["types"][0].update(demand=[2])),
+        "workload.types[0].demand",
+    ),
     ("unknown-kind", "yaml", _mut(lambda d: d["workload"].update(kind="gamma")), "workload.kind"),
     ("count-zero", "yaml", _mut(lambda d: d["servers"][0].update(count=0)), "servers[0].count"),
     ("horizon-negative", "yaml", _mut(lambda d: d.update(horizon=-5)), "horizon"),
     ("bad-queueing", "yaml", _mut(lambda d: d.update(queueing="fifo")), "queueing"),
     ("epochs-bool", "yaml", _mut(lambda d: d["epochs"].update(arrivals="yes")), "epochs.arrivals"),
-    ("service-missing-mean", "yaml", _mut(lambda d: d["workload"]["types"][0]["service"].pop("mean")),
-     "workload.types[0].service.mean"),
+    (
+        "service-missing-mean",
+        "yaml",
+        _mut(lambda d: d["workload"]["types"][0]["service"].pop("mean")),
+        "workload.types[0].service.mean",
+    ),
     ("params-without-preset", "yaml", _mut(lambda d: d.update(params={"zeta": 1})), "params"),
 ]
 
@@ -309,13 +388,16 @@ def test_malformed_file_names_the_field(tmp_path, case, ext, mutate, field):
     assert str(path) in str(ei.value)  # and which file
 
 
-@pytest.mark.parametrize("doc,field", [
-    ({"preset": "ec2", "params": {"nope": 1}}, "params.nope"),
-    ({"preset": "ec2", "params": {"zeta": "high"}}, "params.zeta"),
-    ({"preset": "ec2", "params": [1, 2]}, "params"),
-    ({"preset": "ec2", "servers": []}, "servers"),
-    ({"preset": "ec2", "horizon": 0}, "horizon"),
-])
+@pytest.mark.parametrize(
+    "doc,field",
+    [
+        ({"preset": "ec2", "params": {"nope": 1}}, "params.nope"),
+        ({"preset": "ec2", "params": {"zeta": "high"}}, "params.zeta"),
+        ({"preset": "ec2", "params": [1, 2]}, "params"),
+        ({"preset": "ec2", "servers": []}, "servers"),
+        ({"preset": "ec2", "horizon": 0}, "horizon"),
+    ],
+)
 def test_malformed_preset_form_names_the_field(tmp_path, doc, field):
     path = _write(tmp_path / "p.yaml", doc)
     with pytest.raises(ScenarioError) as ei:

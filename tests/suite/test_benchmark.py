@@ -31,18 +31,21 @@ def _cli(*args: str):
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("args,message", [
-    (["best-fit", "--tasks", "rms-trap,no-such-task"], "unknown suite task 'no-such-task'"),
-    (["best-fit", "--tasks", ","], "expected comma-separated task names"),
-    (["best-fit", "--seeds", "0"], "--seeds"),
-    (["best-fit", "--seeds", "101"], "--seeds"),
-    (["no-such-agent", "--tasks", "rms-trap", "--seeds", "1"], "unknown agent 'no-such-agent'"),
-    (["runs/none/model.zip", "--tasks", "rms-trap", "--seeds", "1"], "no such model file"),
-    (["best-fit-admit", "--tasks", "rms-trap", "--seeds", "1"], "no task the agents can run"),
-    (["best-fit", "--reference"], "give no agent with it"),
-    ([], "give an agent or model"),
-    (["best-fit", "--workers", "0"], "--workers"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["best-fit", "--tasks", "rms-trap,no-such-task"], "unknown suite task 'no-such-task'"),
+        (["best-fit", "--tasks", ","], "expected comma-separated task names"),
+        (["best-fit", "--seeds", "0"], "--seeds"),
+        (["best-fit", "--seeds", "101"], "--seeds"),
+        (["no-such-agent", "--tasks", "rms-trap", "--seeds", "1"], "unknown agent 'no-such-agent'"),
+        (["runs/none/model.zip", "--tasks", "rms-trap", "--seeds", "1"], "no such model file"),
+        (["best-fit-admit", "--tasks", "rms-trap", "--seeds", "1"], "no task the agents can run"),
+        (["best-fit", "--reference"], "give no agent with it"),
+        ([], "give an agent or model"),
+        (["best-fit", "--workers", "0"], "--workers"),
+    ],
+)
 def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message):
     code, out, err = _cli(*args)
     assert code == 2
@@ -51,16 +54,22 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message):
 
 
 def test_bad_task_exits_2_from_a_real_process():
-    proc = subprocess.run([sys.executable, "-m", "clustergym", "benchmark", "random", "--tasks", "rms-trp"],
-                          capture_output=True, text=True, cwd=ROOT, check=False, env={**__import__("os").environ,
-                                                                         "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "clustergym", "benchmark", "random", "--tasks", "rms-trp"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 2 and "unknown suite task 'rms-trp'" in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr
 
 
 def test_benchmark_json_scores_and_normalizes_against_the_reference():
-    code, out, err = _cli("best-fit", "random", "--tasks", "rms-trap,mris-poisson", "--seeds", "3", "--workers", "1",
-                          "--json")
+    code, out, err = _cli(
+        "best-fit", "random", "--tasks", "rms-trap,mris-poisson", "--seeds", "3", "--workers", "1", "--json"
+    )
     assert code == 0, err
     doc = json.loads(out)
     ref = load_reference()
@@ -85,13 +94,16 @@ def test_evaluate_reports_tasks_an_agent_cannot_run():
 
 
 def test_reference_regeneration_writes_a_document_with_random_and_baselines(tmp_path):
-    code, out, err = _cli("--reference", "--tasks", "autoscale-syn4", "--seeds", "2", "--workers", "1",
-                          "--out", str(tmp_path), "--json")
+    code, out, err = _cli(
+        "--reference", "--tasks", "autoscale-syn4", "--seeds", "2", "--workers", "1", "--out", str(tmp_path), "--json"
+    )
     assert code == 0, err
     doc = json.loads((tmp_path / "reference.json").read_text())
     e = doc["tasks"]["autoscale-syn4"]
     assert doc["seeds"] == [1_000_000, 1_000_001]
-    assert e["agents"]["random"]["scores"] == load_reference()["tasks"]["autoscale-syn4"]["agents"]["random"]["scores"][:2]
+    assert (
+        e["agents"]["random"]["scores"] == load_reference()["tasks"]["autoscale-syn4"]["agents"]["random"]["scores"][:2]
+    )
     assert e["best"] is not None and not e["agents"][e["best"]]["oracle"]
     assert normalized(e["random"], e) == 0.0 and normalized(e["best_score"], e) == 1.0
     assert json.loads(out)["path"] == str(tmp_path / "reference.json")
@@ -109,9 +121,14 @@ def test_a_model_trained_unmasked_on_a_task_is_benchmarked_by_path(tmp_path, alg
     evaluated without masks, and `clustergym benchmark MODEL` scores it."""
     from clustergym.training.train import train
 
-    sets = {"algo.n_steps": 64, "algo.batch_size": 32} if algo == "ppo" else {"algo.learning_starts": 32, "algo.buffer_size": 1000}
-    path = train("clustergym/rms-trap-v1", algo, timesteps=128, n_envs=1, policy="mlp", out=tmp_path / "m",
-                 verbose=False, **sets)
+    sets = (
+        {"algo.n_steps": 64, "algo.batch_size": 32}
+        if algo == "ppo"
+        else {"algo.learning_starts": 32, "algo.buffer_size": 1000}
+    )
+    path = train(
+        "clustergym/rms-trap-v1", algo, timesteps=128, n_envs=1, policy="mlp", out=tmp_path / "m", verbose=False, **sets
+    )
     meta = json.loads((tmp_path / "m" / "model.json").read_text())
     assert meta["task"] == "clustergym/rms-trap-v1" and meta["masked"] is False
     assert meta["train_env_kwargs"]["invalid_action"] == "wait" and meta["env_kwargs"]["action_mode"] == "slot"

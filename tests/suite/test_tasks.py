@@ -30,8 +30,10 @@ pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_TRACES = traces_available()
-needs_traces = pytest.mark.skipif(not HAVE_TRACES, reason="the real traces are absent: set CLUSTERGYM_TRACES to "
-                                                          "the trace directory to run the azure-vms task")
+needs_traces = pytest.mark.skipif(
+    not HAVE_TRACES,
+    reason="the real traces are absent: set CLUSTERGYM_TRACES to the trace directory to run the azure-vms task",
+)
 
 
 def _params(names=None):
@@ -149,8 +151,10 @@ def test_same_seed_same_trajectory_in_process_and_across_processes(env_id):
     a = _trajectory(env_id, 1_000_003, 400)
     assert a == _trajectory(env_id, 1_000_003, 400)
     assert a != _trajectory(env_id, 1_000_004, 400)
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-            f"from test_tasks import _trajectory; print(_trajectory({env_id!r}, 1_000_003, 400))")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"from test_tasks import _trajectory; print(_trajectory({env_id!r}, 1_000_003, 400))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip().splitlines()[-1] == a
 
@@ -212,7 +216,7 @@ def test_azure_warm_start_places_the_jobs_in_flight_before_the_first_decision():
     def start(env):
         """(server, start) of every job that arrived at time 0: the setup's placements."""
         jobs = env.unwrapped.sim.jobs
-        at0 = np.flatnonzero(jobs.arrival[:jobs.size] == 0.0)
+        at0 = np.flatnonzero(jobs.arrival[: jobs.size] == 0.0)
         return at0.size, jobs.server[at0].copy(), jobs.start[at0].copy()
 
     env = gym.make("clustergym/azure-vms-v1")

@@ -60,10 +60,23 @@ def _lp(rho, sp):
 def test_syn4_configurations_and_max_reward_table(syn4):
     assert syn4.size == 1459 and syn4.max_jobs == 40
     table = {  # MaxReward of every type subset, types 1..4 -> 0..3
-        (0, 1, 2, 3): (12, 3, 8, 0), (0, 1, 2): (12, 3, 8, 0), (0, 2, 3): (22, 0, 9, 0), (0, 2): (22, 0, 9, 0),
-        (1, 2, 3): (0, 7, 6, 0), (1, 2): (0, 7, 6, 0), (0, 1, 3): (0, 2, 0, 1), (1, 3): (0, 2, 0, 1),
-        (2, 3): (0, 0, 2, 1), (0, 3): (8, 0, 0, 1), (3,): (0, 0, 0, 1), (0, 1): (0, 10, 0, 0), (1,): (0, 10, 0, 0),
-        (2,): (0, 0, 10, 0), (0,): (40, 0, 0, 0), (): (0, 0, 0, 0)}
+        (0, 1, 2, 3): (12, 3, 8, 0),
+        (0, 1, 2): (12, 3, 8, 0),
+        (0, 2, 3): (22, 0, 9, 0),
+        (0, 2): (22, 0, 9, 0),
+        (1, 2, 3): (0, 7, 6, 0),
+        (1, 2): (0, 7, 6, 0),
+        (0, 1, 3): (0, 2, 0, 1),
+        (1, 3): (0, 2, 0, 1),
+        (2, 3): (0, 0, 2, 1),
+        (0, 3): (8, 0, 0, 1),
+        (3,): (0, 0, 0, 1),
+        (0, 1): (0, 10, 0, 0),
+        (1,): (0, 10, 0, 0),
+        (2,): (0, 0, 10, 0),
+        (0,): (40, 0, 0, 0),
+        (): (0, 0, 0, 0),
+    }
     assert len(table) == 16
     for S, k in table.items():
         assert syn4.max_reward(S) == k, S
@@ -79,10 +92,11 @@ def test_syn4_global_greedy_is_exact(syn4):
     g = global_greedy(RHO, syn4)
     assert g.value == F(3196, 3)
     assert [(s.config, s.z, s.x, s.removed) for s in g.steps] == [
-        ((12, 3, 8, 0), F(1, 6), F(1, 6), 0),   # types 1-3 exhausted together: the smallest index goes
+        ((12, 3, 8, 0), F(1, 6), F(1, 6), 0),  # types 1-3 exhausted together: the smallest index goes
         ((0, 7, 6, 0), F(0), F(0), 1),
         ((0, 0, 2, 1), F(0), F(0), 2),
-        ((0, 0, 0, 1), F(1), F(5, 6), 3)]
+        ((0, 0, 0, 1), F(1), F(5, 6), 3),
+    ]
     assert g.x == {(12, 3, 8, 0): F(1, 6), (0, 0, 0, 1): F(5, 6)}
     assert g.y == (F(2), F(1, 2), F(4, 3), F(5, 6))
     assert all(a <= b for a, b in zip(g.y, RHO))
@@ -98,10 +112,21 @@ def test_syn4_lp_optimum_and_feasibility(syn4):
     assert g < 1236
 
 
-@pytest.mark.parametrize("alpha,ug,ustar", [
-    (F(1, 2), F(618), 618.0), (F(6, 7), F(7416, 7), 7416 / 7), (F(9, 10), F(10612, 10), 1112.4),
-    (F(1), F(3196, 3), 1236.0), (F(5, 4), F(32270, 30), 1241.0), (F(2), F(3320, 3), 1253.44),
-    (F(3), F(1148), 1258.08), (F(5), F(36920, 30), 1267.36), (F(6), F(1272), 1272.0), (F(10), F(1272), 1272.0)])
+@pytest.mark.parametrize(
+    "alpha,ug,ustar",
+    [
+        (F(1, 2), F(618), 618.0),
+        (F(6, 7), F(7416, 7), 7416 / 7),
+        (F(9, 10), F(10612, 10), 1112.4),
+        (F(1), F(3196, 3), 1236.0),
+        (F(5, 4), F(32270, 30), 1241.0),
+        (F(2), F(3320, 3), 1253.44),
+        (F(3), F(1148), 1258.08),
+        (F(5), F(36920, 30), 1267.36),
+        (F(6), F(1272), 1272.0),
+        (F(10), F(1272), 1272.0),
+    ],
+)
 def test_syn4_figure2_table(syn4, alpha, ug, ustar):
     rho = [alpha * r for r in RHO]
     assert global_greedy(rho, syn4).value == ug
@@ -126,10 +151,20 @@ def _holds_all(rho, sp, alpha):
 # must still follow eq. (3.3) on the uncapped workload.  Capacity (12, 12).
 CAP_FIRST = [
     # demands, rewards, rho, steps (config, z, x, removed), alpha_1
-    ([[6, 7], [4, 5], [8, 5]], (7, 5, 7), (3, 3, 1),
-     [((1, 1, 0), F(3), F(1), 0), ((0, 1, 1), F(0), F(0), 1), ((0, 0, 1), F(1), F(0), 2)], F(1, 4)),
-    ([[7, 6], [5, 6], [9, 3]], (8, 7, 1), (2, F(5, 3), 1),
-     [((1, 1, 0), F(5, 3), F(1), 1), ((1, 0, 0), F(1, 3), F(0), 0), ((0, 0, 1), F(1), F(0), 2)], F(1, 3)),
+    (
+        [[6, 7], [4, 5], [8, 5]],
+        (7, 5, 7),
+        (3, 3, 1),
+        [((1, 1, 0), F(3), F(1), 0), ((0, 1, 1), F(0), F(0), 1), ((0, 0, 1), F(1), F(0), 2)],
+        F(1, 4),
+    ),
+    (
+        [[7, 6], [5, 6], [9, 3]],
+        (8, 7, 1),
+        (2, F(5, 3), 1),
+        [((1, 1, 0), F(5, 3), F(1), 1), ((1, 0, 0), F(1, 3), F(0), 0), ((0, 0, 1), F(1), F(0), 2)],
+        F(1, 3),
+    ),
 ]
 
 
@@ -140,7 +175,7 @@ def test_greedy_z_follows_eq_3_3_after_the_cap(demand, u, rho, steps, alpha1):
     assert [(s.config, s.z, s.x, s.removed) for s in g.steps] == steps
     # eq. (3.3): every removed type is exhausted exactly by the z of the steps up to its own
     for i, s in enumerate(g.steps):
-        assert as_fraction(rho[s.removed]) == sum(t.config[s.removed] * t.z for t in g.steps[:i + 1])
+        assert as_fraction(rho[s.removed]) == sum(t.config[s.removed] * t.z for t in g.steps[: i + 1])
     assert g.total_z == 1 / alpha1 and critical_loads(rho, sp)[0] == alpha1
 
 
@@ -150,7 +185,7 @@ def test_first_critical_load_against_its_definition(demand, u, rho, steps, alpha
     a1, _ = critical_loads(rho, sp)
     assert _holds_all(rho, sp, a1) and _holds_all(rho, sp, a1 * F(999, 1000))
     assert not _holds_all(rho, sp, a1 * F(1001, 1000))
-    for c in (F(1, 3), F(2), F(7, 2)):                 # scale invariance: alpha_1(c rho) = alpha_1(rho) / c
+    for c in (F(1, 3), F(2), F(7, 2)):  # scale invariance: alpha_1(c rho) = alpha_1(rho) / c
         assert critical_loads([c * r for r in rho], sp)[0] == a1 / c
 
 
@@ -167,17 +202,20 @@ def test_first_critical_load_is_the_largest_fully_served_load(seed):
 
 
 # =============================================================================== exact oracle instances
-@pytest.mark.parametrize("name,demand,cap,u,rho,ug,ustar", [
-    ("EX1a", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (1, 1), F(11), 11),
-    ("EX1b", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (F(3, 2), 1), F(16), 16),
-    ("EX1c", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (2, F(1, 2)), F(41, 2), 20.5),
-    ("INTRO", INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS, (1, F(1, 2), F(1, 2)), F(5), 5),
-    ("INTRO-b", INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS, (2, F(1, 4), F(1, 4)), F(9, 2), 4.5),
-    ("W2", [[2.0], [3.0]], [5.0], (1, 1), (1, 1), F(3, 2), 2),
-    ("W2eps", [[2.0], [3.0]], [5.0], (F(11, 10), 1), (1, 1), F(8, 5), 2.1),
-    ("W3", [[20, 6], [12, 20], [24, 33]], [60, 60], (3, 2, 4), (1, 1, 1), F(19, 3), 9),
-    ("W3eps", [[20, 6], [12, 20], [24, 33]], [60, 60], (F(31, 10), F(21, 10), 4), (1, 1, 1), F(98, 15), 9.2),
-])
+@pytest.mark.parametrize(
+    "name,demand,cap,u,rho,ug,ustar",
+    [
+        ("EX1a", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (1, 1), F(11), 11),
+        ("EX1b", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (F(3, 2), 1), F(16), 16),
+        ("EX1c", EX1_TYPES, EX1_SERVER, EX1_REWARDS, (2, F(1, 2)), F(41, 2), 20.5),
+        ("INTRO", INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS, (1, F(1, 2), F(1, 2)), F(5), 5),
+        ("INTRO-b", INTRO_TYPES, INTRO_SERVER, INTRO_REWARDS, (2, F(1, 4), F(1, 4)), F(9, 2), 4.5),
+        ("W2", [[2.0], [3.0]], [5.0], (1, 1), (1, 1), F(3, 2), 2),
+        ("W2eps", [[2.0], [3.0]], [5.0], (F(11, 10), 1), (1, 1), F(8, 5), 2.1),
+        ("W3", [[20, 6], [12, 20], [24, 33]], [60, 60], (3, 2, 4), (1, 1, 1), F(19, 3), 9),
+        ("W3eps", [[20, 6], [12, 20], [24, 33]], [60, 60], (F(31, 10), F(21, 10), 4), (1, 1, 1), F(98, 15), 9.2),
+    ],
+)
 def test_exact_oracles(name, demand, cap, u, rho, ug, ustar):
     sp = ConfigSpace.additive(np.array(demand, float), np.array(cap, float), u)
     assert global_greedy(rho, sp).value == ug
@@ -201,10 +239,10 @@ def test_example1_configurations_and_tie_rule():
 
 def test_w2_w3_tie_breaks_follow_definition_2():
     w2 = ConfigSpace.additive([[2.0], [3.0]], [5.0], (1, 1))
-    assert w2.max_reward({0, 1}) == (2, 0)      # ties with (1,1) at U = 2
+    assert w2.max_reward({0, 1}) == (2, 0)  # ties with (1,1) at U = 2
     w3 = ConfigSpace.additive(np.array([[20, 6], [12, 20], [24, 33]], float), [60.0, 60.0], (3, 2, 4))
     assert w3.max_reward({0, 1, 2}) == (3, 0, 0)  # ties with (1,1,1) at 9
-    assert w3.max_reward({1, 2}) == (0, 3, 0)     # ties with (0,1,1) at 6
+    assert w3.max_reward({1, 2}) == (0, 3, 0)  # ties with (0,1,1) at 6
     g = global_greedy((1, 1, 1), w3)
     assert g.x == {(3, 0, 0): F(1, 3), (0, 3, 0): F(1, 3), (0, 0, 1): F(1, 3)}
 
@@ -215,9 +253,11 @@ def test_worst_case_family_ratio_is_exact(n):
     want = 1 - (1 - F(1, n)) ** n
     for sp in (ConfigSpace.from_generators(gens, u), ConfigSpace.additive(demand, cap, u)):
         g = global_greedy([1] * n, sp)
-        assert g.value == want * n ** n
-        assert _lp([1] * n, sp) == pytest.approx(n ** n, rel=1e-9)
-        assert [s.config for s in g.steps][:n - 1] == [tuple(n if j == i else 0 for j in range(n)) for i in range(n - 1)]
+        assert g.value == want * n**n
+        assert _lp([1] * n, sp) == pytest.approx(n**n, rel=1e-9)
+        assert [s.config for s in g.steps][: n - 1] == [
+            tuple(n if j == i else 0 for j in range(n)) for i in range(n - 1)
+        ]
     assert want >= 1 - 1 / math.e
     # the additive realisation has the family's configurations (and only harmless extra mixtures)
     add = ConfigSpace.additive(demand, cap, u)
@@ -238,11 +278,20 @@ def test_integer_gpa_on_syn4(syn4):
     def counts(yhat, L):
         return [(s.config, s.count) for s in gpa(yhat, L, syn4)]
 
-    assert counts([360, 90, 240, 180], 180) == [((12, 3, 8, 0), 30), ((0, 7, 6, 0), 0), ((0, 0, 2, 1), 0),
-                                                ((0, 0, 0, 1), 150)]
+    assert counts([360, 90, 240, 180], 180) == [
+        ((12, 3, 8, 0), 30),
+        ((0, 7, 6, 0), 0),
+        ((0, 0, 2, 1), 0),
+        ((0, 0, 0, 1), 150),
+    ]
     # with the safety margin g = 12 (DRA's first plan at L = 180 under load rho L)
     assert [c for _, c in counts([372, 102, 252, 192], 180)] == [31, 1, 1, 147]
-    assert [k for k, _ in counts([372, 102, 252, 192], 180)] == [(12, 3, 8, 0), (0, 7, 6, 0), (0, 2, 0, 1), (0, 0, 0, 1)]
+    assert [k for k, _ in counts([372, 102, 252, 192], 180)] == [
+        (12, 3, 8, 0),
+        (0, 7, 6, 0),
+        (0, 2, 0, 1),
+        (0, 0, 0, 1),
+    ]
     L = 1000
     assert [c for _, c in counts([r * L + 19 for r in RHO], L)] == [169, 1, 3, 827]
     L = 10**6
@@ -254,7 +303,9 @@ def test_gpa_objective_uses_min_with_demand(syn4):
     L = 10
     steps = gpa([r * L for r in RHO], L, syn4)
     naive = sum(s.count * syn4.U(s.config) for s in steps) / L
-    assert float(naive) == pytest.approx(1073.6)  # the ceiling over-provisions slots (docs/papers/autoscale.md#gpa-clamp)
+    assert float(naive) == pytest.approx(
+        1073.6
+    )  # the ceiling over-provisions slots (docs/papers/autoscale.md#gpa-clamp)
     val = gpa_objective(steps, [r * L for r in RHO], syn4.rewards) / L
     assert val < naive and float(val) <= _lp(RHO, syn4) + 1e-9
 
@@ -275,7 +326,10 @@ def test_integer_gpa_converges_to_global_greedy(which, L, syn4):
     elif which == "w2":
         sp, rho = ConfigSpace.additive([[2.0], [3.0]], [5.0], (1, 1)), (1, 1)
     else:
-        sp, rho = ConfigSpace.additive(np.array([[20, 6], [12, 20], [24, 33]], float), [60.0, 60.0], (3, 2, 4)), (1, 1, 1)
+        sp, rho = (
+            ConfigSpace.additive(np.array([[20, 6], [12, 20], [24, 33]], float), [60.0, 60.0], (3, 2, 4)),
+            (1, 1, 1),
+        )
     xg = global_greedy(rho, sp).x
     counts: dict = {}
     for s in gpa([F(r) * L for r in rho], L, sp):
@@ -325,7 +379,7 @@ def test_gpa_properties_on_random_inputs(seed):
     assert all(s.count >= 0 for s in steps) and sum(s.count for s in steps) <= L
     assert sorted(s.removed for s in steps) == list(range(sp.num_types))
     Us = [sp.U(s.config) for s in steps]
-    assert Us == sorted(Us, reverse=True)          # nested type sets: non-increasing rewards
+    assert Us == sorted(Us, reverse=True)  # nested type sets: non-increasing rewards
     assert len({s.config for s in steps}) == len(steps)
     # every removed type is covered, unless the servers ran out first
     slots = [sum(s.count * s.config[j] for s in steps) for j in range(sp.num_types)]
@@ -383,8 +437,14 @@ def test_scenario_helpers_and_lp_bound_check():
     assert ok["passed"] and ok["reward_per_server"] == pytest.approx(1200)
     bad = check_lp_bound([1300 * 12, 1301 * 12, 1299 * 12], sc)
     assert not bad["passed"] and bad["ratio"] > 1
-    df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1], "reward_rate": [12000, 12240, 6000, 6000],
-                       "uses_oracle": [False, False, True, True]})
+    df = pd.DataFrame(
+        {
+            "agent": ["a", "a", "b", "b"],
+            "seed": [0, 1, 0, 1],
+            "reward_rate": [12000, 12240, 6000, 6000],
+            "uses_oracle": [False, False, True, True],
+        }
+    )
     tab = reward_per_server_table(df, sc).set_index("agent")
     assert tab.loc["a", "reward_per_server"] == pytest.approx(1010)
     assert tab.loc["a", "ratio_U_g"] == pytest.approx(1010 / (3196 / 3))
@@ -417,10 +477,23 @@ def test_trace_upper_bound_on_a_tiny_trace():
     times = [0.0, 0.0, 0.0, 1.0]
     sizes = [0.5, 0.25, 0.25, 0.5]
     works = [2.0, 4.0, 4.0, 2.0]
-    src = ReplaySource(np.array(times), np.array(sizes)[:, None], np.array(works), type=np.array([0, 1, 1, 0]),
-                       reward_rate=np.array([1.5, 0.25, 0.25, 1.5]), type_demand=np.array([[0.5], [0.25]]))
-    sc = Scenario(name="t", capacity=np.ones((1, 1)), source=src, resources=("size",), horizon=4.0, objective="reward",
-                  queueing="loss")
+    src = ReplaySource(
+        np.array(times),
+        np.array(sizes)[:, None],
+        np.array(works),
+        type=np.array([0, 1, 1, 0]),
+        reward_rate=np.array([1.5, 0.25, 0.25, 1.5]),
+        type_demand=np.array([[0.5], [0.25]]),
+    )
+    sc = Scenario(
+        name="t",
+        capacity=np.ones((1, 1)),
+        source=src,
+        resources=("size",),
+        horizon=4.0,
+        objective="reward",
+        queueing="loss",
+    )
     # [0,1): one 1/2 (1.5) + two 1/4 (0.5) = 2.0; [1,2): two 1/2 fill the server: 3.0;
     # [2,3): one 1/2 + two 1/4: 2.0; [3,4): two 1/4: 0.5
     assert trace_upper_bound(sc) == pytest.approx((2.0 + 3.0 + 2.0 + 0.5) / 4)

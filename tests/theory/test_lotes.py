@@ -73,8 +73,9 @@ def test_stage2_hand_solved_mix_and_rounding():
     r = np.array([[0.4], [0.3]])
     bins = nondominated_bins([1.0], [0, 1], r)
     assert sorted(map(tuple, bins.tolist())) == [(0, 3), (1, 2), (2, 0)]
-    inp = LotesInputs(np.array([[1.0]]), np.array([10.0]), np.zeros(10, dtype=np.int64), np.array([0.5, 0.5]), r,
-                      np.ones((1, 2)))
+    inp = LotesInputs(
+        np.array([[1.0]]), np.array([10.0]), np.zeros(10, dtype=np.int64), np.array([0.5, 0.5]), r, np.ones((1, 2))
+    )
     plan = solve_lotes(inp)
     assert plan.lam1 == pytest.approx(10 / 0.35)
     assert plan.lam2 == pytest.approx(80 / 3)
@@ -114,21 +115,27 @@ def test_column_generation_matches_full_lp():
 
 def test_table_1_2_offline_reference():
     """O3-O6 (docs/papers/lotes.md#test-labels) on the paper's Table 1/2 inputs."""
-    inp = LotesInputs(TABLE1[:, 1:], TABLE1[:, 0], np.repeat(np.arange(10), TABLE1[:, 0].astype(int)),
-                      TABLE2[:, 3], TABLE2[:, 1:3], np.tile(1 / TABLE2[:, 0], (10, 1)))
+    inp = LotesInputs(
+        TABLE1[:, 1:],
+        TABLE1[:, 0],
+        np.repeat(np.arange(10), TABLE1[:, 0].astype(int)),
+        TABLE2[:, 3],
+        TABLE2[:, 1:3],
+        np.tile(1 / TABLE2[:, 0], (10, 1)),
+    )
     plan = solve_lotes(inp)
     assert plan.lam1 == pytest.approx(4_730_797, rel=1e-6)
     assert plan.lam2 == pytest.approx(4_719_097, rel=1e-6)
     assert plan.lam_round <= plan.lam2 <= plan.lam1
-    assert 1 - plan.lam_round / plan.lam2 < 1e-3                       # O5 (paper < 0.001 %, gate 0.1 %)
+    assert 1 - plan.lam_round / plan.lam2 < 1e-3  # O5 (paper < 0.001 %, gate 0.1 %)
     K_j = plan.support_sizes
-    assert sum(K_j) <= 4 + 10 * 2                                       # O4: a simplex vertex is sparse
-    assert sum(1 for k in K_j if k <= 2) >= 8                           # most configurations: 1-2 classes
+    assert sum(K_j) <= 4 + 10 * 2  # O4: a simplex vertex is sparse
+    assert sum(1 for k in K_j if k <= 2) >= 8  # most configurations: 1-2 classes
     # configuration (0.50, 0.03) cannot hold one class-4 job: its only bin is empty (docs/papers/lotes.md#empty-bin)
     assert plan.bins[6].tolist() == [[0, 0, 0, 0]]
     restricted = sum(b.shape[0] for b in plan.bins)
     unrestricted = sum(nondominated_bins(TABLE1[j, 1:], range(4), TABLE2[:, 1:3]).shape[0] for j in range(10))
-    assert restricted < unrestricted / 10                                # O7 (restricted << unrestricted)
+    assert restricted < unrestricted / 10  # O7 (restricted << unrestricted)
     assert plan.machine_bin.shape == (12_583, 4)
 
 
@@ -152,7 +159,14 @@ def test_fig5_bins_and_algorithm1():
     raw = algorithm1_bins([7.0], [0, 1], r)
     assert raw.tolist() == [[3, 0], [2, 1], [1, 1], [0, 2]]
     assert algorithm1_bins([7.0], [0, 1], r, reset_next_bin=False).tolist() == [
-        [3, 0], [2, 1], [2, 0], [1, 1], [1, 0], [0, 2], [0, 1]]
+        [3, 0],
+        [2, 1],
+        [2, 0],
+        [1, 1],
+        [1, 0],
+        [0, 2],
+        [0, 1],
+    ]
     assert nondominated_filter(raw, [7.0], [0, 1], r).tolist() == [[3, 0], [2, 1], [0, 2]]
     # nothing fits: the empty bin (docs/papers/lotes.md#empty-bin); Algorithm 1 is undefined there and returns nothing
     big = np.array([[8.0], [9.0]])
@@ -188,7 +202,9 @@ def test_lotes_inputs_of_table_preset():
     assert inp.r == pytest.approx(TABLE2[:, 1:3])
     assert inp.mu == pytest.approx(np.tile(1 / TABLE2[:, 0], (10, 1)))
     plan = plan_for(sc)
-    assert sc.params["rate"] == pytest.approx(0.9 * plan.lam2)   # load x lambda*_2 (before rounding: docs/papers/lotes.md#lambda-star)
+    assert sc.params["rate"] == pytest.approx(
+        0.9 * plan.lam2
+    )  # load x lambda*_2 (before rounding: docs/papers/lotes.md#lambda-star)
 
 
 def test_omega_preset_pairs_with_phi_preset():
@@ -212,8 +228,12 @@ class _Jobs:
 
     def __init__(self, jobs, profile, mean_work, rates):
         self.jobs = sorted(jobs, key=lambda j: j[0])
-        self.types = TypeInfo(demand=np.asarray(profile, float), mean_work=np.asarray(mean_work, float),
-                              names=tuple(f"c{k}" for k in range(len(rates))), exact=False)
+        self.types = TypeInfo(
+            demand=np.asarray(profile, float),
+            mean_work=np.asarray(mean_work, float),
+            names=tuple(f"c{k}" for k in range(len(rates))),
+            exact=False,
+        )
         self.num_resources = self.types.demand.shape[1]
         self._rates = np.asarray(rates, float)
 
@@ -232,8 +252,14 @@ def _scenario(capacity, speed, jobs, profile, rates, mean_work=None, horizon=1e6
     K = len(rates)
     src = _Jobs(jobs, profile, mean_work if mean_work is not None else [1.0] * K, rates)
     cap = np.asarray(capacity, float)
-    return Scenario(name="lotes-unit", capacity=cap, source=src, resources=tuple(f"r{l}" for l in range(cap.shape[1])),
-                    horizon=horizon, speed=np.asarray(speed, float))
+    return Scenario(
+        name="lotes-unit",
+        capacity=cap,
+        source=src,
+        resources=tuple(f"r{l}" for l in range(cap.shape[1])),
+        horizon=horizon,
+        speed=np.asarray(speed, float),
+    )
 
 
 def _drive(sc, agent, until=None):
@@ -278,9 +304,17 @@ def test_dispatch_arrival_level2_then_fallback_then_queue():
 def test_dispatch_exit_idles_for_classes_the_configuration_does_not_serve():
     """Sec. 4.3.2 deliberate idling: a completion on a configuration-0 machine never pulls class 1
     (Delta_01 = 0), even though it fits; a completion on configuration 1 does."""
-    jobs = [(0.0, [0.5], 0, 10.0), (0.1, [0.5], 0, 1e4), (0.2, [0.5], 0, 1e4), (0.3, [0.5], 0, 1e4),
-            (1.0, [0.5], 1, 1e4), (1.1, [0.5], 1, 1e4), (1.2, [0.5], 1, 20.0), (1.3, [0.5], 1, 1e4),
-            (2.0, [0.5], 1, 1e4)]  # the ninth job (class 1) waits
+    jobs = [
+        (0.0, [0.5], 0, 10.0),
+        (0.1, [0.5], 0, 1e4),
+        (0.2, [0.5], 0, 1e4),
+        (0.3, [0.5], 0, 1e4),
+        (1.0, [0.5], 1, 1e4),
+        (1.1, [0.5], 1, 1e4),
+        (1.2, [0.5], 1, 20.0),
+        (1.3, [0.5], 1, 1e4),
+        (2.0, [0.5], 1, 1e4),
+    ]  # the ninth job (class 1) waits
     sc = _scenario(CAP_A, SPEED_A, jobs, PROFILE_A, [1.0, 1.0])
     agent = make_agent("lotes")
     placed, _env = _drive(sc, agent)
@@ -296,11 +330,13 @@ def test_dispatch_exit_priority_by_bin_deficit():
     each class queue scanned FCFS, skipping jobs that do not fit."""
     # one machine (1, 1); profiles (0.6, 0.2) and (0.2, 0.6): the only bin is (1, 1)
     profile = [[0.6, 0.2], [0.2, 0.6]]
-    jobs = [(0.0, [0.2, 0.5], 1, 10.0),   # j0 class 1: placed; ends at 10
-            (1.0, [0.5, 0.2], 0, 1e4),    # j1 class 0: placed (0.7, 0.7)
-            (2.0, [0.6, 0.6], 0, 1e4),    # j2 class 0: never fits while j1 runs -> Q0
-            (3.0, [0.1, 0.4], 1, 1e4),    # j3 class 1: does not fit -> Q1
-            (4.0, [0.4, 0.1], 0, 1e4)]    # j4 class 0: does not fit -> Q0
+    jobs = [
+        (0.0, [0.2, 0.5], 1, 10.0),  # j0 class 1: placed; ends at 10
+        (1.0, [0.5, 0.2], 0, 1e4),  # j1 class 0: placed (0.7, 0.7)
+        (2.0, [0.6, 0.6], 0, 1e4),  # j2 class 0: never fits while j1 runs -> Q0
+        (3.0, [0.1, 0.4], 1, 1e4),  # j3 class 1: does not fit -> Q1
+        (4.0, [0.4, 0.1], 0, 1e4),
+    ]  # j4 class 0: does not fit -> Q0
     sc = _scenario([[1.0, 1.0]], [[1.0, 1.0]], jobs, profile, [1.0, 1.0])
     agent = make_agent("lotes")
     placed, env = _drive(sc, agent, until=50)
@@ -320,9 +356,11 @@ def _orphan_scenario(strict: bool):
     # class 0 on configuration 0 only (y00 = 2, y01 = 2, y11 = 6).
     speed = [[1.0, 1.0]] * 2 + [[1e-3, 1.0]] * 2
     cap = [[1.0]] * 2 + [[1.5]] * 2
-    jobs = [(0.0, [1.1], 1, 10.0),    # class 1, fits only configuration 1
-            (0.1, [1.1], 1, 1e4),
-            (1.0, [1.2], 0, 1e4)]     # class 0 larger than every configuration-0 machine: an orphan
+    jobs = [
+        (0.0, [1.1], 1, 10.0),  # class 1, fits only configuration 1
+        (0.1, [1.1], 1, 1e4),
+        (1.0, [1.2], 0, 1e4),
+    ]  # class 0 larger than every configuration-0 machine: an orphan
     sc = _scenario(cap, speed, jobs, [[0.5], [0.5]], [0.2, 0.8])
     agent = make_agent("lotes", strict_paper=strict)
     return sc, agent
@@ -387,8 +425,10 @@ def test_poisson_class_source_draws_demands_around_the_class_profiles():
         d = c.demand[c.type == k]
         assert np.all(d >= 0) and np.all(d <= 1)
         assert d.mean(axis=0) == pytest.approx(src.realised_mean()[k], rel=0.03, abs=1e-12)
-    assert np.all(c.demand[c.type == 1][:, 1] == 0)            # a zero profile stays zero
-    assert src.realised_mean()[0] == pytest.approx([0.02 * 1.0276, 0.04 * 1.0276], rel=1e-3)  # docs/papers/lotes.md#truncated-gaussian
+    assert np.all(c.demand[c.type == 1][:, 1] == 0)  # a zero profile stays zero
+    assert src.realised_mean()[0] == pytest.approx(
+        [0.02 * 1.0276, 0.04 * 1.0276], rel=1e-3
+    )  # docs/papers/lotes.md#truncated-gaussian
     c2 = next(src.chunks(np.random.default_rng(1)))
     assert np.array_equal(c.demand, c2.demand) and np.array_equal(c.work, c2.work)
     with pytest.raises(ScenarioError, match="alpha"):

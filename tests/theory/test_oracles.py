@@ -34,10 +34,14 @@ def _rms_bar_occupancy(num_servers: int, service, horizon: float, seed: int) -> 
     """Run RMS-bar (Definition 2, RMS paper §V) through the env; return the time fraction
     spent in each joint configuration (tuple of per-server (k_1, k_2))."""
     source = PoissonTypedSource([0.0, 0.0], SIZES, service)  # lambda = 0: every placement is a dummy
-    sc = Scenario(name="rms-bar", capacity=np.full((num_servers, 1), 10.0), source=source, resources=("units",),
-                  horizon=horizon,
-                  epochs=EpochConfig(arrivals=False, completions=False, dummy_completions=True,
-                                     tick_rate=float(R_TICK.sum())))
+    sc = Scenario(
+        name="rms-bar",
+        capacity=np.full((num_servers, 1), 10.0),
+        source=source,
+        resources=("units",),
+        horizon=horizon,
+        epochs=EpochConfig(arrivals=False, completions=False, dummy_completions=True, tick_rate=float(R_TICK.sum())),
+    )
     env = ClusterEnv(sc, action_mode="command", skip_trivial=False, invalid_action="raise", observe=False)
     view = env.view
     rng = np.random.default_rng(seed + 1000)
@@ -88,7 +92,9 @@ def _tv(p: dict, q: dict) -> float:
 
 def test_lemma1_product_form_single_server():
     exact = _exact(1)
-    assert exact[(0, 2)] == pytest.approx(0.35413, abs=5e-5)  # eq. (9) by hand: sizes (2, 5), capacity 10, r = (1, 2), w = (0.5, 1)
+    assert exact[(0, 2)] == pytest.approx(
+        0.35413, abs=5e-5
+    )  # eq. (9) by hand: sizes (2, 5), capacity 10, r = (1, 2), w = (0.5, 1)
     emp = _marginal(_rms_bar_occupancy(1, Exponential(1.0), horizon=30_000.0, seed=1), 0)
     assert set(emp) <= set(exact), "a configuration outside K was visited"
     assert _tv(emp, exact) < 0.02

@@ -90,9 +90,18 @@ def test_a_hit_gives_the_identical_replay(cache_dir, monkeypatch):
 def test_the_options_make_the_key(cache_dir):
     assert tcache.google_options(lifecycle="finished") == tcache.google_options(lifecycle="finished", first_n=None)
     files = sorted((FIX / "google-clusterdata-2011-2" / "task_events").glob("part-*"))
-    keys = {dc._key_hash(dc.table_key("google-tasks", files, tcache.google_options(**o)))
-            for o in ({}, {"lifecycle": "finished"}, {"first_n": 10}, {"first_n": 11}, {"priorities": [0, 1]},
-                      {"window": (1000, 3000)}, {"missing_requests": "zero"})}
+    keys = {
+        dc._key_hash(dc.table_key("google-tasks", files, tcache.google_options(**o)))
+        for o in (
+            {},
+            {"lifecycle": "finished"},
+            {"first_n": 10},
+            {"first_n": 11},
+            {"priorities": [0, 1]},
+            {"window": (1000, 3000)},
+            {"missing_requests": "zero"},
+        )
+    }
     assert len(keys) == 7
     a = tcache.google_table(FIX, lifecycle="strict")
     b = tcache.google_table(FIX, lifecycle="strict", first_n=10)

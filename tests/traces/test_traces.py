@@ -64,7 +64,6 @@ EXPECTED = json.loads((FIX / "EXPECTED.json").read_text())
 G = FIX / "google-clusterdata-2011-2"
 
 
-
 def _shared_dir() -> Path | None:
     """The trace directory of the shared subsets ($CLUSTERGYM_TRACES, else ../shared/traces), if present."""
     try:
@@ -75,9 +74,12 @@ def _shared_dir() -> Path | None:
 
 
 SHARED = _shared_dir()
-shared = pytest.mark.skipif(SHARED is None, reason=f"../shared/traces not found ({default_trace_dir()}): set "
-                                                   "CLUSTERGYM_TRACES to the directory of the shared trace subsets "
-                                                   "(see docs/traces.md) to run these")
+shared = pytest.mark.skipif(
+    SHARED is None,
+    reason=f"../shared/traces not found ({default_trace_dir()}): set "
+    "CLUSTERGYM_TRACES to the directory of the shared trace subsets "
+    "(see docs/traces.md) to run these",
+)
 
 
 def _check_at_quarters(sc):
@@ -102,6 +104,7 @@ def _run_ff_bf(sc, *, validate: bool = True, every: int | None = None):
 
 # ====================================================================================== fixtures: files
 
+
 def test_fixture_files_small_and_regenerable(tmp_path):
     """Each fixture file is < 50 KB and the generator rewrites them byte for byte."""
     spec = importlib.util.spec_from_file_location("make_trace_fixtures", FIX.parent / "make_trace_fixtures.py")
@@ -117,6 +120,7 @@ def test_fixture_files_small_and_regenerable(tmp_path):
 
 
 # ====================================================================================== paths
+
 
 def test_trace_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.delenv("CLUSTERGYM_TRACES", raising=False)
@@ -138,6 +142,7 @@ def test_trace_dir_resolution(monkeypatch, tmp_path):
 
 # ====================================================================================== Google (fixtures)
 
+
 @pytest.fixture(scope="module")
 def gev():
     return read_task_events(trace_dir=FIX)
@@ -157,10 +162,15 @@ def test_google_strict_filter_counts(gev):
     t = google_tasks(gev, lifecycle="strict")
     r = t.report
     assert r.records == e["tasks"]
-    assert r.dropped["submitted before the window (first SUBMIT at t=0 or none in the slice)"] == e["strict_dropped_pre_window"]
+    assert (
+        r.dropped["submitted before the window (first SUBMIT at t=0 or none in the slice)"]
+        == e["strict_dropped_pre_window"]
+    )
     assert r.dropped["interrupted (EVICT/FAIL/KILL/LOST)"] == e["strict_dropped_interrupted"]
-    assert r.dropped["not finished in the slice (pending or running at its end: right-censored)"] == \
-        e["strict_dropped_not_finished"]
+    assert (
+        r.dropped["not finished in the slice (pending or running at its end: right-censored)"]
+        == e["strict_dropped_not_finished"]
+    )
     assert r.dropped["missing CPU or memory request"] == e["strict_dropped_missing"]
     assert r.kept == len(t) == e["strict_kept"]
     r.check()  # records == kept + dropped
@@ -185,10 +195,14 @@ def test_google_other_lifecycles_and_options(gev):
     att = google_tasks(gev, lifecycle="attempts")
     assert len(att) == e["attempts_kept"]
     assert int(att.jobs["censored"].sum()) == e["attempts_censored"]
-    assert att.report.dropped["never scheduled (killed while pending, or pending at the end of the slice)"] == \
-        e["attempts_never_scheduled"]
-    assert att.report.modified["running at the end of the slice: duration truncated there (right-censored)"] == \
-        e["attempts_censored"]
+    assert (
+        att.report.dropped["never scheduled (killed while pending, or pending at the end of the slice)"]
+        == e["attempts_never_scheduled"]
+    )
+    assert (
+        att.report.modified["running at the end of the slice: duration truncated there (right-censored)"]
+        == e["attempts_censored"]
+    )
     assert att.origin == 0 and (att.jobs["arrival"] == 0).sum() == EXPECTED["google"]["strict_dropped_pre_window"]
     # censored attempts end exactly at the end of the slice (7200 s)
     c = att.jobs[att.jobs["censored"]]
@@ -230,6 +244,7 @@ def test_google_job_and_machine_events():
 
 
 # ====================================================================================== Alibaba, Azure (fixtures)
+
 
 def test_alibaba_v2017_fixture(tmp_path):
     e = EXPECTED["alibaba_v2017"]
@@ -274,8 +289,10 @@ def test_alibaba_gpu_v2023_fixture():
     early = (t.jobs["creation_time"] < 10_000_000).sum()
     gone = c.report.dropped["deleted by clip_before=1e+07 s"]
     assert len(c) == len(t) - gone
-    assert c.report.modified["created before clip_before=1e+07 s: arrive then with the remaining lifetime "
-                             "(left-censored)"] == early - gone
+    assert (
+        c.report.modified["created before clip_before=1e+07 s: arrive then with the remaining lifetime (left-censored)"]
+        == early - gone
+    )
     assert c.jobs["creation_time"].min() == 10_000_000
     nodes, rep = load_alibaba_gpu_v2023_nodes(FIX)
     assert len(nodes) == e["nodes"] and rep.counts["gpus"] == 40 and nodes["cpu"].max() == 104
@@ -332,6 +349,7 @@ def test_azure_fixture(tmp_path):
 
 # ====================================================================================== malformed input
 
+
 def _part0_lines() -> list[str]:
     return gzip.decompress((G / "task_events" / "part-00000-of-00500.csv.gz").read_bytes()).decode().splitlines()
 
@@ -345,8 +363,11 @@ def test_malformed_truncated_gzip(tmp_path):
     data = (G / "task_events" / "part-00000-of-00500.csv.gz").read_bytes()
     bad = tmp_path / "part-00000-of-00500.csv.gz"
     bad.write_bytes(data[: len(data) // 2])
-    with pytest.raises(TraceFormatError, match=r"part-00000-of-00500\.csv\.gz: truncated or corrupt gzip stream "
-                                               r"after line \d+"):
+    with pytest.raises(
+        TraceFormatError,
+        match=r"part-00000-of-00500\.csv\.gz: truncated or corrupt gzip stream "
+        r"after line \d+",
+    ):
         read_task_events(bad)
     pods = tmp_path / "jobs.csv.gz"
     pods.write_bytes((FIX / "cloudsimpy-alibaba-v2017-jobs" / "jobs.csv.gz").read_bytes()[:900])
@@ -364,8 +385,11 @@ def test_malformed_missing_column(tmp_path):
     # a headerless Google line cut short: the missing field is named with its line
     lines = _part0_lines()
     lines[41] = ",".join(lines[41].split(",")[:7])
-    with pytest.raises(TraceFormatError, match=r"line 42, field 'priority' \(column 9\): missing \(the line has 7 "
-                                               r"fields, expected 13\)"):
+    with pytest.raises(
+        TraceFormatError,
+        match=r"line 42, field 'priority' \(column 9\): missing \(the line has 7 "
+        r"fields, expected 13\)",
+    ):
         read_task_events(_write_gz(tmp_path / "part-00000-of-00500.csv.gz", lines))
     # a mandatory value left empty in a header file
     pods[5] = pods[5].replace("Running", "").replace("Failed", "").replace("Succeeded", "").replace("Pending", "")
@@ -401,7 +425,6 @@ def test_malformed_non_numeric(tmp_path):
         load_azure_v1(FIX, split="dev", flavors_path=tmp_path / "v1.dev.txt.gz", durations=False)
 
 
-
 def test_malformed_nan_field_and_header_only_csv(tmp_path):
     """A nan or inf where a number belongs names its line and 1-based column; a CSV with a header
     and no data line says it holds no job (issue #17)."""
@@ -409,13 +432,17 @@ def test_malformed_nan_field_and_header_only_csv(tmp_path):
     f = lines[99].split(",")
     f[9] = "nan"
     lines[99] = ",".join(f)
-    with pytest.raises(TraceFormatError, match=r"line 100, field 'CPU request' \(column 10\): not a finite number: "
-                                               r"'nan'"):
+    with pytest.raises(
+        TraceFormatError,
+        match=r"line 100, field 'CPU request' \(column 10\): not a finite number: "
+        r"'nan'",
+    ):
         read_task_events(_write_gz(tmp_path / "part-00000-of-00500.csv.gz", lines))
     pods = (FIX / "alibaba-gpu-v2023" / "openb_pod_list_default.csv").read_text().splitlines()
     (tmp_path / "pods.csv").write_text(pods[0] + "\n")
     with pytest.raises(TraceFormatError, match=r"pods\.csv: no data line after the header: the file holds no job"):
         load_alibaba_gpu_v2023(path=tmp_path / "pods.csv")
+
 
 def test_malformed_negative_duration(tmp_path):
     # Google: a FINISH stamped before its SCHEDULE
@@ -423,8 +450,9 @@ def test_malformed_negative_duration(tmp_path):
     e = ev.events
     lines = _part0_lines()
     sched = e[e["event"] == 1].set_index(["job", "task"])["time"]
-    fin = int(next(i for i in e[e["event"] == 4].index
-                   if sched.get((e["job"].iloc[i], e["task"].iloc[i]), 0) > 10_000_000))
+    fin = int(
+        next(i for i in e[e["event"] == 4].index if sched.get((e["job"].iloc[i], e["task"].iloc[i]), 0) > 10_000_000)
+    )
     sch = int(e[(e["job"] == e["job"].iloc[fin]) & (e["task"] == e["task"].iloc[fin]) & (e["event"] == 1)].index[0])
     f = lines[fin].split(",")
     f[0] = str(int(e["time"].iloc[sch]) - 5_000_000)
@@ -437,7 +465,9 @@ def test_malformed_negative_duration(tmp_path):
     row[1] = str(int(row[0]) - 10)
     bt[3] = ",".join(row)
     p = _write_gz(tmp_path / "batch_task.csv.gz", bt)
-    with pytest.raises(TraceFormatError, match=r"batch_task\.csv\.gz: line 4, field 'task_end_time': negative duration"):
+    with pytest.raises(
+        TraceFormatError, match=r"batch_task\.csv\.gz: line 4, field 'task_end_time': negative duration"
+    ):
         load_alibaba_v2017(path=p)
     dropped = load_alibaba_v2017(path=p, invalid="drop")  # counted, not silent
     assert dropped.report.dropped["negative duration (end before start)"] == 1
@@ -452,10 +482,11 @@ def test_malformed_negative_duration(tmp_path):
 
 # ====================================================================================== transforms
 
+
 def test_pow_half_rounding_exact():
-    x = np.array([1.0, 0.5, 0.5000001, 0.3, 0.25, 0.2500001, 0.125, 0.001, 2.0 ** -9, 2.0 ** -10, 0.0, np.nan])
+    x = np.array([1.0, 0.5, 0.5000001, 0.3, 0.25, 0.2500001, 0.125, 0.001, 2.0**-9, 2.0**-10, 0.0, np.nan])
     assert T.pow_half_exponent(x).tolist() == [0, 1, 0, 1, 2, 1, 3, 9, 9, 9, 9, 9]
-    assert T.round_up_pow_half([0.3, 0.0]).tolist() == [0.5, 2.0 ** -9]
+    assert T.round_up_pow_half([0.3, 0.0]).tolist() == [0.5, 2.0**-9]
     # the type is the max of the rounded-up demands: (0.3 -> 1/2, 0.05 -> 1/16) gives 1/2
     assert T.rms_type([0.3, 0.01], [0.05, 0.2]).tolist() == [1, 2]
     assert T.pow_half_type_demand(2, 2).tolist() == [[1, 1], [0.5, 0.5], [0.25, 0.25]]
@@ -467,7 +498,7 @@ def test_pow_half_rounding_exact():
 @given(st.floats(min_value=1e-12, max_value=1.0, allow_nan=False), st.integers(0, 20))
 def test_pow_half_property(x, p_max):
     p = int(T.pow_half_exponent(x, p_max))
-    size = 2.0 ** -p
+    size = 2.0**-p
     assert 0 <= p <= p_max and size >= x
     assert p == p_max or size / 2 < x  # the smallest power of 1/2 that is >= x
 
@@ -517,6 +548,7 @@ def test_kmeans_classes():
 
 # ====================================================================================== presets and replays (fixtures)
 
+
 def test_rms_google_preset_on_fixtures():
     sc = rms_google(num_servers=3, trace_dir=str(FIX))
     e = EXPECTED["google"]
@@ -558,8 +590,16 @@ def test_other_presets_on_fixtures():
 
     trace_presets = {name: p for name, p in PRESETS.items() if p.needs_traces}
     # azure-vms (the suite's trace task) is covered by tests/workloads/test_windows.py and tests/suite
-    assert set(trace_presets) == {"rms-google", "bfjs-google", "lotes-google", "autoscale-google", "alibaba-gpu",
-                                  "google-bf-replay", "mris-alibaba", "azure-vms"}
+    assert set(trace_presets) == {
+        "rms-google",
+        "bfjs-google",
+        "lotes-google",
+        "autoscale-google",
+        "alibaba-gpu",
+        "google-bf-replay",
+        "mris-alibaba",
+        "azure-vms",
+    }
     for p in trace_presets.values():
         assert callable(p.build) and p.description and "\n" not in p.description
         assert "trace_dir" in p.defaults()
@@ -576,48 +616,82 @@ def test_preset_parameter_errors():
 
 # ====================================================================================== scenario-file workloads
 
+
 def test_trace_workload_from_spec(tmp_path):
-    spec = {"kind": "trace", "format": "google", "trace_dir": str(FIX),
-            "filters": {"lifecycle": "strict", "priorities": "non-production", "first_n": 50},
-            "transforms": [{"rms_type": {"p_max": 9}}, {"scale_arrivals": {"traffic_scaling": 2}}]}
+    spec = {
+        "kind": "trace",
+        "format": "google",
+        "trace_dir": str(FIX),
+        "filters": {"lifecycle": "strict", "priorities": "non-production", "first_n": 50},
+        "transforms": [{"rms_type": {"p_max": 9}}, {"scale_arrivals": {"traffic_scaling": 2}}],
+    }
     src = trace_workload_from_spec(spec, "workload", 1, tmp_path)
     assert len(src.time) == 50 and src.types.exact and src.types.num_types == 10
     # path relative to the scenario file's directory
-    rel = {"kind": "trace", "format": "cloudsimpy", "path": "jobs.csv.gz",
-           "transforms": [{"max_of": {"columns": ["cpu", "memory"], "as": "size"}}, {"first_n": 10}],
-           "demand": ["size"]}
+    rel = {
+        "kind": "trace",
+        "format": "cloudsimpy",
+        "path": "jobs.csv.gz",
+        "transforms": [{"max_of": {"columns": ["cpu", "memory"], "as": "size"}}, {"first_n": 10}],
+        "demand": ["size"],
+    }
     shutil.copy(FIX / "cloudsimpy-alibaba-v2017-jobs" / "jobs.csv.gz", tmp_path / "jobs.csv.gz")
     assert len(trace_workload_from_spec(rel, "workload", 1, tmp_path).time) == 10
     multi = {"format": "alibaba-gpu-v2023", "trace_dir": str(FIX), "filters": {"phases": ["Running"]}}
     assert trace_workload_from_spec(multi, "workload", 3, tmp_path).num_resources == 3
-    km = {"format": "azure", "trace_dir": str(FIX), "filters": {"split": "dev", "window": [0, 1_803_000]},
-          "transforms": [{"scale": {"column": "memory", "factor": 0.5}}, {"kmeans": {"k": 2, "seed": 1}},
-                         {"rebase": {}}],
-          "type": "class"}
+    km = {
+        "format": "azure",
+        "trace_dir": str(FIX),
+        "filters": {"split": "dev", "window": [0, 1_803_000]},
+        "transforms": [{"scale": {"column": "memory", "factor": 0.5}}, {"kmeans": {"k": 2, "seed": 1}}, {"rebase": {}}],
+        "type": "class",
+    }
     k2 = trace_workload_from_spec(km, "workload", 2, tmp_path)
     assert k2.types.num_types == 2 and k2.time[0] == 0
-    w = {"format": "google", "trace_dir": str(FIX), "filters": {"lifecycle": "finished"},
-         "transforms": [{"rms_type": {}}, {"priority_map": {"map": "autoscale-factor", "as": "reward", "times": "size"}}],
-         "reward_rate": "reward"}
+    w = {
+        "format": "google",
+        "trace_dir": str(FIX),
+        "filters": {"lifecycle": "finished"},
+        "transforms": [
+            {"rms_type": {}},
+            {"priority_map": {"map": "autoscale-factor", "as": "reward", "times": "size"}},
+        ],
+        "reward_rate": "reward",
+    }
     assert trace_workload_from_spec(w, "w", 1, tmp_path).reward_rate.max() <= 9
 
 
-@pytest.mark.parametrize("spec, field, match", [
-    ({"format": "gcp"}, "workload.format", "expected one of"),
-    ({"format": "google", "trace_dir": str(FIX), "filters": {"prio": 1}}, "workload.filters.prio", "has no filter"),
-    ({"format": "google", "trace_dir": str(FIX), "filters": {"lifecycle": "x"}}, "workload.filters.lifecycle",
-     "expected one of"),
-    ({"format": "google", "trace_dir": str(FIX), "transforms": [{"rms_type": {"pmax": 9}}]},
-     "workload.transforms[0].rms_type.pmax", "unknown argument"),
-    ({"format": "google", "trace_dir": str(FIX), "transforms": [{"explode": {}}]},
-     "workload.transforms[0].explode", "unknown transform"),
-    ({"format": "google", "trace_dir": str(FIX), "transforms": [{"max_of": {"columns": ["cpu", "gpu"]}}]},
-     "workload.transforms[0].max_of.columns", "no column 'gpu'"),
-    ({"format": "google", "trace_dir": str(FIX), "demand": ["cpu"]}, "workload.demand", "expected 2 columns"),
-    ({"format": "cloudsimpy", "path": "missing.csv"}, "workload.path", "not found"),
-    ({"format": "google", "trace_dir": str(FIX), "bogus": 1}, "workload.bogus", "unknown field"),
-    ({"format": "google", "trace_dir": "/no/such/dir"}, "workload.trace_dir", "does not exist"),
-])
+@pytest.mark.parametrize(
+    "spec, field, match",
+    [
+        ({"format": "gcp"}, "workload.format", "expected one of"),
+        ({"format": "google", "trace_dir": str(FIX), "filters": {"prio": 1}}, "workload.filters.prio", "has no filter"),
+        (
+            {"format": "google", "trace_dir": str(FIX), "filters": {"lifecycle": "x"}},
+            "workload.filters.lifecycle",
+            "expected one of",
+        ),
+        (
+            {"format": "google", "trace_dir": str(FIX), "transforms": [{"rms_type": {"pmax": 9}}]},
+            "workload.transforms[0].rms_type.pmax",
+            "unknown argument",
+        ),
+        (
+            {"format": "google", "trace_dir": str(FIX), "transforms": [{"explode": {}}]},
+            "workload.transforms[0].explode",
+            "unknown transform",
+        ),
+        (
+            {"format": "google", "trace_dir": str(FIX), "transforms": [{"max_of": {"columns": ["cpu", "gpu"]}}]},
+            "workload.transforms[0].max_of.columns",
+            "no column 'gpu'",
+        ),
+        ({"format": "google", "trace_dir": str(FIX), "demand": ["cpu"]}, "workload.demand", "expected 2 columns"),
+        ({"format": "cloudsimpy", "path": "missing.csv"}, "workload.path", "not found"),
+        ({"format": "google", "trace_dir": str(FIX), "bogus": 1}, "workload.bogus", "unknown field"),
+        ({"format": "google", "trace_dir": "/no/such/dir"}, "workload.trace_dir", "does not exist"),
+    ],
+)
 def test_trace_workload_errors(tmp_path, spec, field, match):
     with pytest.raises(ScenarioError, match=match) as e:
         trace_workload_from_spec(spec, "workload", 2, tmp_path)
@@ -626,8 +700,11 @@ def test_trace_workload_errors(tmp_path, spec, field, match):
 
 def test_trace_workload_malformed_file_names_line(tmp_path):
     lines = _part0_lines()
-    lines[2] = lines[2].replace(lines[2].split(",")[8], "high", 1) if False else ",".join(
-        lines[2].split(",")[:8] + ["high"] + lines[2].split(",")[9:])
+    lines[2] = (
+        lines[2].replace(lines[2].split(",")[8], "high", 1)
+        if False
+        else ",".join(lines[2].split(",")[:8] + ["high"] + lines[2].split(",")[9:])
+    )
     _write_gz(tmp_path / "part-00000-of-00500.csv.gz", lines)
     with pytest.raises(ScenarioError, match=r"line 3, field 'priority' \(column 9\): not an integer: 'high'") as e:
         trace_workload_from_spec({"format": "google", "path": "."}, "workload", 3, tmp_path)
@@ -635,6 +712,7 @@ def test_trace_workload_malformed_file_names_line(tmp_path):
 
 
 # ====================================================================================== summary and CLI
+
 
 def test_summary_and_plot(tmp_path):
     t = load_google(FIX, lifecycle="strict")
@@ -647,7 +725,8 @@ def test_summary_and_plot(tmp_path):
     sc = bfjs_google(trace_dir=str(FIX))
     sd = summarize(trace_data(sc))
     assert sd["jobs"] == sc.params["jobs"] and sd["span"]["length_s"] == pytest.approx(
-        (sc.source.time[-1] - sc.source.time[0]) * 0.1)
+        (sc.source.time[-1] - sc.source.time[0]) * 0.1
+    )
     assert summarize(trace_data(rms_google(trace_dir=str(FIX))))["types"]["1/512"] >= 0
     out = plot_summary(trace_data(t), tmp_path / "g.png")
     assert out.stat().st_size > 5000
@@ -663,8 +742,18 @@ def _cli(*args: str):
 
 
 def test_cli_trace_json_and_table(tmp_path):
-    code, out, err = _cli("google", "--trace-dir", str(FIX), "--lifecycle", "strict", "--priorities",
-                          "non-production", "--json", "--plot", str(tmp_path / "p.png"))
+    code, out, err = _cli(
+        "google",
+        "--trace-dir",
+        str(FIX),
+        "--lifecycle",
+        "strict",
+        "--priorities",
+        "non-production",
+        "--json",
+        "--plot",
+        str(tmp_path / "p.png"),
+    )
     assert code == 0, err
     doc = json.loads(out)  # exactly one JSON document on stdout
     assert doc["jobs"] == EXPECTED["google"]["strict_non_production_kept"] and (tmp_path / "p.png").exists()
@@ -690,6 +779,7 @@ def test_formats_registry():
 
 # ====================================================================================== the shared real traces
 
+
 @pytest.fixture(scope="module")
 def real_events():
     return _google_events(None)  # shared with the presets' cache: read once per session
@@ -701,11 +791,34 @@ def test_real_google_counts(real_events):
     """Record counts documented with the Google trace slice: rows per part, events per type, tasks, t=0 rows, missing requests."""
     ev = real_events
     assert len(ev) == 2_609_335
-    assert ev.rows == (450_146, 77_776, 160_642, 115_400, 115_555, 167_471, 154_001, 188_349, 132_651, 265_865,
-                       220_704, 163_282, 216_156, 181_337)
+    assert ev.rows == (
+        450_146,
+        77_776,
+        160_642,
+        115_400,
+        115_555,
+        167_471,
+        154_001,
+        188_349,
+        132_651,
+        265_865,
+        220_704,
+        163_282,
+        216_156,
+        181_337,
+    )
     e = ev.events
-    assert np.bincount(e["event"], minlength=9).tolist() == [936_182, 890_517, 219_839, 18_604, 330_742, 213_308, 0,
-                                                             3, 140]
+    assert np.bincount(e["event"], minlength=9).tolist() == [
+        936_182,
+        890_517,
+        219_839,
+        18_604,
+        330_742,
+        213_308,
+        0,
+        3,
+        140,
+    ]
     assert e["job"].nunique() == 19_146 and len(e.groupby(["job", "task"]).size()) == 614_019
     assert int((e["time"] == 0).sum()) == 277_321 and int(e["time"].max()) == 70_756_165_077
     assert int(e["cpu"].isna().sum()) == 291
@@ -740,8 +853,17 @@ def test_real_google_filters(real_events):
 def test_real_google_job_and_machine_events():
     ev, rep = load_google_job_events()
     assert len(ev) == 53_410 and ev["time"].max() == 70_754_898_419
-    assert rep.counts["events"] == {"SUBMIT": 19_152, "SCHEDULE": 19_149, "EVICT": 1, "FAIL": 186, "FINISH": 9_644,
-                                    "KILL": 5_278, "LOST": 0, "UPDATE_PENDING": 0, "UPDATE_RUNNING": 0}
+    assert rep.counts["events"] == {
+        "SUBMIT": 19_152,
+        "SCHEDULE": 19_149,
+        "EVICT": 1,
+        "FAIL": 186,
+        "FINISH": 9_644,
+        "KILL": 5_278,
+        "LOST": 0,
+        "UPDATE_PENDING": 0,
+        "UPDATE_RUNNING": 0,
+    }
     m, rep = load_google_machines()
     assert rep.rows == 37_780 and rep.counts["machines_ever"] == 12_583
     assert rep.counts["events"] == {"ADD": 21_443, "REMOVE": 8_957, "UPDATE": 7_380}
@@ -762,8 +884,9 @@ def test_real_alibaba_and_azure_counts():
     assert v.report.rows == 80_553 and v.report.counts["jobs"] == 12_951
     assert v.report.counts["instances"] == 11_909_321
     assert v.report.counts["status"] == {"Terminated": 67_013, "Waiting": 8_847, "Running": 3_567, "Failed": 1_126}
-    every = load_alibaba_v2017(statuses=["Terminated", "Failed", "Running", "Waiting"], include_pre_window=True,
-                               invalid="drop")
+    every = load_alibaba_v2017(
+        statuses=["Terminated", "Failed", "Running", "Waiting"], include_pre_window=True, invalid="drop"
+    )
     assert every.report.dropped["no CPU/memory plan"] == 9_017
     m, rep = load_alibaba_v2017_machines()
     assert rep.rows == 1_352 and rep.counts["events"] == {"add": 1_313, "softerror": 39} and m["cpu"].eq(64).all()
@@ -786,7 +909,9 @@ def test_real_alibaba_and_azure_counts():
     assert (dev.report.counts["uncensored"], dev.report.counts["censored"]) == (244_842, 14_317)
     test = load_azure_v1(split="test")
     assert test.report.rows == 1_638 and (test.report.counts["uncensored"], test.report.counts["censored"]) == (
-        386_965, 23_311)
+        386_965,
+        23_311,
+    )
     assert test.jobs["arrival"].max() + test.origin == 2_591_100
     train = load_azure_v1(split="train", durations=False)
     assert train.report.rows == 5_999 and len(train) == 1_200_998

@@ -38,11 +38,14 @@ def _busy(env, steps: int = 30, seed: int = 0):
 
 
 # ============================================================== encode inverts decode
-@pytest.mark.parametrize("mode, scenario, params", [
-    ("head", "bf-trap", {"num_servers": 4}),
-    ("slot", "bf-trap", {"num_servers": 4}),
-    ("admit", "autoscale-4vm", {"num_servers": 4}),
-])
+@pytest.mark.parametrize(
+    "mode, scenario, params",
+    [
+        ("head", "bf-trap", {"num_servers": 4}),
+        ("slot", "bf-trap", {"num_servers": 4}),
+        ("admit", "autoscale-4vm", {"num_servers": 4}),
+    ],
+)
 def test_encode_inverts_decode_on_every_valid_action(mode, scenario, params):
     env = make_env(scenario, action_mode=mode, queue_window=4, horizon=5.0, **params)
     obs = _busy(env)
@@ -54,8 +57,7 @@ def test_encode_inverts_decode_on_every_valid_action(mode, scenario, params):
 
 
 def test_encode_returns_none_for_commands_the_mode_cannot_express():
-    env = make_env("bf-trap", action_mode="slot", queue_window=2, horizon=5.0, num_servers=2,
-                            rate1=40.0, rate2=20.0)
+    env = make_env("bf-trap", action_mode="slot", queue_window=2, horizon=5.0, num_servers=2, rate1=40.0, rate2=20.0)
     _busy(env, steps=40)
     m = env.unwrapped.mode
     outside = [j for j in env.unwrapped.sim.queue][2:]
@@ -87,8 +89,9 @@ def test_demonstrations_replay_the_teacher_exactly():
 
 def _policy(env, seed=0):
     th.manual_seed(seed)
-    return EquivariantMaskablePolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="admit",
-                                     hidden=32, use_time=False)
+    return EquivariantMaskablePolicy(
+        env.observation_space, env.action_space, lambda _: 3e-4, action_mode="admit", hidden=32, use_time=False
+    )
 
 
 def test_cloning_makes_the_policy_act_like_the_teacher():
@@ -106,39 +109,114 @@ def test_cloning_makes_the_policy_act_like_the_teacher():
 
 def test_train_with_warm_start_records_it_and_starts_at_the_teachers_level(tmp_path):
     out = tmp_path / "ws"
-    res = runner.invoke(app, ["train", "autoscale-4vm", "--algo", "maskable-ppo", "--timesteps", "64", "--envs", "1",
-                              "--out", str(out), "--no-progress", "--warm-start", "first-fit-admit",
-                              "--warm-start-steps", "2000", "--warm-start-epochs", "15",
-                              "--set", "num_servers=5", "--set", "horizon=4", "--set", "algo.n_steps=64",
-                              "--set", "algo.learning_rate=0.0"])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "autoscale-4vm",
+            "--algo",
+            "maskable-ppo",
+            "--timesteps",
+            "64",
+            "--envs",
+            "1",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--warm-start",
+            "first-fit-admit",
+            "--warm-start-steps",
+            "2000",
+            "--warm-start-epochs",
+            "15",
+            "--set",
+            "num_servers=5",
+            "--set",
+            "horizon=4",
+            "--set",
+            "algo.n_steps=64",
+            "--set",
+            "algo.learning_rate=0.0",
+        ],
+    )
     assert res.exit_code == 0, res.output
     ws = json.loads((out / "model.json").read_text())["warm_start"]
     assert ws["teacher"] == "first-fit-admit" and ws["samples"] == 2000 and ws["accuracy"] > 0.9
     sc = make_preset("autoscale-4vm", num_servers=5)
-    learned = np.mean([run_episode(sc, load_model_agent(str(out / "model.zip")), seed=s, horizon=8.0)["reward_rate"]
-                       for s in range(3)])
+    learned = np.mean(
+        [
+            run_episode(sc, load_model_agent(str(out / "model.zip")), seed=s, horizon=8.0)["reward_rate"]
+            for s in range(3)
+        ]
+    )
     teacher = np.mean([run_episode(sc, "first-fit-admit", seed=s, horizon=8.0)["reward_rate"] for s in range(3)])
     untrained = tmp_path / "none"
-    res = runner.invoke(app, ["train", "autoscale-4vm", "--algo", "maskable-ppo", "--timesteps", "64", "--envs", "1",
-                              "--out", str(untrained), "--no-progress", "--set", "num_servers=5", "--set", "horizon=4",
-                              "--set", "algo.n_steps=64", "--set", "algo.learning_rate=0.0"])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "autoscale-4vm",
+            "--algo",
+            "maskable-ppo",
+            "--timesteps",
+            "64",
+            "--envs",
+            "1",
+            "--out",
+            str(untrained),
+            "--no-progress",
+            "--set",
+            "num_servers=5",
+            "--set",
+            "horizon=4",
+            "--set",
+            "algo.n_steps=64",
+            "--set",
+            "algo.learning_rate=0.0",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    random_start = np.mean([run_episode(sc, load_model_agent(str(untrained / "model.zip")), seed=s,
-                                        horizon=8.0)["reward_rate"] for s in range(3)])
+    random_start = np.mean(
+        [
+            run_episode(sc, load_model_agent(str(untrained / "model.zip")), seed=s, horizon=8.0)["reward_rate"]
+            for s in range(3)
+        ]
+    )
     assert abs(learned - teacher) < 0.05 * teacher
     assert abs(learned - teacher) < abs(random_start - teacher)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--warm-start", "first-fit-admit", "--policy", "mlp"], "behaviour-cloning warm start trains"),
-    (["--warm-start", "best-fit"], "works with queueing"),
-    (["--warm-start", "gpa-static"], "cannot express"),
-    (["--warm-start", "first-fit-admit", "--warm-start-steps", "0"], "warm_start_steps"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--warm-start", "first-fit-admit", "--policy", "mlp"], "behaviour-cloning warm start trains"),
+        (["--warm-start", "best-fit"], "works with queueing"),
+        (["--warm-start", "gpa-static"], "cannot express"),
+        (["--warm-start", "first-fit-admit", "--warm-start-steps", "0"], "warm_start_steps"),
+    ],
+)
 def test_bad_warm_start_exits_2_naming_the_problem(tmp_path, args, message):
-    res = runner.invoke(app, ["train", "autoscale-4vm", "--algo", "maskable-ppo", "--timesteps", "64", "--envs", "1",
-                              "--out", str(tmp_path), "--no-progress", "--set", "num_servers=5", "--set", "horizon=2",
-                              *args])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "autoscale-4vm",
+            "--algo",
+            "maskable-ppo",
+            "--timesteps",
+            "64",
+            "--envs",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+            "--set",
+            "num_servers=5",
+            "--set",
+            "horizon=2",
+            *args,
+        ],
+    )
     assert res.exit_code == 2, res.output
     assert message in res.stderr
 

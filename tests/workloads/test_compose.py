@@ -32,8 +32,13 @@ def _collect(source, seed=0, limit=5000):
 
 
 def _prefix(times, types, works):
-    return ReplaySource(np.asarray(times, float), np.asarray(SIZES)[np.asarray(types)][:, 0],
-                        np.asarray(works, float), type=types, type_demand=SIZES)
+    return ReplaySource(
+        np.asarray(times, float),
+        np.asarray(SIZES)[np.asarray(types)][:, 0],
+        np.asarray(works, float),
+        type=types,
+        type_demand=SIZES,
+    )
 
 
 def test_prefix_at_time_zero_comes_first_and_stream_is_unchanged():
@@ -46,8 +51,8 @@ def test_prefix_at_time_zero_comes_first_and_stream_is_unchanged():
     np.testing.assert_array_equal(merged["work"][:3], [5.0, 6.0, 7.0])
     n = min(len(plain["time"]), len(merged["time"]) - 3)
     # common random numbers: the continuing stream is exactly the plain source's
-    np.testing.assert_array_equal(merged["time"][3:3 + n], plain["time"][:n])
-    np.testing.assert_array_equal(merged["work"][3:3 + n], plain["work"][:n])
+    np.testing.assert_array_equal(merged["time"][3 : 3 + n], plain["time"][:n])
+    np.testing.assert_array_equal(merged["work"][3 : 3 + n], plain["work"][:n])
     assert np.all(np.diff(merged["time"]) >= 0)
 
 
@@ -101,8 +106,13 @@ def test_mismatched_sources_are_rejected():
 def test_prefixed_source_drives_an_episode():
     then = PoissonTypedSource([1.0, 0.5], SIZES, Exponential(1.0))
     pre = _prefix([0.0] * 6, [0, 0, 0, 1, 1, 1], [50.0] * 6)
-    sc = Scenario(name="prefixed", capacity=np.full((1, 1), 10.0), source=PrefixedSource(pre, then),
-                  resources=("units",), horizon=20.0)
+    sc = Scenario(
+        name="prefixed",
+        capacity=np.full((1, 1), 10.0),
+        source=PrefixedSource(pre, then),
+        resources=("units",),
+        horizon=20.0,
+    )
     r = run_episode(sc, "first-fit", seed=0, validate=True)
     assert r["arrivals"] >= 6
     assert r["started"] >= 2  # the prefix jobs packed the server at t=0

@@ -12,9 +12,9 @@ from clustergym.workloads.windows import TraceWindowSource
 
 
 def _table(n=200):
-    t = np.arange(n, dtype=float)            # one arrival per time unit
-    work = np.full(n, 2.5)                    # each job runs 2.5 units
-    work[::10] = 50.0                         # every tenth runs long
+    t = np.arange(n, dtype=float)  # one arrival per time unit
+    work = np.full(n, 2.5)  # each job runs 2.5 units
+    work[::10] = 50.0  # every tenth runs long
     demand = np.column_stack([np.linspace(0.1, 0.5, n), np.full(n, 0.2)])
     return ReplaySource(t, demand, work)
 
@@ -49,13 +49,13 @@ def test_thinning_keeps_every_kth_job_from_a_random_phase_and_seeds_differ():
     for seed in range(20):
         carried, inside, _, s = src.episode_rows(np.random.default_rng(seed))
         rows = np.concatenate([carried, inside])
-        assert len({int(r) % 7 for r in rows}) == 1            # one phase
+        assert len({int(r) % 7 for r in rows}) == 1  # one phase
         assert np.all(np.diff(inside) == 7)
         assert 0.0 <= s <= tab.time[-1] - 300.0
         seen.add((round(s, 6), int(rows[0]) % 7))
     assert len(seen) == 20
     a, b = _chunks(src, 3), _chunks(src, 3)
-    assert all(np.array_equal(a[k], b[k]) for k in a)          # a seed fixes the episode
+    assert all(np.array_equal(a[k], b[k]) for k in a)  # a seed fixes the episode
 
 
 def test_window_arguments_are_checked():

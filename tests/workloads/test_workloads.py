@@ -57,7 +57,10 @@ def take(source, rng: np.random.Generator, n_chunks: int) -> list[ArrivalChunk]:
 
 
 def concat(chunks: list[ArrivalChunk]) -> dict[str, np.ndarray]:
-    return {f: np.concatenate([getattr(c, f) for c in chunks]) for f in ("time", "demand", "type", "work", "weight", "reward_rate")}
+    return {
+        f: np.concatenate([getattr(c, f) for c in chunks])
+        for f in ("time", "demand", "type", "work", "weight", "reward_rate")
+    }
 
 
 def chunks_equal(a: list[ArrivalChunk], b: list[ArrivalChunk]) -> bool:
@@ -271,12 +274,18 @@ DEMAND_ERRORS = [
         "unknown distribution 'pareto'",
     ),
     (
-        {"dist": "independent", "components": [{"dist": "exponential", "mean": 1}, {"dist": "uniform", "low": [0.1, 0.2], "high": [1, 1]}]},
+        {
+            "dist": "independent",
+            "components": [{"dist": "exponential", "mean": 1}, {"dist": "uniform", "low": [0.1, 0.2], "high": [1, 1]}],
+        },
         "w.demand.components[1].low",
         "expected 1 numbers",
     ),
     (
-        {"dist": "independent", "components": [{"dist": "exponential", "mean": -1}, {"dist": "exponential", "mean": 1}]},
+        {
+            "dist": "independent",
+            "components": [{"dist": "exponential", "mean": -1}, {"dist": "exponential", "mean": 1}],
+        },
         "w.demand.components[0].mean",
         "> 0",
     ),
@@ -399,7 +408,9 @@ def test_slotted_counts_per_slot_are_poisson():
 
 def test_slotted_times_work_and_slot_length():
     slot = 0.5
-    src = SlottedSource(0.3, DiscreteDemand([[0.2], [0.5]], [2 / 3, 1 / 3]), Deterministic(100), slot=slot, chunk_size=1000)
+    src = SlottedSource(
+        0.3, DiscreteDemand([[0.2], [0.5]], [2 / 3, 1 / 3]), Deterministic(100), slot=slot, chunk_size=1000
+    )
     c = concat(take(src, np.random.default_rng(2), 3))
     k = c["time"] / slot
     assert np.all(k == np.round(k)) and np.all(np.diff(c["time"]) >= 0)

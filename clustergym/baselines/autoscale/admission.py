@@ -36,7 +36,9 @@ __all__ = ["PowerOfD", "TrunkReservation", "least_loaded_order"]
 
 _ADMIT_REQ = AgentRequirements(
     epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
-    commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}), queueing=("loss",))
+    commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}),
+    queueing=("loss",),
+)
 
 
 class PowerOfD(Agent):
@@ -66,7 +68,7 @@ class PowerOfD(Agent):
         L = v.num_servers
         cand = self.rng.choice(L, size=min(self.d, L), replace=False)
         order = least_loaded_order(v.load[cand] * self._inv[cand], cand)
-        for idx in (order if self.fallback else order[:1]):
+        for idx in order if self.fallback else order[:1]:
             s = int(cand[idx])
             if v.fits_at(job, s):
                 return Command.admit(s)
@@ -86,7 +88,10 @@ class TrunkReservation(Agent):
     description = "trunk reservation: reward-rank-m type admitted only if >= (m-1) g servers are empty; Best-Fit"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}), queueing=("loss",), needs_types=True)
+        commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}),
+        queueing=("loss",),
+        needs_types=True,
+    )
 
     def __init__(self, g: int | None = None, b: float = 0.5, **params: Any):
         super().__init__(**params)

@@ -73,15 +73,23 @@ class DRA(Agent):
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT, Cmd.RESERVE, Cmd.RELEASE, Cmd.MIGRATE}),
-        queueing=("loss",), needs_types=True)
+        queueing=("loss",),
+        needs_types=True,
+    )
 
     migration: ClassVar[bool] = True
     preemption: ClassVar[bool] = False
     retry_after_preempt: bool = False
     extended_reject_group: ClassVar[bool] = False
 
-    def __init__(self, g: int | str | None = None, b: float = 0.5, check: bool = False, track_from: float | None = None,
-                 **params: Any):
+    def __init__(
+        self,
+        g: int | str | None = None,
+        b: float = 0.5,
+        check: bool = False,
+        track_from: float | None = None,
+        **params: Any,
+    ):
         super().__init__(**params)
         self.g_param: int | None = number(g, "agent.g", lo=0, integer=True, allow_none=True, error=ConfigError)
         self.b = number(b, "agent.b", lo=-1.0, lo_open=True, error=ConfigError)
@@ -101,7 +109,7 @@ class DRA(Agent):
         zero: Config = (0,) * J
         self.zero = zero
         self.cfg: list[Config] = [zero] * L
-        self.seq: list[int] = list(range(L))          # assignment sequence number (index order)
+        self.seq: list[int] = list(range(L))  # assignment sequence number (index order)
         self._next_seq = L
         self.members: dict[Config, dict[int, None]] = {zero: dict.fromkeys(range(L))}
         self.empties: dict[Config, set[int]] = {zero: set(range(L))}
@@ -118,8 +126,14 @@ class DRA(Agent):
         self._cmds: list[Command] = []
         self._ci = 0
         self._epoch = -1
-        self.stats = {"cra_runs": 0, "reassignments": 0, "migrations": 0, "preemptions": 0,
-                      "admitted": [0] * J, "rejected": [0] * J}
+        self.stats = {
+            "cra_runs": 0,
+            "reassignments": 0,
+            "migrations": 0,
+            "preemptions": 0,
+            "admitted": [0] * J,
+            "rejected": [0] * J,
+        }
         self._mix_area: dict[Config, float] = {}
         self._mix_t = None
         if self.preemption:
@@ -436,8 +450,12 @@ class DRA(Agent):
 
     def classification(self) -> dict[str, Any]:
         """The state of the last CRA: plan, ranks, I*, Reject Group (for tests and notebooks)."""
-        return {"plan": [(st.config, st.count) for st in self.plan], "Istar": self.Istar,
-                "RG": sorted(self.RG), "rank": [self._rank(s) for s in range(self.L)]}
+        return {
+            "plan": [(st.config, st.count) for st in self.plan],
+            "Istar": self.Istar,
+            "RG": sorted(self.RG),
+            "rank": [self._rank(s) for s in range(self.L)],
+        }
 
     def check_consistency(self) -> None:
         """The agent's configurations and job counts equal the kernel's slots and filled slots."""
@@ -465,7 +483,9 @@ class DRA(Agent):
         for i, st in enumerate(self.plan, 1):
             X = len(self.members.get(st.config, {}))
             ranked = sum(1 for s in self.members.get(st.config, {}) if self._rank(s) == i)
-            assert ranked == min(X, st.count), f"class {st.config}: {ranked} servers of rank {i}, expected {min(X, st.count)}"
+            assert ranked == min(X, st.count), (
+                f"class {st.config}: {ranked} servers of rank {i}, expected {min(X, st.count)}"
+            )
             total += min(X, st.count)
         assert total <= self.L
         assert 1 <= self.Istar <= J
@@ -474,11 +494,15 @@ class DRA(Agent):
 class DRAPreemption(DRA):
     """DRA+Preemption (Sec. 7.2): a rejected higher-priority job triggers preemption of lowest-priority jobs."""
 
-    description = "DRA+Preemption: on a rejected higher-priority job, preempt lowest-priority jobs on servers of rank > I*"
+    description = (
+        "DRA+Preemption: on a rejected higher-priority job, preempt lowest-priority jobs on servers of rank > I*"
+    )
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT, Cmd.RESERVE, Cmd.RELEASE, Cmd.MIGRATE, Cmd.PREEMPT}),
-        queueing=("loss",), needs_types=True)
+        queueing=("loss",),
+        needs_types=True,
+    )
     preemption = True
     _SCOPES = ("rank_gt_istar", "rg_only", "all")
 
@@ -527,7 +551,9 @@ class DRANoMigration(DRA):
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT, Cmd.RESERVE, Cmd.RELEASE}),
-        queueing=("loss",), needs_types=True)
+        queueing=("loss",),
+        needs_types=True,
+    )
     migration = False
 
     def _in_rg(self, s: int) -> bool:

@@ -41,8 +41,9 @@ def static_partition_gpa(rho: list[Fraction], num_servers: int, space: ConfigSpa
     return [(st.config, st.count) for st in gpa([r * L for r in rho], L, space) if st.count > 0]
 
 
-def static_partition_lp(rho: list[Fraction], num_servers: int, space: ConfigSpace,
-                        leftover: str = "empty") -> list[tuple[Config, int]]:
+def static_partition_lp(
+    rho: list[Fraction], num_servers: int, space: ConfigSpace, leftover: str = "empty"
+) -> list[tuple[Config, int]]:
     """``floor(x*_k L)`` servers per configuration of an optimal LP (3.2) solution, Def.-2 descending."""
     L = int(num_servers)
     lp = lp_upper_bound(rho, space)
@@ -64,7 +65,10 @@ class StaticReservation(Agent):
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT, Cmd.RESERVE}),
-        queueing=("loss",), needs_types=True, uses_oracle=True)
+        queueing=("loss",),
+        needs_types=True,
+        uses_oracle=True,
+    )
 
     def partition(self, rho: list[Fraction], space: ConfigSpace) -> list[tuple[Config, int]]:
         raise NotImplementedError

@@ -107,14 +107,13 @@ from clustergym.validation import boolean, choice
 
 __all__ = ["BFJ", "BFJS", "BFS", "EPS", "FIFOFF", "MODES", "SLOT_EPOCHS", "SlottedAgent", "first_by_id"]
 
-EPS = 1e-9          #: fit tolerance in normalised units (§2.0)
-SMALL_L = 32        #: up to this many servers, server scans run in Python; beyond, in NumPy
-SCAN_MIN = 16       #: see first_by_id
+EPS = 1e-9  #: fit tolerance in normalised units (§2.0)
+SMALL_L = 32  #: up to this many servers, server scans run in Python; beyond, in NumPy
+SCAN_MIN = 16  #: see first_by_id
 MODES = ("faithful", "vector")
 _INF = float("inf")
 _QUEUED = JobStatus.QUEUED
 _WAIT = Command.wait()
-
 
 
 def first_by_id(pool: SortedList, fifo: dict[int, None], occ: dict[int, float], x: float) -> int:
@@ -150,8 +149,9 @@ class SlottedAgent(Agent):
     ``enqueued``, ``dequeued``, ``placed``, ``server_synced``.
     """
 
-    requirements = AgentRequirements(epochs=SLOT_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
-                                     queueing=("central",))
+    requirements = AgentRequirements(
+        epochs=SLOT_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central",)
+    )
 
     def __init__(self, mode: str = "faithful", **params: Any):
         super().__init__(**params)
@@ -169,31 +169,31 @@ class SlottedAgent(Agent):
         self.L, self.R = L, R
         ref = cap.max(axis=0)
         self.ref = np.where(ref > 0, ref, 1.0)
-        self.capn = cap / self.ref                         # (L, R) normalised capacities
-        self.cap = self.capn.min(axis=1).tolist()         # scalar capacity of each server
+        self.capn = cap / self.ref  # (L, R) normalised capacities
+        self.cap = self.capn.min(axis=1).tolist()  # scalar capacity of each server
         self.tol = [EPS * c for c in self.cap]
-        self.free_scale = float(max(self.cap))              # frees are differences of capacities
+        self.free_scale = float(max(self.cap))  # frees are differences of capacities
         self.homogeneous = bool(np.all(cap == cap[0]))
-        self.used = [0.0] * L                             # scalar occupancy of each server
-        self.free_np = np.array(self.cap)                 # mirror of cap - used (NumPy scans)
+        self.used = [0.0] * L  # scalar occupancy of each server
+        self.free_np = np.array(self.cap)  # mirror of cap - used (NumPy scans)
         self.tol_np = np.array(self.tol)
         # large clusters, faithful mode: tightest/first-fit server queries from an index over free_np
         # (clustergym.core.placement.ResidualIndex: the NumPy scans' answers without a pass over all L)
         self._ridx = ResidualIndex(self.free_np, self.tol_np) if L > SMALL_L and not self.vector else None
-        self.uvec = np.zeros((L, R))                      # vector mode: normalised usage
-        self.on: list[dict[int, None]] = [{} for _ in range(L)]   # jobs on each server
+        self.uvec = np.zeros((L, R))  # vector mode: normalised usage
+        self.on: list[dict[int, None]] = [{} for _ in range(L)]  # jobs on each server
         self.n_on = np.zeros(L, dtype=np.int64)
-        self.occ: dict[int, float] = {}                   # job -> occupancy (scalar units)
+        self.occ: dict[int, float] = {}  # job -> occupancy (scalar units)
         self.key: dict[int, tuple[float, float, int]] = {}
-        self.dvec: dict[int, np.ndarray] = {}             # vector mode: job -> normalised demand
-        self.fifo: dict[int, None] = {}                   # the central queue, in id order
-        self.pool = SortedList()                          # the queue by (occ, tie, -id)
+        self.dvec: dict[int, np.ndarray] = {}  # vector mode: job -> normalised demand
+        self.fifo: dict[int, None] = {}  # the central queue, in id order
+        self.pool = SortedList()  # the queue by (occ, tie, -id)
         self.next_id = 0
         self.first_tick = True
-        self.dirty = False                                # schedule even without DEP/NEW
-        self.dep: list[int] = []                          # DEP(t) and NEW(t) of the last tick
+        self.dirty = False  # schedule even without DEP/NEW
+        self.dep: list[int] = []  # DEP(t) and NEW(t) of the last tick
         self.new: list[int] = []
-        self.slots = 0                                    # ticks seen
+        self.slots = 0  # ticks seen
         self._epoch = -1
         self._cmds: deque[Command] = deque()
         self._counts_after = v.count_real.tobytes()
@@ -361,7 +361,7 @@ class SlottedAgent(Agent):
         return self.cap[l] - self.used[l]
 
     def tightest(self, i: int, servers: Iterable[int] | None = None) -> int:
-        """"Tightest server for job i" (BF-J, §IV-A): least residual among the servers where it fits;
+        """ "Tightest server for job i" (BF-J, §IV-A): least residual among the servers where it fits;
         ties to the smallest index.  -1 if it fits nowhere."""
         if servers is None and self._ridx is not None:  # = the NumPy scan below, from the index
             return self._ridx.tightest(self.occ[i], self.free_scale)
@@ -373,7 +373,7 @@ class SlottedAgent(Agent):
             return int(ok[argbest(score, largest=False, scale=self.free_scale)])
         best_score = _INF
         cands: list[tuple[int, float]] = []
-        for l in (range(self.L) if servers is None else servers):
+        for l in range(self.L) if servers is None else servers:
             if self.fits(i, l):
                 s = self._score(l)
                 cands.append((l, s))
@@ -390,13 +390,13 @@ class SlottedAgent(Agent):
         if servers is None and self.L > SMALL_L:
             ok = np.flatnonzero(self._fit_mask(i))
             return int(ok[0]) if ok.size else -1
-        for l in (range(self.L) if servers is None else sorted(servers)):
+        for l in range(self.L) if servers is None else sorted(servers):
             if self.fits(i, l):
                 return l
         return -1
 
     def largest_fitting(self, pool: SortedList, l: int) -> int:
-        """"Largest job that fits in l" (BF-S, §IV-A): the largest occupancy <= free + EPS, ties to the
+        """ "Largest job that fits in l" (BF-S, §IV-A): the largest occupancy <= free + EPS, ties to the
         smallest id, among the jobs of ``pool``; -1 if none."""
         pos = pool.bisect_right((self.bound(l) + self.tol[l], _INF, 0))
         if pos == 0:
@@ -499,9 +499,9 @@ class BFJS(SlottedAgent):
     description = "BF-J/S (§IV-A, Thm 2): BF-S on servers with departures, BF-J on new jobs; slotted"
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
-        for l in dep:                       # step 1: index order, over the whole queue
+        for l in dep:  # step 1: index order, over the whole queue
             self.bf_s_fill(l)
-        for i in new:                       # step 2: new jobs still waiting, in arrival order
+        for i in new:  # step 2: new jobs still waiting, in arrival order
             if i in self.fifo:
                 l = self.tightest(i)
                 if l >= 0:

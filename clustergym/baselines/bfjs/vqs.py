@@ -112,7 +112,7 @@ def vq_type(r: float, J: int) -> int:
     """The VQ index ``j`` of a job of normalised size ``r`` (right-closed intervals; tiny -> 2J-1)."""
     for m in range(J):
         if r > 2.0 ** -(m + 1):
-            return 2 * m if r > (2.0 / 3.0) * 2.0 ** -m else 2 * m + 1
+            return 2 * m if r > (2.0 / 3.0) * 2.0**-m else 2 * m + 1
     return 2 * J - 1
 
 
@@ -121,7 +121,7 @@ def interval(j: int, J: int, exact: bool = False) -> tuple[Any, Any]:
     is not included (its lower end is ``2^-J``)."""
     one = Fraction(1) if exact else 1.0
     m, odd = divmod(j, 2)
-    top = one / 2 ** m
+    top = one / 2**m
     two_thirds = (Fraction(2, 3) if exact else 2.0 / 3.0) * top
     return (top / 2, two_thirds) if odd else (two_thirds, top)
 
@@ -135,10 +135,10 @@ def k_red(J: int) -> list[Config]:
     """K_RED^(J) (Definition 6) in the canonical order A, B, C, D, as ``(k1, j, kj)`` triples."""
     if J < 2:
         raise ValueError(f"J must be > 1, got {J}")
-    out: list[Config] = [(0, 2 * m, 2 ** m) for m in range(J)]                  # A
-    out += [(0, 2 * m + 1, 3 * 2 ** (m - 1)) for m in range(1, J)]            # B
-    out += [(1, 2 * m, 2 ** m // 3) for m in range(2, J)]                     # C
-    out += [(1, 2 * m + 1, 2 ** (m - 1)) for m in range(1, J)]                # D
+    out: list[Config] = [(0, 2 * m, 2**m) for m in range(J)]  # A
+    out += [(0, 2 * m + 1, 3 * 2 ** (m - 1)) for m in range(1, J)]  # B
+    out += [(1, 2 * m, 2**m // 3) for m in range(2, J)]  # C
+    out += [(1, 2 * m + 1, 2 ** (m - 1)) for m in range(1, J)]  # D
     return out
 
 
@@ -167,7 +167,7 @@ def auto_J(min_size: float | None) -> int:
     if min_size is None or not min_size > 0:
         return 10
     J = 1
-    while 2.0 ** -J >= min_size and J < 30:
+    while 2.0**-J >= min_size and J < 30:
         J += 1
     return max(4, J)
 
@@ -224,8 +224,15 @@ class VQSAgent(SlottedAgent):
 
     best_fit = False
 
-    def __init__(self, J: int | None = None, round_tiny: bool | None = None, argmax_snapshot: bool = False,
-                 hol_blocking: bool = False, mode: str = "faithful", **params: Any):
+    def __init__(
+        self,
+        J: int | None = None,
+        round_tiny: bool | None = None,
+        argmax_snapshot: bool = False,
+        hol_blocking: bool = False,
+        mode: str = "faithful",
+        **params: Any,
+    ):
         super().__init__(mode=mode, **params)
         J = number(J, "agent.J", lo=2, hi=30, integer=True, allow_none=True, error=ConfigError)
         round_tiny = boolean(round_tiny, "agent.round_tiny", allow_none=True, error=ConfigError)
@@ -243,15 +250,15 @@ class VQSAgent(SlottedAgent):
         if not self.homogeneous:
             raise ConfigError("agent", f"{self.name} needs identical servers (one VQ set; bfjs-vqs.md §5 A26)")
         self.J = self.J_param if self.J_param is not None else auto_J(self._min_size())
-        self.tiny = 2.0 ** -self.J
+        self.tiny = 2.0**-self.J
         self.configs = k_red(self.J)
         n = 2 * self.J
         self.vq_fifo: list[dict[int, None]] = [{} for _ in range(n)]
         self.vq_pool: list[SortedList] = [SortedList() for _ in range(n)]
-        self.vt: dict[int, int] = {}                                    # job -> VQ index
-        self.cfg: list[Config | None] = [None] * self.L                 # active configurations
-        self.tcount = [[0] * n for _ in range(self.L)]                  # type-j jobs on server l
-        self.tused = [[0.0] * n for _ in range(self.L)]                 # their occupancy
+        self.vt: dict[int, int] = {}  # job -> VQ index
+        self.cfg: list[Config | None] = [None] * self.L  # active configurations
+        self.tcount = [[0] * n for _ in range(self.L)]  # type-j jobs on server l
+        self.tused = [[0.0] * n for _ in range(self.L)]  # their occupancy
         self.renewals = 0
 
     def _min_size(self) -> float | None:
@@ -327,9 +334,9 @@ class VQSAgent(SlottedAgent):
 
     def _fill_vqs(self, l: int) -> None:
         k1, j, _ = self.cfg[l]  # type: ignore[misc]  # VQS fills by budget, not by count
-        if k1 and self.tcount[l][1] == 0 and self.vq_fifo[1]:       # (i) 2/3 reserved for VQ_1
+        if k1 and self.tcount[l][1] == 0 and self.vq_fifo[1]:  # (i) 2/3 reserved for VQ_1
             self.place(next(iter(self.vq_fifo[1])), l)
-        budget = (1.0 / 3.0 if k1 else 1.0) * self.cap[l]             # (ii) the other type
+        budget = (1.0 / 3.0 if k1 else 1.0) * self.cap[l]  # (ii) the other type
         tol = self.tol[l]
         if self.hol_blocking:
             fifo = self.vq_fifo[j]
@@ -348,16 +355,16 @@ class VQSAgent(SlottedAgent):
 
     def _fill_vqs_bf(self, l: int) -> None:
         k1, j, kj = self.cfg[l]  # type: ignore[misc]
-        if k1:                                                        # (i) largest of VQ_1 that fits
+        if k1:  # (i) largest of VQ_1 that fits
             i = self.largest_fitting(self.vq_pool[1], l)
             if i >= 0:
                 self.place(i, l)
-        while self.tcount[l][j] < kj:                                 # (ii) up to kj of type j
+        while self.tcount[l][j] < kj:  # (ii) up to kj of type j
             i = self.largest_fitting(self.vq_pool[j], l)
             if i < 0:
                 break
             self.place(i, l)
-        self.bf_s_fill(l)                                             # (iii) BF-S, whole queue
+        self.bf_s_fill(l)  # (iii) BF-S, whole queue
 
 
 class VQS(VQSAgent):

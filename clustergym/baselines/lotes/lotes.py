@@ -40,6 +40,7 @@ without a slot).
 Instrumentation (``agent.stats``): arrivals, machines examined per arrival
 (check T6 of docs/papers/lotes.md#test-labels), fallback placements, queued arrivals, orphans and orphan pulls.
 """
+
 from __future__ import annotations
 
 import time
@@ -81,7 +82,7 @@ class QueueMirror:
             self.ids = np.resize(self.ids, size)
             self.dem = np.resize(self.dem, (size, self.dem.shape[1]))
             alive = np.zeros(size, dtype=bool)
-            alive[:self.n] = self.alive[:self.n]
+            alive[: self.n] = self.alive[: self.n]
             self.alive = alive
         self.ids[self.n] = job
         self.dem[self.n] = demand
@@ -123,16 +124,16 @@ class QueueMirror:
         self.alive[pos] = False
         self.live -= 1
         if self.live * 2 < self.n and self.n > 256:
-            keep = np.flatnonzero(self.alive[:self.n])
+            keep = np.flatnonzero(self.alive[: self.n])
             m = keep.size
             self.ids[:m] = self.ids[keep]
             self.dem[:m] = self.dem[keep]
             self.alive[:m] = True
-            self.alive[m:self.n] = False
+            self.alive[m : self.n] = False
             self.n = self.live = m
 
     def remove_job(self, job: int) -> None:
-        hit = np.flatnonzero((self.ids[:self.n] == job) & self.alive[:self.n])
+        hit = np.flatnonzero((self.ids[: self.n] == job) & self.alive[: self.n])
         if hit.size:
             self.remove_at(int(hit[0]))
 
@@ -190,11 +191,22 @@ class LoTES(ArrivalExitDispatcher):
     description = "LoTES: allocation LP + bins + assignment LP (oracle: lambda, alpha, r, mu), class-queue dispatch"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central",), uses_oracle=True)
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
+        queueing=("central",),
+        uses_oracle=True,
+    )
 
-    def __init__(self, rho_mode: str = "resource", candidates: str = "bin", exit_scope: str = "config",
-                 bins: str = "exhaustive", strict_paper: bool = False, method: str = "highs-ds",
-                 rounding: str = "paper", **params: Any):
+    def __init__(
+        self,
+        rho_mode: str = "resource",
+        candidates: str = "bin",
+        exit_scope: str = "config",
+        bins: str = "exhaustive",
+        strict_paper: bool = False,
+        method: str = "highs-ds",
+        rounding: str = "paper",
+        **params: Any,
+    ):
         super().__init__(**params)
         self.rho_mode = choice(rho_mode, "agent.rho_mode", ("resource", "throughput"), error=ConfigError)
         self.candidates = choice(candidates, "agent.candidates", ("bin", "config"), error=ConfigError)
@@ -221,7 +233,7 @@ class LoTES(ArrivalExitDispatcher):
         self._conf_of = inp.conf_of
         self._N = plan.machine_bin
         self._rho = plan.rho(self.rho_mode)
-        self._serving = [np.flatnonzero(plan.Delta[:, k] > 0) for k in range(K)]   # C_k, canonical order
+        self._serving = [np.flatnonzero(plan.Delta[:, k] > 0) for k in range(K)]  # C_k, canonical order
         self._serve_p = [self._rho[self._serving[k], k] for k in range(K)]
         self._conf_machines = [np.flatnonzero(inp.conf_of == j) for j in range(M)]
         self._cand: list[list[np.ndarray]] = []
@@ -233,20 +245,31 @@ class LoTES(ArrivalExitDispatcher):
                 self._cand.append([ms for _ in range(K)])
         # the fit limits of each candidate set, per resource (the same comparisons as np.all(load[idx] + d
         # <= lim[idx], axis=1), without gathering the limits at every arrival), and of every machine
-        self._cand_lim = [[[np.ascontiguousarray(self._lim[idx, r]) for r in range(self._lim.shape[1])]
-                           for idx in self._cand[j]] for j in range(M)]
+        self._cand_lim = [
+            [[np.ascontiguousarray(self._lim[idx, r]) for r in range(self._lim.shape[1])] for idx in self._cand[j]]
+            for j in range(M)
+        ]
         self._lim_col = [np.ascontiguousarray(self._lim[:, r]) for r in range(self._lim.shape[1])]
         self._exit_classes = [[int(k) for k in np.flatnonzero(plan.Delta[j] > 0)] for j in range(M)]
-        self._bin_classes = [np.flatnonzero(self._N[m] > 0).tolist() for m in range(L)] if self.exit_scope == "bin" \
-            else None
+        self._bin_classes = (
+            [np.flatnonzero(self._N[m] > 0).tolist() for m in range(L)] if self.exit_scope == "bin" else None
+        )
         # full-capacity fit of each class's jobs: a job is an orphan when it fits no machine of C_k
         self._conf_lim = fit_limit(inp.cap)
         self._orphans: dict[int, None] = {}
         # agent-side mirrors of the class queues (the kernel's central queue split by class)
         self._mirror = [QueueMirror(v.num_resources) for _ in range(K)]
         self._current = -1
-        self.stats = {"arrivals": 0, "examined": 0, "placed_level2": 0, "fallback": 0, "queued": 0,
-                      "orphans": 0, "orphan_pulls": 0, "exit_placements": 0}
+        self.stats = {
+            "arrivals": 0,
+            "examined": 0,
+            "placed_level2": 0,
+            "fallback": 0,
+            "queued": 0,
+            "orphans": 0,
+            "orphan_pulls": 0,
+            "exit_placements": 0,
+        }
 
     # ------------------------------------------------------------------ decisions
     def _new_epoch(self) -> None:
@@ -310,7 +333,7 @@ class LoTES(ArrivalExitDispatcher):
         if hit.size:
             first = int(hit[0])
             st["fallback"] += 1
-            st["examined"] += first + 1 if unexamined is None else int(unexamined[:first + 1].sum())
+            st["examined"] += first + 1 if unexamined is None else int(unexamined[: first + 1].sum())
             return first
         st["examined"] += v.num_servers if unexamined is None else int(unexamined.sum())
         st["queued"] += 1

@@ -58,7 +58,9 @@ class LotesGreedy(Agent):
     description = "LoTES paper's Greedy: first fit in Table-1 order, else shortest per-machine queue, FCFS (HOL)"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.ROUTE}), queueing=("central", "local"))
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.ROUTE}),
+        queueing=("central", "local"),
+    )
 
     def __init__(self, respect_queues: bool = False, queue_scan: str = "fcfs", **params: Any):
         super().__init__(**params)
@@ -70,11 +72,14 @@ class LotesGreedy(Agent):
         v = self.view
         self.local = v.queueing == "local"
         if self.local and self.env.sim.routing != "agent":
-            raise ConfigError("agent", "lotes-greedy with per-server queues needs routing='agent' "
-                                       f"(the scenario routes by {self.env.sim.routing!r})")
+            raise ConfigError(
+                "agent",
+                "lotes-greedy with per-server queues needs routing='agent' "
+                f"(the scenario routes by {self.env.sim.routing!r})",
+            )
         L = v.num_servers
         self._lim = fit_limit(v.capacity)
-        self._mq: list[deque[int]] = [deque() for _ in range(L)]   # central mode: agent-side machine queues
+        self._mq: list[deque[int]] = [deque() for _ in range(L)]  # central mode: agent-side machine queues
         self._qlen = np.zeros(L, dtype=np.int64)
         self._epoch = -1
         self._pending: list[Command] = []

@@ -56,7 +56,10 @@ class TetrisTran(ArrivalExitDispatcher):
     description = "Tetris as in the LoTES paper: r.C - p*sum(r), clairvoyant p (oracle), global queue"
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central",), uses_oracle=True)
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
+        queueing=("central",),
+        uses_oracle=True,
+    )
 
     def __init__(self, w_align: float = 1.0, w_work: float = 1.0, hours_per_unit: float | None = None, **params: Any):
         super().__init__(**params)
@@ -75,14 +78,14 @@ class TetrisTran(ArrivalExitDispatcher):
             is_trace = bool((sc.params or {}).get("trace_report")) or type(sc.source).__name__ == "ReplaySource"
             hpu = 1.0 / 3600.0 if is_trace else 1.0
         self._hpu = hpu
-        self._speed = np.array(v.speed, dtype=float) / hpu   # oracle (L, J); p = work / speed in hours
+        self._speed = np.array(v.speed, dtype=float) / hpu  # oracle (L, J); p = work / speed in hours
         # per type: its speed column, and the speed when every machine has the same (no Omega), so
         # that an arrival computes p once; per resource: the fit limit column (exactly the same
         # floating-point operations as the (L, R) expressions, without their temporaries)
         self._speed_col = [np.ascontiguousarray(self._speed[:, k]) for k in range(self._speed.shape[1])]
         self._speed_one = [float(c[0]) if c.size and np.all(c == c[0]) else None for c in self._speed_col]
         self._lim_col = [np.ascontiguousarray(self._lim[:, r]) for r in range(self._lim.shape[1])]
-        self._work = np.zeros(1024)                    # per job id, learnt at arrival (clairvoyance)
+        self._work = np.zeros(1024)  # per job id, learnt at arrival (clairvoyance)
         self._type = np.zeros(1024, dtype=np.int64)
         # agent-side mirror of the central queue (arrival order), so that a completion scores the
         # whole queue with a few vector operations; rebuilt from the view if it ever disagrees

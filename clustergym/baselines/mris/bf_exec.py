@@ -37,7 +37,9 @@ __all__ = ["BFExec", "tightest_by_norm"]
 class BFExec(EventTimeAgent):
     """BF-EXEC (Sec. 7.2)."""
 
-    description = "BF-EXEC: arrivals best-fit by L2 norm of remaining capacity; on a departure, SJF backfill of that machine"
+    description = (
+        "BF-EXEC: arrivals best-fit by L2 norm of remaining capacity; on a departure, SJF backfill of that machine"
+    )
 
     def __init__(self, departures: str = "all", **params: Any):
         super().__init__(**params)

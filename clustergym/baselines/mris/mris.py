@@ -62,9 +62,22 @@ from clustergym.errors import ConfigError
 from clustergym.theory.mris import KNAPSACKS, MRISInstance, select_batch
 from clustergym.validation import choice, number, positive
 
-__all__ = ["TOL", "SORT_KEYS", "sort_scores", "priority_order", "check_key", "MRISResult", "mris_schedule",
-           "check_schedule", "events_pending_now", "JobCache",
-           "EventTimeAgent", "MRIS", "MRISGreedy", "MRIS_EPOCHS"]
+__all__ = [
+    "TOL",
+    "SORT_KEYS",
+    "sort_scores",
+    "priority_order",
+    "check_key",
+    "MRISResult",
+    "mris_schedule",
+    "check_schedule",
+    "events_pending_now",
+    "JobCache",
+    "EventTimeAgent",
+    "MRIS",
+    "MRISGreedy",
+    "MRIS_EPOCHS",
+]
 
 #: capacity tolerance in normalised units
 TOL = 1e-9
@@ -102,8 +115,7 @@ def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.nda
     return base
 
 
-def priority_order(key: str, ids: np.ndarray, r: np.ndarray, p: np.ndarray, w: np.ndarray,
-                   u: np.ndarray) -> np.ndarray:
+def priority_order(key: str, ids: np.ndarray, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.ndarray) -> np.ndarray:
     """``ids`` sorted by ``(score, r_j, id)`` (deterministic ties, up to ``SCORE_RTOL``: docs/papers/mris.md#event-times).
 
     Scores within ``SCORE_RTOL`` of each other are ties (:func:`clustergym.core.cluster.score_ranks`):
@@ -117,6 +129,7 @@ def priority_order(key: str, ids: np.ndarray, r: np.ndarray, p: np.ndarray, w: n
 
 
 # ================================================================================== offline reference
+
 
 @dataclasses.dataclass
 class MRISResult:
@@ -136,8 +149,7 @@ class MRISResult:
         return inst.total_weighted_completion(self.completion)
 
 
-def _fits_window_ref(res: list[int], S: list[float], C: list[float], d: np.ndarray, j: int, t: float,
-                     p: float) -> bool:
+def _fits_window_ref(res: list[int], S: list[float], C: list[float], d: np.ndarray, j: int, t: float, p: float) -> bool:
     """Whether job ``j`` fits machine ``i`` for all of [t, t + p), checking every reserved start inside."""
     end = t + p
     points = [t] + [S[x] for x in res if t < S[x] < end]
@@ -151,8 +163,16 @@ def _fits_window_ref(res: list[int], S: list[float], C: list[float], d: np.ndarr
     return True
 
 
-def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact", *, eps: float = 0.1,
-                  gamma0: float | None = None, alpha: float = 2.0, exact_method: str = "auto") -> MRISResult:
+def mris_schedule(
+    inst: MRISInstance,
+    key: str = "wsjf",
+    knapsack: str = "exact",
+    *,
+    eps: float = 0.1,
+    gamma0: float | None = None,
+    alpha: float = 2.0,
+    exact_method: str = "auto",
+) -> MRISResult:
     """The MRIS schedule of ``inst`` (Sec. 5.3), computed offline by a plain simulation.
 
     ``gamma0`` defaults to the instance's smallest processing time (the paper's normalisation).
@@ -177,7 +197,7 @@ def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact"
     log: list[dict[str, Any]] = []
     k = 0
     while not all(committed):
-        g = g0 * alpha ** k
+        g = g0 * alpha**k
         J = [j for j in range(n) if not committed[j] and r[j] <= g and p[j] <= g * (1 + TOL)]
         if J:
             zeta = R * M * g
@@ -204,8 +224,17 @@ def mris_schedule(inst: MRISInstance, key: str = "wsjf", knapsack: str = "exact"
                 if not later:
                     raise RuntimeError(f"job {L[0]} does not fit an empty machine")
                 clock[i] = min(later)
-            log.append({"k": k, "gamma": g, "J": J, "B": sorted(B.tolist()), "zeta": zeta,
-                        "volume": float(vol[B].sum()), "scans": scans})
+            log.append(
+                {
+                    "k": k,
+                    "gamma": g,
+                    "J": J,
+                    "B": sorted(B.tolist()),
+                    "zeta": zeta,
+                    "volume": float(vol[B].sum()),
+                    "scans": scans,
+                }
+            )
         k += 1
     return MRISResult(np.array(S), np.array(mach), np.array(C), np.array(kk), np.array(gg), log, g0)
 
@@ -236,6 +265,7 @@ def check_schedule(inst: MRISInstance, start: np.ndarray, machine: np.ndarray, t
 
 
 # ================================================================================== environment helpers
+
 
 def events_pending_now(view: Any) -> bool:
     """Whether another decision epoch will open at the current instant (a simultaneous arrival,
@@ -320,8 +350,9 @@ class EventTimeAgent(Agent):
     """
 
     needs_durations: ClassVar[bool] = True
-    requirements = AgentRequirements(epochs=_WORK_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
-                                     queueing=("central",))
+    requirements = AgentRequirements(
+        epochs=_WORK_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central",)
+    )
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
         req = dataclasses.replace(type(self).requirements, uses_oracle=bool(self._uses_oracle(scenario)))
@@ -380,6 +411,7 @@ class EventTimeAgent(Agent):
 
 # ================================================================================== the MRIS agent
 
+
 class _Planner:
     """MRIS's reservations per machine and its batch list scheduling (docs/papers/mris.md#backfilling), vectorised."""
 
@@ -418,8 +450,9 @@ class _Planner:
             clock[i] = later.min()
         return out
 
-    def _scan(self, i: int, t: float, jobs: np.ndarray, p: np.ndarray, d: np.ndarray,
-              out: list[tuple[int, int, float]]) -> np.ndarray:
+    def _scan(
+        self, i: int, t: float, jobs: np.ndarray, p: np.ndarray, d: np.ndarray, out: list[tuple[int, int, float]]
+    ) -> np.ndarray:
         S, C, D = self.S[i], self.C[i], self.D[i]
         taus = np.unique(np.concatenate([[t], S[S > t]]))  # sorted; taus[0] = t
         # usage at each point: sum of D over S <= tau < C = (started by tau) - (ended by tau), by sorted
@@ -449,7 +482,7 @@ class _Planner:
                 break
             a = first + int(hit[0])
             took[a] = True
-            U[:cnt[a]] += dj[a]
+            U[: cnt[a]] += dj[a]
             new_c.append(ends[a])
             new_d.append(dj[a])
             out.append((int(jobs[a]), i, t))
@@ -474,22 +507,35 @@ class MRIS(EventTimeAgent):
         exact_method: ``auto``, ``prefix``, ``dp`` or ``milp`` (see :func:`clustergym.theory.mris.knapsack_exact`).
     """
 
-    description = ("MRIS (Fan & Liang ICPP'24): intervals gamma_k = gamma0 2^k, knapsack R*M*gamma_k, "
-                   "list scheduling with backfilling")
-    requirements = AgentRequirements(epochs=MRIS_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.WAKE}),
-                                     queueing=("central",))
+    description = (
+        "MRIS (Fan & Liang ICPP'24): intervals gamma_k = gamma0 2^k, knapsack R*M*gamma_k, "
+        "list scheduling with backfilling"
+    )
+    requirements = AgentRequirements(
+        epochs=MRIS_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.WAKE}), queueing=("central",)
+    )
     default_key: ClassVar[str] = "wsjf"
     default_knapsack: ClassVar[str] = "exact"
 
-    def __init__(self, key: str | None = None, knapsack: str | None = None, eps: float = 0.1,
-                 gamma0: float | None = None, alpha: float = 2.0, exact_method: str = "auto", **params: Any):
+    def __init__(
+        self,
+        key: str | None = None,
+        knapsack: str | None = None,
+        eps: float = 0.1,
+        gamma0: float | None = None,
+        alpha: float = 2.0,
+        exact_method: str = "auto",
+        **params: Any,
+    ):
         super().__init__(**params)
         self.key = check_key(key or self.default_key)
         self.knapsack = choice(knapsack or self.default_knapsack, "agent.knapsack", KNAPSACKS, error=ConfigError)
         self.eps = number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True, error=ConfigError)
         self.gamma0_param = positive(gamma0, "agent.gamma0", allow_none=True, error=ConfigError)
         self.alpha = number(alpha, "agent.alpha", lo=1.0, lo_open=True, error=ConfigError)
-        self.exact_method = choice(exact_method, "agent.exact_method", ("auto", "prefix", "dp", "milp"), error=ConfigError)
+        self.exact_method = choice(
+            exact_method, "agent.exact_method", ("auto", "prefix", "dp", "milp"), error=ConfigError
+        )
 
     def _gamma0(self, scenario: Any) -> tuple[float, bool]:
         """``(gamma0, privileged)``."""
@@ -523,7 +569,7 @@ class MRIS(EventTimeAgent):
 
     def gamma(self, k: int) -> float:
         """``γ_k = γ_0 α^k`` (the same expression as :func:`mris_schedule`)."""
-        return self.gamma0 * self.alpha ** k
+        return self.gamma0 * self.alpha**k
 
     def act(self, observation: Any) -> Command:
         if not self._woke:  # the first command of the episode: ask for the first boundary
@@ -553,15 +599,14 @@ class MRIS(EventTimeAgent):
         c = self.jobs
         if c.n > self.committed.size:
             grown = np.zeros(max(c.n, 2 * self.committed.size), dtype=bool)
-            grown[:self.committed.size] = self.committed
+            grown[: self.committed.size] = self.committed
             self.committed = grown
         cand = q[~self.committed[q]]
         elig = cand[(c.arrival[cand] <= g) & (c.work[cand] <= g * (1 + TOL))]
         entry: dict[str, Any] = {"k": self.k, "gamma": float(g), "J": int(elig.size), "B": 0, "volume": 0.0}
         if elig.size:
             zeta = self.R * self.M * g
-            sel = select_batch(self.knapsack, c.weight[elig], c.vol[elig], zeta, eps=self.eps,
-                               method=self.exact_method)
+            sel = select_batch(self.knapsack, c.weight[elig], c.vol[elig], zeta, eps=self.eps, method=self.exact_method)
             B = elig[sel]
             order = priority_order(self.key, B, c.arrival, c.work, c.weight, c.u)
             for job, machine, start in self.planner.schedule(order, g, c.work, c.dem):

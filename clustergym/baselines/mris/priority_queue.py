@@ -44,7 +44,19 @@ from clustergym.errors import ConfigError
 from clustergym.theory.mris import MRISInstance
 from clustergym.validation import number
 
-__all__ = ["PriorityQueue", "PQ_SVF", "PQ_WSVF", "PQ_SJF", "PQ_WSJF", "PQ_SDF", "PQ_WSDF", "PQ_ERF", "CollectAllPQ", "pq_schedule", "pq_schedule_machine_major"]
+__all__ = [
+    "PriorityQueue",
+    "PQ_SVF",
+    "PQ_WSVF",
+    "PQ_SJF",
+    "PQ_WSJF",
+    "PQ_SDF",
+    "PQ_WSDF",
+    "PQ_ERF",
+    "CollectAllPQ",
+    "pq_schedule",
+    "pq_schedule_machine_major",
+]
 
 
 class PriorityQueue(EventTimeAgent):
@@ -88,10 +100,17 @@ class PriorityQueue(EventTimeAgent):
 
 def _keyed(key: str) -> type[PriorityQueue]:
     """PQ with a fixed sort key: the agents ``pq-<key>``."""
-    return type(f"PQ_{key.upper()}", (PriorityQueue,), {
-        "__module__": __name__, "name": f"pq-{key}", "default_key": key,
-        "__doc__": f"PQ-{key.upper()} (Fan & Liang 2024, Sec. 4): PQ sorted by {SORT_KEYS[key]}.",
-        "description": f"PQ-{key.upper()} (MRIS paper): priority queue sorted by {SORT_KEYS[key]}, first fit"})
+    return type(
+        f"PQ_{key.upper()}",
+        (PriorityQueue,),
+        {
+            "__module__": __name__,
+            "name": f"pq-{key}",
+            "default_key": key,
+            "__doc__": f"PQ-{key.upper()} (Fan & Liang 2024, Sec. 4): PQ sorted by {SORT_KEYS[key]}.",
+            "description": f"PQ-{key.upper()} (MRIS paper): priority queue sorted by {SORT_KEYS[key]}, first fit",
+        },
+    )
 
 
 PQ_SVF, PQ_WSVF, PQ_SJF, PQ_WSJF = _keyed("svf"), _keyed("wsvf"), _keyed("sjf"), _keyed("wsjf")
@@ -103,8 +122,9 @@ class CollectAllPQ(PriorityQueue):
 
     name = "ca-pq"
     description = "CA-PQ (MRIS paper Sec. 7.2): wait for the last release r_max (privileged), then PQ-WSJF"
-    requirements = AgentRequirements(epochs=_WORK_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.WAKE}),
-                                     queueing=("central",))
+    requirements = AgentRequirements(
+        epochs=_WORK_EPOCHS, commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.WAKE}), queueing=("central",)
+    )
 
     def __init__(self, key: str | None = None, r_max: float | None = None, **params: Any):
         super().__init__(key=key, **params)
@@ -140,6 +160,7 @@ class CollectAllPQ(PriorityQueue):
 
 # ============================================================================================ references
 
+
 def _order(key: str, ids: list[int], inst: MRISInstance) -> list[int]:
     u = inst.demand.sum(axis=1)
     ids_a = np.asarray(ids, dtype=np.int64)
@@ -147,8 +168,9 @@ def _order(key: str, ids: list[int], inst: MRISInstance) -> list[int]:
     return [int(j) for j in ids_a[np.lexsort((ids_a, inst.release[ids_a], score_ranks(s)))]]
 
 
-def pq_schedule(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False,
-                start_time: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def pq_schedule(
+    inst: MRISInstance, key: str = "wsjf", *, offline: bool = False, start_time: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """PQ's schedule ``(start, machine)`` of ``inst``, computed directly (Sec. 4).
 
     ``offline``: every job is released at ``start_time`` (PQ for makespan, Sec. 5.2; CA-PQ is this with
@@ -181,7 +203,9 @@ def pq_schedule(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False,
     return S, mach
 
 
-def pq_schedule_machine_major(inst: MRISInstance, key: str = "wsjf", *, offline: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def pq_schedule_machine_major(
+    inst: MRISInstance, key: str = "wsjf", *, offline: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """PQ in the authors' code's machine-major form (docs/papers/mris.md#pq-machine): at each event time, for machine
     0, 1, ...: scan the sorted queue and start every job that fits on that machine."""
     key = check_key(key, "key")

@@ -96,8 +96,9 @@ class Knapsack:
         configs: ``(C, J)`` the enumerated configurations (``enumerate`` only).
     """
 
-    def __init__(self, type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact",
-                 limit: int = ENUMERATION_LIMIT):
+    def __init__(
+        self, type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact", limit: int = ENUMERATION_LIMIT
+    ):
         self.demand = np.asarray(type_demand, dtype=np.float64)
         self.capacity = np.asarray(capacity, dtype=np.float64)
         self.limit_vec = fit_limit(self.capacity)
@@ -119,7 +120,7 @@ class Knapsack:
         ratio = self._divisible_ratio()
         if ratio is not None:
             self.method, self.exact = "divisible", True
-            self._ratio = ratio                       # s_j / C (one number per type)
+            self._ratio = ratio  # s_j / C (one number per type)
             self._count = np.rint(1.0 / ratio).astype(np.int64)
         else:
             self.method, self.exact = "greedy", False
@@ -181,8 +182,11 @@ _KNAPSACKS: Cache[Knapsack] = Cache(16)
 
 def knapsack_for(type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact") -> Knapsack:
     """A cached :class:`Knapsack` for one server capacity (configurations are enumerated once)."""
-    key = (np.ascontiguousarray(type_demand, dtype=np.float64).tobytes(),
-           np.ascontiguousarray(capacity, dtype=np.float64).tobytes(), blackbox)
+    key = (
+        np.ascontiguousarray(type_demand, dtype=np.float64).tobytes(),
+        np.ascontiguousarray(capacity, dtype=np.float64).tobytes(),
+        blackbox,
+    )
     return _KNAPSACKS.get(key, lambda: Knapsack(type_demand, capacity, blackbox))
 
 
@@ -191,7 +195,10 @@ class _MaxWeightBase(Agent):
 
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
-        commands=frozenset({Cmd.WAIT, Cmd.PLACE}), queueing=("central", "local"), needs_types=True)
+        commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
+        queueing=("central", "local"),
+        needs_types=True,
+    )
     _REFRESH: ClassVar[int] = -1  # work-list token: commit the next uncommitted/empty server
 
     def __init__(self, blackbox: str = "exact", **params: Any):
@@ -281,8 +288,10 @@ class MaxWeightRefresh(_MaxWeightBase):
         blackbox: ``exact`` (default) or ``greedy`` Knapsack.
     """
 
-    description = ("MaxWeight Refresh (reconstructed from RMS §I-A): max-weight target per server, "
-                   "re-chosen only when the server empties")
+    description = (
+        "MaxWeight Refresh (reconstructed from RMS §I-A): max-weight target per server, "
+        "re-chosen only when the server empties"
+    )
 
     def __init__(self, refresh: str = "local", **params: Any):
         super().__init__(**params)
@@ -350,8 +359,10 @@ class MaxWeightStop(_MaxWeightBase):
         blackbox: ``exact`` (default) or ``greedy`` Knapsack.
     """
 
-    description = ("MaxWeight Stop (reconstructed from RMS §I-A): knapsack at each departure; "
-                   "stop a server whose weight < beta x max until it empties")
+    description = (
+        "MaxWeight Stop (reconstructed from RMS §I-A): knapsack at each departure; "
+        "stop a server whose weight < beta x max until it empties"
+    )
 
     def __init__(self, beta: float = 0.5, **params: Any):
         super().__init__(**params)

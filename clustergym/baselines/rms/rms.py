@@ -155,15 +155,19 @@ _SERVER_BOUNDS: Cache[int] = Cache(64)
 
 def server_bound(type_demand: np.ndarray, capacity: np.ndarray) -> int:
     """``M`` = the most jobs any server can hold (§II), cached per instance."""
-    key = np.ascontiguousarray(type_demand, dtype=np.float64).tobytes() + b"|" + \
-        np.ascontiguousarray(capacity, dtype=np.float64).tobytes()
+    key = (
+        np.ascontiguousarray(type_demand, dtype=np.float64).tobytes()
+        + b"|"
+        + np.ascontiguousarray(capacity, dtype=np.float64).tobytes()
+    )
     return _SERVER_BOUNDS.get(key, lambda: int(max_jobs_per_server(type_demand, capacity)))
 
 
 def _per_type(value: Any, field: str) -> np.ndarray:
     """Clock rates or weights: numbers >= 0, a list (one per job type) or rows (one per queue)."""
     if (isinstance(value, np.ndarray) and value.ndim == 2) or (
-            isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], (list, tuple, np.ndarray))):
+        isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], (list, tuple, np.ndarray))
+    ):
         return matrix(value, field, lo=0.0, error=ConfigError)
     return vector(value, field, lo=0.0, what="(one per job type)", error=ConfigError)
 
@@ -185,15 +189,30 @@ class _RMSBase(Agent):
     default_speedup: ClassVar[float] = 1.0
     _queueing: ClassVar[tuple[str, ...]] = ("central",)
 
-    def __init__(self, *, less_wasteful: bool | None = None, rates: Any = None,
-                 total_rate: float = DEFAULT_TOTAL_RATE, speedup: float | None = None, b: float = 0.0,
-                 eps: float = 0.01, M: int | None = None, frozen_weights: Any = None, **params: Any):
+    def __init__(
+        self,
+        *,
+        less_wasteful: bool | None = None,
+        rates: Any = None,
+        total_rate: float = DEFAULT_TOTAL_RATE,
+        speedup: float | None = None,
+        b: float = 0.0,
+        eps: float = 0.01,
+        M: int | None = None,
+        frozen_weights: Any = None,
+        **params: Any,
+    ):
         super().__init__(**params)
-        self.less_wasteful = boolean(self.default_less_wasteful if less_wasteful is None else less_wasteful,
-                                     "agent.less_wasteful", error=ConfigError)
+        self.less_wasteful = boolean(
+            self.default_less_wasteful if less_wasteful is None else less_wasteful,
+            "agent.less_wasteful",
+            error=ConfigError,
+        )
         self.rates = None if rates is None else _check_rates(rates)
         self.total_rate = positive(total_rate, "agent.total_rate", error=ConfigError)
-        self.speedup = positive(self.default_speedup if speedup is None else speedup, "agent.speedup", error=ConfigError)
+        self.speedup = positive(
+            self.default_speedup if speedup is None else speedup, "agent.speedup", error=ConfigError
+        )
         self.b = number(b, "agent.b", lo=0.0, hi=1.0, hi_open=True, error=ConfigError)
         self.eps = number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True, error=ConfigError)
         self.M_param = number(M, "agent.M", lo=1, integer=True, allow_none=True, error=ConfigError)
@@ -209,26 +228,39 @@ class _RMSBase(Agent):
         return AgentRequirements(
             epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=True, tick_rate=tick_rate),
             commands=frozenset({Cmd.WAIT, Cmd.PLACE, Cmd.DUMMY, Cmd.REPLACE, Cmd.ROUTE}),
-            queueing=self._queueing, needs_types=True)
+            queueing=self._queueing,
+            needs_types=True,
+        )
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
         if scenario.queueing not in self._queueing:
-            hint = (" (on the RMS presets: --set queueing=local)" if "local" in self._queueing
-                    else " (use rms-jsq for per-server queues)")
-            raise ConfigError("agent", f"agent {self.name!r} works with queueing {list(self._queueing)}, "
-                                       f"scenario {scenario.name!r} is {scenario.queueing!r}{hint}")
+            hint = (
+                " (on the RMS presets: --set queueing=local)"
+                if "local" in self._queueing
+                else " (use rms-jsq for per-server queues)"
+            )
+            raise ConfigError(
+                "agent",
+                f"agent {self.name!r} works with queueing {list(self._queueing)}, "
+                f"scenario {scenario.name!r} is {scenario.queueing!r}{hint}",
+            )
         types = scenario.source.types
         if not types.exact:
-            raise ConfigError("agent", f"agent {self.name!r} needs discrete job types (every job of a type has "
-                                       f"the type's demand); scenario {scenario.name!r} has not")
+            raise ConfigError(
+                "agent",
+                f"agent {self.name!r} needs discrete job types (every job of a type has "
+                f"the type's demand); scenario {scenario.name!r} has not",
+            )
         self._check_shapes(types.num_types, scenario.num_servers)
         self.requirements = self._requirements(self._tick_rate(scenario.num_servers))
         return self.requirements
 
     def _check_shapes(self, J: int, L: int) -> None:
         if self.frozen_weights is not None and self.frozen_weights.shape not in ((J,), (L, J)):
-            raise ConfigError("agent.frozen_weights", f"expected {J} weights (or an {L} x {J} matrix), "
-                                                      f"got shape {self.frozen_weights.shape}")
+            raise ConfigError(
+                "agent.frozen_weights",
+                f"expected {J} weights (or an {L} x {J} matrix), got shape {self.frozen_weights.shape}",
+            )
 
     # ------------------------------------------------------------------ episode
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -246,8 +278,14 @@ class _RMSBase(Agent):
         self.coef = self.eps / (8.0 * self.M)
         self._last_epoch = -1
         self._pending: Command | None = None
-        self.stats = {"ticks": 0, "wasted_ticks": 0, "placements": 0, "dummies": 0, "replacements": 0,
-                      "departure_refills": 0}
+        self.stats = {
+            "ticks": 0,
+            "wasted_ticks": 0,
+            "placements": 0,
+            "dummies": 0,
+            "replacements": 0,
+            "departure_refills": 0,
+        }
 
     def _f(self, x: float) -> float:
         return math.log1p(x) ** (1.0 - self.b) if x > 0 else 0.0
@@ -320,8 +358,9 @@ class RMS(_RMSBase):
 
     def __init__(self, selection: str | None = None, clock: str | None = None, **params: Any):
         super().__init__(**params)
-        self.selection = choice(self.default_selection if selection is None else selection, "agent.selection",
-                                SELECTIONS, error=ConfigError)
+        self.selection = choice(
+            self.default_selection if selection is None else selection, "agent.selection", SELECTIONS, error=ConfigError
+        )
         self.clock = choice(self.default_clock if clock is None else clock, "agent.clock", CLOCKS, error=ConfigError)
         if self.rates is not None and self.rates.ndim != 1:
             raise ConfigError("agent.rates", f"expected one rate per job type, got shape {self.rates.shape}")
@@ -399,7 +438,9 @@ class RMS(_RMSBase):
         dummies = self.view.dummies_of_type(j)
         if not dummies:
             return None
-        victim = dummies[int(self.rng.integers(len(dummies)))]  # uniform among all type-j dummies (Remark 2 leaves it open)
+        victim = dummies[
+            int(self.rng.integers(len(dummies)))
+        ]  # uniform among all type-j dummies (Remark 2 leaves it open)
         self.stats["replacements"] += 1
         return Command.replace(job, self.view.server_of(victim))
 
@@ -494,8 +535,9 @@ class RMSJSQ(_RMSBase):
     def _check_shapes(self, J: int, L: int) -> None:
         super()._check_shapes(J, L)
         if self.rates is not None and self.rates.shape not in ((J,), (L, J)):
-            raise ConfigError("agent.rates", f"expected {J} per-queue rates or an {L} x {J} matrix, "
-                                             f"got shape {self.rates.shape}")
+            raise ConfigError(
+                "agent.rates", f"expected {J} per-queue rates or an {L} x {J} matrix, got shape {self.rates.shape}"
+            )
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)

@@ -31,8 +31,22 @@ from clustergym.theory.autoscale import worst_case_family
 from clustergym.validation import choice, positive
 from clustergym.workloads import Exponential, PoissonTypedSource
 
-__all__ = ["SYN4_TYPES", "SYN4_REWARDS", "SYN4_RHO", "SYN4_SERVER", "autoscale_4vm", "INTRO_TYPES", "INTRO_REWARDS", "INTRO_SERVER", "EX1_TYPES", "EX1_REWARDS", "EX1_SERVER",
-           "autoscale_intro", "autoscale_example1", "autoscale_worst_case"]
+__all__ = [
+    "SYN4_TYPES",
+    "SYN4_REWARDS",
+    "SYN4_RHO",
+    "SYN4_SERVER",
+    "autoscale_4vm",
+    "INTRO_TYPES",
+    "INTRO_REWARDS",
+    "INTRO_SERVER",
+    "EX1_TYPES",
+    "EX1_REWARDS",
+    "EX1_SERVER",
+    "autoscale_intro",
+    "autoscale_example1",
+    "autoscale_worst_case",
+]
 
 #: SYN4, Sec. 7.1's subset instance with every VM doubled (docs/papers/autoscale.md#syn4): (vCPU, GB).
 SYN4_TYPES = np.array([[2.0, 2.0], [8.0, 32.0], [4.0, 64.0], [64.0, 512.0]])
@@ -64,32 +78,69 @@ def autoscale_4vm(num_servers: int = 30, load: float = 1.0, horizon: float = 25.
     L = positive(num_servers, "params.num_servers", integer=True)
     load = positive(load, "params.load")
     rates = load * SYN4_RHO * L
-    source = PoissonTypedSource(rates, SYN4_TYPES, Exponential(1.0), reward_rates=SYN4_REWARDS,
-                                names=("vm-2-2", "vm-8-32", "vm-4-64", "vm-64-512"))
+    source = PoissonTypedSource(
+        rates,
+        SYN4_TYPES,
+        Exponential(1.0),
+        reward_rates=SYN4_REWARDS,
+        names=("vm-2-2", "vm-8-32", "vm-4-64", "vm-64-512"),
+    )
     return Scenario(
-        name="autoscale-4vm", capacity=np.tile(SYN4_SERVER, (L, 1)), source=source,
-        resources=("vcpu", "memory"), horizon=positive(horizon, "params.horizon"), objective="reward",
+        name="autoscale-4vm",
+        capacity=np.tile(SYN4_SERVER, (L, 1)),
+        source=source,
+        resources=("vcpu", "memory"),
+        horizon=positive(horizon, "params.horizon"),
+        objective="reward",
         queueing="loss",
         description="Auto-scaling SYN4: 4 VM types, admit or reject, reward per unit time in service",
-        params={"num_servers": L, "load": load, "horizon": horizon, "rho": SYN4_RHO.tolist(),
-                "rewards": SYN4_REWARDS.tolist()},
+        params={
+            "num_servers": L,
+            "load": load,
+            "horizon": horizon,
+            "rho": SYN4_RHO.tolist(),
+            "rewards": SYN4_REWARDS.tolist(),
+        },
     )
 
 
-def _loss_scenario(name: str, types: np.ndarray, rewards: Any, server: np.ndarray, rho: Any, L: int, load: float,
-                   horizon: float, description: str, params: dict[str, Any], names: tuple[str, ...] | None = None,
-                   resources: tuple[str, ...] | None = None) -> Scenario:
+def _loss_scenario(
+    name: str,
+    types: np.ndarray,
+    rewards: Any,
+    server: np.ndarray,
+    rho: Any,
+    L: int,
+    load: float,
+    horizon: float,
+    description: str,
+    params: dict[str, Any],
+    names: tuple[str, ...] | None = None,
+    resources: tuple[str, ...] | None = None,
+) -> Scenario:
     rho_f = np.array([float(r) for r in rho])
     rates = load * rho_f * L
-    source = PoissonTypedSource(rates, types, Exponential(1.0), reward_rates=np.array([float(u) for u in rewards]),
-                                names=names)
+    source = PoissonTypedSource(
+        rates, types, Exponential(1.0), reward_rates=np.array([float(u) for u in rewards]), names=names
+    )
     R = types.shape[1]
     return Scenario(
-        name=name, capacity=np.tile(server, (L, 1)), source=source,
-        resources=resources or tuple(f"r{d}" for d in range(R)), horizon=positive(horizon, "params.horizon"),
-        objective="reward", queueing="loss", description=description,
-        params={**params, "num_servers": L, "load": load, "horizon": horizon, "rho": rho_f.tolist(),
-                "rewards": [float(u) for u in rewards]},
+        name=name,
+        capacity=np.tile(server, (L, 1)),
+        source=source,
+        resources=resources or tuple(f"r{d}" for d in range(R)),
+        horizon=positive(horizon, "params.horizon"),
+        objective="reward",
+        queueing="loss",
+        description=description,
+        params={
+            **params,
+            "num_servers": L,
+            "load": load,
+            "horizon": horizon,
+            "rho": rho_f.tolist(),
+            "rewards": [float(u) for u in rewards],
+        },
     )
 
 
@@ -103,9 +154,20 @@ def autoscale_intro(variant: str = "a", num_servers: int = 30, load: float = 1.0
     v = choice(variant, "params.variant", INTRO_RHO)
     L = positive(num_servers, "params.num_servers", integer=True)
     load = positive(load, "params.load")
-    return _loss_scenario("autoscale-intro", INTRO_TYPES, INTRO_REWARDS, INTRO_SERVER, INTRO_RHO[v], L, load, horizon,
-                          "Auto-scaling intro example: reward 4 alone vs 3+3 packed, admit or reject",
-                          {"variant": v}, names=("vm-6-6", "vm-7-1", "vm-1-7"), resources=("cpu", "memory"))
+    return _loss_scenario(
+        "autoscale-intro",
+        INTRO_TYPES,
+        INTRO_REWARDS,
+        INTRO_SERVER,
+        INTRO_RHO[v],
+        L,
+        load,
+        horizon,
+        "Auto-scaling intro example: reward 4 alone vs 3+3 packed, admit or reject",
+        {"variant": v},
+        names=("vm-6-6", "vm-7-1", "vm-1-7"),
+        resources=("cpu", "memory"),
+    )
 
 
 def autoscale_example1(variant: str = "a", num_servers: int = 30, load: float = 1.0, horizon: float = 25.0) -> Scenario:
@@ -117,13 +179,24 @@ def autoscale_example1(variant: str = "a", num_servers: int = 30, load: float = 
     v = choice(variant, "params.variant", EX1_RHO)
     L = positive(num_servers, "params.num_servers", integer=True)
     load = positive(load, "params.load")
-    return _loss_scenario("autoscale-example1", EX1_TYPES, EX1_REWARDS, EX1_SERVER, EX1_RHO[v], L, load, horizon,
-                          "Auto-scaling Example 1: server (5,4), types (2,1) reward 10 and (1,2) reward 1",
-                          {"variant": v}, names=("type-2-1", "type-1-2"))
+    return _loss_scenario(
+        "autoscale-example1",
+        EX1_TYPES,
+        EX1_REWARDS,
+        EX1_SERVER,
+        EX1_RHO[v],
+        L,
+        load,
+        horizon,
+        "Auto-scaling Example 1: server (5,4), types (2,1) reward 10 and (1,2) reward 1",
+        {"variant": v},
+        names=("type-2-1", "type-1-2"),
+    )
 
 
-def autoscale_worst_case(n: int = 3, eps: float = 0.0, num_servers: int = 30, load: float = 1.0,
-                         horizon: float = 25.0) -> Scenario:
+def autoscale_worst_case(
+    n: int = 3, eps: float = 0.0, num_servers: int = 30, load: float = 1.0, horizon: float = 25.0
+) -> Scenario:
     """The worst-case family W_n (docs/papers/autoscale.md#worst-case): U^(g)/U* = 1 - (1 - 1/n)^n at rho = 1.
 
     ``n + 1`` resources realise ``K = down-closure{n e_1, ..., n e_{n-1}, e_n, (1,...,1)}``
@@ -138,6 +211,15 @@ def autoscale_worst_case(n: int = 3, eps: float = 0.0, num_servers: int = 30, lo
     L = positive(num_servers, "params.num_servers", integer=True)
     load = positive(load, "params.load")
     demand, cap, u, _ = worst_case_family(n_i, Fraction(eps_f).limit_denominator(10**6))
-    return _loss_scenario("autoscale-worst-case", demand, u, cap, [1] * n_i, L, load, horizon,
-                          "Auto-scaling worst-case family W_n: greedy ratio 1 - (1 - 1/n)^n",
-                          {"n": n_i, "eps": eps_f})
+    return _loss_scenario(
+        "autoscale-worst-case",
+        demand,
+        u,
+        cap,
+        [1] * n_i,
+        L,
+        load,
+        horizon,
+        "Auto-scaling worst-case family W_n: greedy ratio 1 - (1 - 1/n)^n",
+        {"n": n_i, "eps": eps_f},
+    )

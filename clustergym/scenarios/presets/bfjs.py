@@ -22,9 +22,9 @@ from clustergym.workloads import (
 __all__ = ["two_sizes", "uniform_sizes"]
 
 
-
-def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 100_000.0,
-              queue_cap: int | None = 100_000) -> Scenario:
+def two_sizes(
+    variant: str = "e1", rate: float | None = None, horizon: float = 100_000.0, queue_cap: int | None = 100_000
+) -> Scenario:
     """The two-size instances of §VII-A-1 and §VII-A-2 (Fig. 3), in slotted time (docs/papers/bfjs.md#timeline).
 
     ``variant="e1"``: one unit server, sizes 0.4 and 0.6 equally likely, Poisson
@@ -42,16 +42,28 @@ def two_sizes(variant: str = "e1", rate: float | None = None, horizon: float = 1
     rate = positive(rate, "params.rate", allow_none=True) or default_rate
     source = SlottedSource(rate, demand, service)
     return Scenario(
-        name="two-sizes", capacity=np.array([[cap]]), source=source, resources=("units",),
-        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=SLOT_EPOCHS,
+        name="two-sizes",
+        capacity=np.array([[cap]]),
+        source=source,
+        resources=("units",),
+        horizon=positive(horizon, "params.horizon"),
+        objective="queue",
+        queue_cap=queue_cap,
+        epochs=SLOT_EPOCHS,
         description="BF-J/S paper E1/E2: one server, two job sizes, slotted time",
         params={"variant": variant, "rate": rate, "horizon": horizon},
     )
 
 
-def uniform_sizes(low: float = 0.1, high: float = 0.9, alpha: float = 0.9, num_servers: int = 5,
-                  mean_service: float = 100.0, horizon: float = 100_000.0,
-                  queue_cap: int | None = 100_000) -> Scenario:
+def uniform_sizes(
+    low: float = 0.1,
+    high: float = 0.9,
+    alpha: float = 0.9,
+    num_servers: int = 5,
+    mean_service: float = 100.0,
+    horizon: float = 100_000.0,
+    queue_cap: int | None = 100_000,
+) -> Scenario:
     """Uniform job sizes in slotted time (§VII-A-3, Fig. 4; E3a: [0.01, 0.19]; E3b: [0.1, 0.9]).
 
     L unit servers, sizes U[low, high], geometric service of mean ``mean_service``
@@ -67,11 +79,22 @@ def uniform_sizes(low: float = 0.1, high: float = 0.9, alpha: float = 0.9, num_s
     rate = alpha * mu * L / ((low + high) / 2.0)
     source = SlottedSource(rate, UniformDemand([low], [high]), Geometric(mu))
     return Scenario(
-        name="uniform-sizes", capacity=np.ones((L, 1)), source=source, resources=("units",),
-        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap, epochs=SLOT_EPOCHS,
+        name="uniform-sizes",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("units",),
+        horizon=positive(horizon, "params.horizon"),
+        objective="queue",
+        queue_cap=queue_cap,
+        epochs=SLOT_EPOCHS,
         description="BF-J/S paper E3: uniform sizes on L unit servers, slotted time, intensity alpha",
-        params={"low": low, "high": high, "alpha": alpha, "num_servers": L, "mean_service": mean_service,
-                "rate_per_slot": rate, "horizon": horizon},
+        params={
+            "low": low,
+            "high": high,
+            "alpha": alpha,
+            "num_servers": L,
+            "mean_service": mean_service,
+            "rate_per_slot": rate,
+            "horizon": horizon,
+        },
     )
-
-

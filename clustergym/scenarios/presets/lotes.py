@@ -64,20 +64,33 @@ __all__ = [
 ]
 
 #: Table 1 (verbatim): machines, cores, memory (normalised); row order = Greedy's first-fit order
-TABLE1 = np.array([
-    [6732, 0.50, 0.50], [3863, 0.50, 0.25], [1001, 0.50, 0.75], [795, 1.00, 1.00], [126, 0.25, 0.25],
-    [52, 0.50, 0.12], [5, 0.50, 0.03], [5, 0.50, 0.97], [3, 1.00, 0.50], [1, 1.00, 0.06]])
+TABLE1 = np.array(
+    [
+        [6732, 0.50, 0.50],
+        [3863, 0.50, 0.25],
+        [1001, 0.50, 0.75],
+        [795, 1.00, 1.00],
+        [126, 0.25, 0.25],
+        [52, 0.50, 0.12],
+        [5, 0.50, 0.03],
+        [5, 0.50, 0.97],
+        [3, 1.00, 0.50],
+        [1, 1.00, 0.06],
+    ]
+)
 #: Table 2 (verbatim), one row per class: avg time (h), avg cores, avg memory, proportion
-TABLE2 = np.array([
-    [0.03, 0.02, 0.01, 0.23], [0.04, 0.02, 0.03, 0.46], [0.04, 0.07, 0.03, 0.30], [0.03, 0.20, 0.06, 0.01]])
+TABLE2 = np.array(
+    [[0.03, 0.02, 0.01, 0.23], [0.04, 0.02, 0.03, 0.46], [0.04, 0.07, 0.03, 0.30], [0.03, 0.20, 0.06, 0.01]]
+)
 #: root seed of the generated instances (combined with the instance number)
 LOTES_SEED = 20180227
 NUM_CLASSES = 9
 BASE_REQ = 0.025
 
 
-def generated_instance(phi: float, instance: int, *, omega: float = 0.0, literal_mu: bool = False,
-                       num_classes: int = NUM_CLASSES) -> dict[str, np.ndarray]:
+def generated_instance(
+    phi: float, instance: int, *, omega: float = 0.0, literal_mu: bool = False, num_classes: int = NUM_CLASSES
+) -> dict[str, np.ndarray]:
     """The random parameters of a generated instance (Sec. 5.4.2-5.4.3).
 
     Returns ``r`` (K, 2), ``u`` (K,), ``omega`` (10, K) and ``mu`` (10, K).
@@ -93,8 +106,9 @@ def generated_instance(phi: float, instance: int, *, omega: float = 0.0, literal
     return {"r": r, "u": u, "omega": om, "mu": mu}
 
 
-def scenario_lambdas(capacity: np.ndarray, speed: np.ndarray, alpha: np.ndarray, r: np.ndarray,
-                     mean_work: np.ndarray) -> dict[str, float]:
+def scenario_lambdas(
+    capacity: np.ndarray, speed: np.ndarray, alpha: np.ndarray, r: np.ndarray, mean_work: np.ndarray
+) -> dict[str, float]:
     """lambda*_1, lambda*_2 and lambda_round of an instance (Stages 1-2 of LoTES)."""
     from clustergym.theory.lotes import (
         LotesInputs,
@@ -113,9 +127,22 @@ def scenario_lambdas(capacity: np.ndarray, speed: np.ndarray, alpha: np.ndarray,
 _LAMBDAS: Cache[dict[str, float]] = Cache(64)
 
 
-def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarray, r: np.ndarray, mu: np.ndarray,
-           mean_work: np.ndarray, load: float, horizon: float, cv: float, queue_cap: Any, description: str,
-           params: dict[str, Any], names: tuple[str, ...] | None = None) -> Scenario:
+def _build(
+    name: str,
+    cap_rows: np.ndarray,
+    counts: np.ndarray,
+    alpha: np.ndarray,
+    r: np.ndarray,
+    mu: np.ndarray,
+    mean_work: np.ndarray,
+    load: float,
+    horizon: float,
+    cv: float,
+    queue_cap: Any,
+    description: str,
+    params: dict[str, Any],
+    names: tuple[str, ...] | None = None,
+) -> Scenario:
     capacity = np.repeat(cap_rows, counts, axis=0)
     # speed[m, k] = mu_jk * mean_work_k: a job of work w (mean mean_work_k) runs w / speed
     speed = np.repeat(mu * mean_work[None, :], counts, axis=0)
@@ -123,16 +150,36 @@ def _build(name: str, cap_rows: np.ndarray, counts: np.ndarray, alpha: np.ndarra
     lams = _LAMBDAS.get(key, lambda: scenario_lambdas(capacity, speed, alpha, r, mean_work))
     rate = load * lams["lambda_stage2"]
     services = [Exponential(float(m)) for m in mean_work]
-    source = PoissonClassSource(rate, alpha, r, services if len(set(mean_work.tolist())) > 1 else services[0],
-                                cv=cv, names=names)
+    source = PoissonClassSource(
+        rate, alpha, r, services if len(set(mean_work.tolist())) > 1 else services[0], cv=cv, names=names
+    )
     L = int(capacity.shape[0])
     cap = 20 * L if queue_cap == "auto" else queue_cap
     return Scenario(
-        name=name, capacity=capacity, source=source, resources=("cores", "memory"), horizon=horizon,
-        objective="queue", queueing="central", queue_cap=cap, speed=speed, description=description,
-        params={**params, "load": load, "horizon": horizon, "cv": cv, "queue_cap": cap, "rate": rate, **lams,
-                "machines": counts.tolist(), "alpha": alpha.tolist(), "r": r.tolist(), "mu": mu.tolist(),
-                "realised_mean": source.realised_mean().tolist()},
+        name=name,
+        capacity=capacity,
+        source=source,
+        resources=("cores", "memory"),
+        horizon=horizon,
+        objective="queue",
+        queueing="central",
+        queue_cap=cap,
+        speed=speed,
+        description=description,
+        params={
+            **params,
+            "load": load,
+            "horizon": horizon,
+            "cv": cv,
+            "queue_cap": cap,
+            "rate": rate,
+            **lams,
+            "machines": counts.tolist(),
+            "alpha": alpha.tolist(),
+            "r": r.tolist(),
+            "mu": mu.tolist(),
+            "realised_mean": source.realised_mean().tolist(),
+        },
     )
 
 
@@ -142,8 +189,9 @@ def _queue_cap(value: Any) -> Any:
     return positive(value, "params.queue_cap", integer=True)
 
 
-def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float = 2.0, cv: float = 0.5,
-                queue_cap: Any = "auto") -> Scenario:
+def lotes_table(
+    machine_scale: float = 0.01, load: float = 0.9, horizon: float = 2.0, cv: float = 0.5, queue_cap: Any = "auto"
+) -> Scenario:
     """Table 1 machines x Table 2 classes (Sec. 5.3 inputs; a proxy of the Google experiment), time in hours.
 
     Args:
@@ -163,18 +211,41 @@ def lotes_table(machine_scale: float = 0.01, load: float = 0.9, horizon: float =
     r = TABLE2[:, 1:3].copy()
     mean_work = TABLE2[:, 0].copy()
     mu = np.tile(1.0 / mean_work, (TABLE1.shape[0], 1))
-    return _build("lotes-table", TABLE1[:, 1:], counts, alpha, r, mu, mean_work, load, horizon, cv,
-                  _queue_cap(queue_cap),
-                  "LoTES Tables 1-2: 10 machine configurations, 4 Google job classes, Poisson at load x lambda*",
-                  {"machine_scale": scale})
+    return _build(
+        "lotes-table",
+        TABLE1[:, 1:],
+        counts,
+        alpha,
+        r,
+        mu,
+        mean_work,
+        load,
+        horizon,
+        cv,
+        _queue_cap(queue_cap),
+        "LoTES Tables 1-2: 10 machine configurations, 4 Google job classes, Poisson at load x lambda*",
+        {"machine_scale": scale},
+    )
 
 
-def _generated(name: str, phi: float, omega: float, instance: Any, machines_per_config: Any, load: float,
-               horizon: float, literal_mu: bool, queue_cap: Any, description: str, cv: float = 0.5) -> Scenario:
+def _generated(
+    name: str,
+    phi: float,
+    omega: float,
+    instance: Any,
+    machines_per_config: Any,
+    load: float,
+    horizon: float,
+    literal_mu: bool,
+    queue_cap: Any,
+    description: str,
+    cv: float = 0.5,
+) -> Scenario:
     phi = positive(phi, "params.phi", allow_zero=True)
     if phi > BASE_REQ:
-        raise ScenarioError("params.phi", f"must be <= {BASE_REQ} (r_kl = 0.025 + U[-phi, phi] must stay >= 0), "
-                                          f"got {phi}")
+        raise ScenarioError(
+            "params.phi", f"must be <= {BASE_REQ} (r_kl = 0.025 + U[-phi, phi] must stay >= 0), got {phi}"
+        )
     omega = positive(omega, "params.omega", allow_zero=True)
     if omega >= 1:
         raise ScenarioError("params.omega", f"must be < 1 (omega_jk ~ U[1 - Omega, 1 + Omega] > 0), got {omega}")
@@ -187,14 +258,39 @@ def _generated(name: str, phi: float, omega: float, instance: Any, machines_per_
     counts = np.full(TABLE1.shape[0], n, dtype=np.int64)
     alpha = np.full(K, 1.0 / K)
     cv = positive(cv, "params.cv", allow_zero=True)
-    return _build(name, TABLE1[:, 1:], counts, alpha, d["r"], d["mu"], np.ones(K), load, horizon, cv,
-                  _queue_cap(queue_cap), description,
-                  {"phi": phi, "omega": omega, "instance": inst, "machines_per_config": n,
-                   "literal_mu": bool(literal_mu), "u": d["u"].tolist()})
+    return _build(
+        name,
+        TABLE1[:, 1:],
+        counts,
+        alpha,
+        d["r"],
+        d["mu"],
+        np.ones(K),
+        load,
+        horizon,
+        cv,
+        _queue_cap(queue_cap),
+        description,
+        {
+            "phi": phi,
+            "omega": omega,
+            "instance": inst,
+            "machines_per_config": n,
+            "literal_mu": bool(literal_mu),
+            "u": d["u"].tolist(),
+        },
+    )
 
 
-def lotes_phi(phi: float = 0.009, instance: int = 0, machines_per_config: int = 100, load: float = 0.97,
-              horizon: float = 100.0, queue_cap: Any = "auto", cv: float = 0.5) -> Scenario:
+def lotes_phi(
+    phi: float = 0.009,
+    instance: int = 0,
+    machines_per_config: int = 100,
+    load: float = 0.97,
+    horizon: float = 100.0,
+    queue_cap: Any = "auto",
+    cv: float = 0.5,
+) -> Scenario:
     """LoTES Experiment 2 (Sec. 5.4.2): nine classes around 0.025 spread by ``phi``.
 
     Args:
@@ -207,13 +303,32 @@ def lotes_phi(phi: float = 0.009, instance: int = 0, machines_per_config: int = 
         cv: coefficient of variation of the per-job demands (paper: 0.5; 0 = every job its class profile,
             an ablation).
     """
-    return _generated("lotes-phi", phi, 0.0, instance, machines_per_config, load, horizon, False, queue_cap,
-                      "LoTES Exp. 2: 9 generated classes, spread Phi, 10 configurations, load x lambda*", cv)
+    return _generated(
+        "lotes-phi",
+        phi,
+        0.0,
+        instance,
+        machines_per_config,
+        load,
+        horizon,
+        False,
+        queue_cap,
+        "LoTES Exp. 2: 9 generated classes, spread Phi, 10 configurations, load x lambda*",
+        cv,
+    )
 
 
-def lotes_omega(omega: float = 0.1, instance: int = 0, machines_per_config: int = 100, load: float = 0.9,
-                horizon: float = 100.0, phi: float = 0.006, literal_mu: bool = False,
-                queue_cap: Any = "auto", cv: float = 0.5) -> Scenario:
+def lotes_omega(
+    omega: float = 0.1,
+    instance: int = 0,
+    machines_per_config: int = 100,
+    load: float = 0.9,
+    horizon: float = 100.0,
+    phi: float = 0.006,
+    literal_mu: bool = False,
+    queue_cap: Any = "auto",
+    cv: float = 0.5,
+) -> Scenario:
     """LoTES Experiment 3 (Sec. 5.4.3): machine-dependent rates ``mu_jk = omega_jk / u_k``.
 
     Args:
@@ -227,5 +342,16 @@ def lotes_omega(omega: float = 0.1, instance: int = 0, machines_per_config: int 
         queue_cap: as in ``lotes-table``.
         cv: as in ``lotes-phi``.
     """
-    return _generated("lotes-omega", phi, omega, instance, machines_per_config, load, horizon, literal_mu,
-                      queue_cap, "LoTES Exp. 3: machine-dependent rates, spread Omega, load x lambda*", cv)
+    return _generated(
+        "lotes-omega",
+        phi,
+        omega,
+        instance,
+        machines_per_config,
+        load,
+        horizon,
+        literal_mu,
+        queue_cap,
+        "LoTES Exp. 3: machine-dependent rates, spread Omega, load x lambda*",
+        cv,
+    )

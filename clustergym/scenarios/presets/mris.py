@@ -41,16 +41,29 @@ from clustergym.scenarios.spec import Scenario
 from clustergym.theory.mris import MRISInstance
 from clustergym.validation import choice, number, positive
 
-__all__ = ["instance_scenario", "lemma41_instance", "patience_instance", "mris_lemma41", "mris_patience", "mris_poisson",
-           "mris_alibaba",
-           "ALIBABA_WEIGHT_MAPS", "ALIBABA_MACHINE"]
+__all__ = [
+    "instance_scenario",
+    "lemma41_instance",
+    "patience_instance",
+    "mris_lemma41",
+    "mris_patience",
+    "mris_poisson",
+    "mris_alibaba",
+    "ALIBABA_WEIGHT_MAPS",
+    "ALIBABA_MACHINE",
+]
 
 #: decision epochs of the presets (arrivals and completions; agents add wake-ups themselves)
 MRIS_EPOCHS = EpochConfig(arrivals=True, completions=True, dummy_completions=False)
 
 
-def instance_scenario(inst: MRISInstance, name: str | None = None, description: str = "",
-                      params: dict[str, Any] | None = None, resources: tuple[str, ...] | None = None) -> Scenario:
+def instance_scenario(
+    inst: MRISInstance,
+    name: str | None = None,
+    description: str = "",
+    params: dict[str, Any] | None = None,
+    resources: tuple[str, ...] | None = None,
+) -> Scenario:
     """The instance as a clairvoyant, weighted-completion scenario (replayed once, horizon inf)."""
     from clustergym.workloads.replay import ReplaySource
 
@@ -58,16 +71,27 @@ def instance_scenario(inst: MRISInstance, name: str | None = None, description: 
     src = ReplaySource(inst.release, inst.demand, inst.proc, weight=inst.weight, source=nm)
     R = inst.num_resources
     return Scenario(
-        name=nm, capacity=np.ones((inst.machines, R)), source=src,
-        resources=resources or tuple(f"r{l}" for l in range(R)), horizon=math.inf,
-        objective="weighted-system", epochs=MRIS_EPOCHS, clairvoyant=True,
+        name=nm,
+        capacity=np.ones((inst.machines, R)),
+        source=src,
+        resources=resources or tuple(f"r{l}" for l in range(R)),
+        horizon=math.inf,
+        objective="weighted-system",
+        epochs=MRIS_EPOCHS,
+        clairvoyant=True,
         description=description or f"MRIS instance: {inst.n} jobs on {inst.machines} machine(s)",
-        params={**inst.params, **(params or {}), "gamma0": float(inst.proc.min()), "machines": inst.machines,
-                "jobs": inst.n},
+        params={
+            **inst.params,
+            **(params or {}),
+            "gamma0": float(inst.proc.min()),
+            "machines": inst.machines,
+            "jobs": inst.n,
+        },
     )
 
 
 # ---------------------------------------------------------------------------------------------- Lemma 4.1
+
 
 def lemma41_instance(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int = 2) -> MRISInstance:
     """The Lemma 4.1 instance (Sec. 4): M = 1; job 0: r=0, p=P, d=1; jobs 1..n-1: r=delta_r, p=1,
@@ -84,8 +108,9 @@ def lemma41_instance(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int 
     rel = np.r_[0.0, np.full(n - 1, float(delta_r))]
     proc = np.r_[float(P), np.ones(n - 1)]
     dem = np.vstack([np.ones((1, R)), np.full((n - 1, R), 1.0 / (n - 1))])
-    return MRISInstance(rel, proc, np.ones(n), dem, machines=1, name="mris-lemma41",
-                        params={"n": n, "P": P, "delta_r": delta_r, "R": R})
+    return MRISInstance(
+        rel, proc, np.ones(n), dem, machines=1, name="mris-lemma41", params={"n": n, "P": P, "delta_r": delta_r, "R": R}
+    )
 
 
 def mris_lemma41(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int = 2) -> Scenario:
@@ -93,14 +118,26 @@ def mris_lemma41(n: int = 65, P: float = 64.0, delta_r: float = 0.5, R: int = 2)
     inst = lemma41_instance(n, P, delta_r, R)
     opt = (n - 1) * (1 + delta_r) + 1 + delta_r + P
     return instance_scenario(
-        inst, "mris-lemma41", "MRIS Lemma 4.1: one full-demand job of length P at 0, N-1 small unit jobs just after",
-        params={"pq_total": P + (n - 1) * (P + 1), "opt_total": opt})
+        inst,
+        "mris-lemma41",
+        "MRIS Lemma 4.1: one full-demand job of length P at 0, N-1 small unit jobs just after",
+        params={"pq_total": P + (n - 1) * (P + 1), "opt_total": opt},
+    )
 
 
 # ---------------------------------------------------------------------------------------------- Figure 7
 
-def patience_instance(n: int = 2500, seed: int = 0, R: int = 3, big_p: float = 14.0, big_release: float = 0.01,
-                      small_release: float = 0.1, big_demand: float = 0.99, small_demand: float = 0.1) -> MRISInstance:
+
+def patience_instance(
+    n: int = 2500,
+    seed: int = 0,
+    R: int = 3,
+    big_p: float = 14.0,
+    big_release: float = 0.01,
+    small_release: float = 0.1,
+    big_demand: float = 0.99,
+    small_demand: float = 0.1,
+) -> MRISInstance:
     """The Figure 7 input (Sec. 7.5.4; docs/papers/mris.md#patience): M = 1; job 0: r=0.01, p=14, d=0.99 each; jobs i=1..n-1: r=0.1,
     d_il ~ U[0, 0.1), p_i = U·2^floor(10 i / n)/100 with U ~ U(0, 1] (the authors' generator draws U[0, 1); the
     open end at 0 keeps p > 0); weights 1.  ``numpy.random.default_rng(seed)``: demands first, then p."""
@@ -115,21 +152,41 @@ def patience_instance(n: int = 2500, seed: int = 0, R: int = 3, big_p: float = 1
     rel = np.r_[float(big_release), np.full(n - 1, float(small_release))]
     proc = np.r_[float(big_p), p_small]
     dem = np.vstack([np.full((1, R), float(big_demand)), d_small])
-    return MRISInstance(rel, proc, np.ones(n), dem, machines=1, name="mris-patience",
-                        params={"n": n, "seed": int(seed), "R": R, "big_p": float(big_p)})
+    return MRISInstance(
+        rel,
+        proc,
+        np.ones(n),
+        dem,
+        machines=1,
+        name="mris-patience",
+        params={"n": n, "seed": int(seed), "R": R, "big_p": float(big_p)},
+    )
 
 
 def mris_patience(n: int = 2500, seed: int = 0) -> Scenario:
     """Figure 7 "patience" instance (Sec. 7.5.4); see :func:`patience_instance`."""
     return instance_scenario(
-        patience_instance(n, seed), "mris-patience", "MRIS Figure 7: a 14-unit job of demand 0.99 at 0.01, then N-1 small jobs at 0.1 (M=1, R=3)")
+        patience_instance(n, seed),
+        "mris-patience",
+        "MRIS Figure 7: a 14-unit job of demand 0.99 at 0.01, then N-1 small jobs at 0.1 (M=1, R=3)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- stochastic
 
-def mris_poisson(num_servers: int = 4, num_resources: int = 3, load: float = 0.8, high_weight: float = 2.0,
-                 high_share: float = 0.5, demand_low: float = 0.02, demand_high: float = 0.5, sigma: float = 1.2,
-                 gamma0: float = 0.0625, horizon: float = 80.0) -> Scenario:
+
+def mris_poisson(
+    num_servers: int = 4,
+    num_resources: int = 3,
+    load: float = 0.8,
+    high_weight: float = 2.0,
+    high_share: float = 0.5,
+    demand_low: float = 0.02,
+    demand_high: float = 0.5,
+    sigma: float = 1.2,
+    gamma0: float = 0.0625,
+    horizon: float = 80.0,
+) -> Scenario:
     """A stochastic family of MRIS instances (the model of Sec. 3, on the scale of Sec. 7): a new instance per seed.
 
     ``M`` identical machines with ``R`` resources of capacity 1; Poisson arrivals of two weight
@@ -161,16 +218,38 @@ def mris_poisson(num_servers: int = 4, num_resources: int = 3, load: float = 0.8
         raise ScenarioError("params.demand_high", "the mean demand must be > 0")
     rate = load * M / mean_d  # E[p] = 1
     law = UniformDemand([lo] * R, [hi] * R)
-    src = PoissonClassSource(rate, [1.0 - share, share], np.full((2, R), mean_d), LogNormal(1.0, sigma),
-                             demand_laws=[law, law], names=("weight-1", f"weight-{wh:g}"), weights=[1.0, wh])
+    src = PoissonClassSource(
+        rate,
+        [1.0 - share, share],
+        np.full((2, R), mean_d),
+        LogNormal(1.0, sigma),
+        demand_laws=[law, law],
+        names=("weight-1", f"weight-{wh:g}"),
+        weights=[1.0, wh],
+    )
     return Scenario(
-        name="mris-poisson", capacity=np.ones((M, R)), source=src, resources=tuple(f"r{l}" for l in range(R)),
-        horizon=positive(horizon, "params.horizon"), objective="weighted-system", epochs=MRIS_EPOCHS,
+        name="mris-poisson",
+        capacity=np.ones((M, R)),
+        source=src,
+        resources=tuple(f"r{l}" for l in range(R)),
+        horizon=positive(horizon, "params.horizon"),
+        objective="weighted-system",
+        epochs=MRIS_EPOCHS,
         clairvoyant=True,
         description="MRIS model (Sec. 3), stochastic: Poisson arrivals, two weight classes, log-normal processing times",
-        params={"num_servers": M, "num_resources": R, "load": load, "rate": rate, "high_weight": wh,
-                "high_share": share, "demand_low": lo, "demand_high": hi, "sigma": sigma, "gamma0": g0,
-                "horizon": horizon},
+        params={
+            "num_servers": M,
+            "num_resources": R,
+            "load": load,
+            "rate": rate,
+            "high_weight": wh,
+            "high_share": share,
+            "demand_low": lo,
+            "demand_high": hi,
+            "sigma": sigma,
+            "gamma0": g0,
+            "horizon": horizon,
+        },
     )
 
 
@@ -202,9 +281,17 @@ def _alibaba_pods(trace_dir: str | None):
     return _ALIBABA.get(str(trace_dir), load)
 
 
-def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 1, traffic_scaling: float = 1.0,
-                 weight_map: str = "mris", extra_resources: int = 0, augment_seed: int = 0, time_unit: float = 86400.0,
-                 trace_dir: str | None = None) -> Scenario:
+def mris_alibaba(
+    n_jobs: int | None = None,
+    offset: int = 0,
+    num_servers: int = 1,
+    traffic_scaling: float = 1.0,
+    weight_map: str = "mris",
+    extra_resources: int = 0,
+    augment_seed: int = 0,
+    time_unit: float = 86400.0,
+    trace_dir: str | None = None,
+) -> Scenario:
     """Trace-driven weighted scenario on the Alibaba GPU v2023 pods (substitute for the Azure packing trace).
 
     Why this trace: like the paper's Azure packing trace (VM requests with a high/low priority, lifetimes
@@ -266,16 +353,40 @@ def mris_alibaba(n_jobs: int | None = None, offset: int = 0, num_servers: int = 
     w = pods["qos"].map(ALIBABA_WEIGHT_MAPS[weight_map]).to_numpy(dtype=np.float64)
     r = pods["arrival"].to_numpy() / unit / s
     p = pods["duration"].to_numpy() / unit
-    src = ReplaySource(r, dem, p, weight=w, source=table.source,
-                       columns={"time": "arrival", "work": "duration", "weight": "qos", "demand": list(resources)})
+    src = ReplaySource(
+        r,
+        dem,
+        p,
+        weight=w,
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "weight": "qos", "demand": list(resources)},
+    )
     return Scenario(
-        name="mris-alibaba", capacity=np.ones((M, len(resources))), source=src, resources=resources,
-        horizon=math.inf, objective="weighted-system", epochs=MRIS_EPOCHS, clairvoyant=True,
+        name="mris-alibaba",
+        capacity=np.ones((M, len(resources))),
+        source=src,
+        resources=resources,
+        horizon=math.inf,
+        objective="weighted-system",
+        epochs=MRIS_EPOCHS,
+        clairvoyant=True,
         description="MRIS trace-driven: Alibaba GPU v2023 pods, weight from QoS LS/BE (Azure substitute)",
-        params={"n_jobs": n_jobs, "offset": offset, "num_servers": M, "traffic_scaling": s, "weight_map": weight_map,
-                "extra_resources": extra, "augment_seed": int(augment_seed), "time_unit": unit,
-                "trace_dir": trace_dir, "f": f, "jobs": int(len(pods)), "dropped": dropped,
-                "machine": list(ALIBABA_MACHINE), "gamma0": float(p.min()),
-                "weights": {str(k): int(v) for k, v in zip(*np.unique(w, return_counts=True))},
-                "trace_report": table.report.to_dict()},
+        params={
+            "n_jobs": n_jobs,
+            "offset": offset,
+            "num_servers": M,
+            "traffic_scaling": s,
+            "weight_map": weight_map,
+            "extra_resources": extra,
+            "augment_seed": int(augment_seed),
+            "time_unit": unit,
+            "trace_dir": trace_dir,
+            "f": f,
+            "jobs": int(len(pods)),
+            "dropped": dropped,
+            "machine": list(ALIBABA_MACHINE),
+            "gamma0": float(p.min()),
+            "weights": {str(k): int(v) for k, v in zip(*np.unique(w, return_counts=True))},
+            "trace_report": table.report.to_dict(),
+        },
     )

@@ -27,13 +27,22 @@ EC2_NAMES = ("standard-xl", "high-memory-xl", "high-cpu-xl")
 #: "90 GB memory, 90 CPU Units and 5000 GB storage"
 EC2_SERVER = np.array([90.0, 90.0, 5000.0])
 
+
 def queueing_params(queueing: Any, routing: Any) -> tuple[str, str]:
     """Validate the ``queueing``/``routing`` parameters of the RMS presets."""
-    return choice(queueing, "params.queueing", ("central", "local")), choice(routing, "params.routing", ("jsq", "power-of-two"))
+    return choice(queueing, "params.queueing", ("central", "local")), choice(
+        routing, "params.routing", ("jsq", "power-of-two")
+    )
 
 
-def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
-        queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
+def ec2(
+    zeta: float = 0.9,
+    num_servers: int = 20,
+    horizon: float = 1000.0,
+    queue_cap: int | None = 100_000,
+    queueing: str = "central",
+    routing: str = "jsq",
+) -> Scenario:
     """RMS synthetic setup (§VII-A, Table I): three EC2 VM types on identical servers
     (90 CPU units, 90 GB, 5000 GB); Poisson arrivals lambda = zeta * V with V the sum
     over servers of the average maximal configuration ((2/3, 11/3, 2/3) per server),
@@ -56,17 +65,36 @@ def ec2(zeta: float = 0.9, num_servers: int = 20, horizon: float = 1000.0,
     rates = zeta * boundary_point(EC2_TYPES, cap)
     source = PoissonTypedSource(rates, EC2_TYPES, Exponential(1.0), names=EC2_NAMES)
     return Scenario(
-        name="ec2", capacity=cap, source=source, resources=("cpu", "memory", "disk"),
-        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap,
-        queueing=queueing, routing=routing,
+        name="ec2",
+        capacity=cap,
+        source=source,
+        resources=("cpu", "memory", "disk"),
+        horizon=positive(horizon, "params.horizon"),
+        objective="queue",
+        queue_cap=queue_cap,
+        queueing=queueing,
+        routing=routing,
         description="RMS Table I: 3 EC2 VM types, L servers, intensity zeta of the capacity boundary",
-        params={"zeta": zeta, "num_servers": L, "horizon": horizon, "rates": rates.tolist(),
-                "queueing": queueing, "routing": routing},
+        params={
+            "zeta": zeta,
+            "num_servers": L,
+            "horizon": horizon,
+            "rates": rates.tolist(),
+            "queueing": queueing,
+            "routing": routing,
+        },
     )
 
 
-def bf_trap(num_servers: int = 10, rate1: float = 20.8, rate2: float = 10.4, horizon: float = 2000.0,
-            queue_cap: int | None = 100_000, queueing: str = "central", routing: str = "jsq") -> Scenario:
+def bf_trap(
+    num_servers: int = 10,
+    rate1: float = 20.8,
+    rate2: float = 10.4,
+    horizon: float = 2000.0,
+    queue_cap: int | None = 100_000,
+    queueing: str = "central",
+    routing: str = "jsq",
+) -> Scenario:
     """The Best-Fit trap of RMS Fig. 1b (§III): 10 servers of capacity 10,
     job sizes 2 and 5, Poisson rates (20.8, 10.4), exponential service of mean 1.
     The load is 0.936 of capacity, yet work-conserving Best-Fit that refills with the
@@ -79,12 +107,22 @@ def bf_trap(num_servers: int = 10, rate1: float = 20.8, rate2: float = 10.4, hor
     rates = np.array([positive(rate1, "params.rate1"), positive(rate2, "params.rate2")])
     source = PoissonTypedSource(rates, sizes, Exponential(1.0), names=("size-2", "size-5"))
     return Scenario(
-        name="bf-trap", capacity=np.full((L, 1), 10.0), source=source, resources=("units",),
-        horizon=positive(horizon, "params.horizon"), objective="queue", queue_cap=queue_cap,
-        queueing=queueing, routing=routing,
+        name="bf-trap",
+        capacity=np.full((L, 1), 10.0),
+        source=source,
+        resources=("units",),
+        horizon=positive(horizon, "params.horizon"),
+        objective="queue",
+        queue_cap=queue_cap,
+        queueing=queueing,
+        routing=routing,
         description="RMS Fig. 1b: sizes 2 and 5 on capacity-10 servers, where Best-Fit is unstable",
-        params={"num_servers": L, "rate1": rates[0], "rate2": rates[1], "horizon": horizon,
-                "queueing": queueing, "routing": routing},
+        params={
+            "num_servers": L,
+            "rate1": rates[0],
+            "rate2": rates[1],
+            "horizon": horizon,
+            "queueing": queueing,
+            "routing": routing,
+        },
     )
-
-

@@ -52,6 +52,7 @@ PathLike = str | os.PathLike[str]
 
 # ---------------------------------------------------------------------------------------------- helpers
 
+
 def _scaled_counts(counts: np.ndarray, scale: float) -> np.ndarray:
     """Scale machine counts, keeping at least one machine of every configuration."""
     return np.maximum(1, np.rint(counts * scale)).astype(np.int64)
@@ -68,8 +69,16 @@ def _params(scope: dict[str, Any], table: TraceTable, steps: list[str], **extra:
 
 # ---------------------------------------------------------------------------------------------- presets
 
-def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None, p_max: int = 9,
-               horizon: float = math.inf, queue_cap: int | None = None, trace_dir: str | None = None) -> Scenario:
+
+def rms_google(
+    num_servers: int = 1000,
+    traffic_scaling: float = 1.0,
+    first_n: int | None = None,
+    p_max: int = 9,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
     """RMS on the Google trace (RMS paper §VII-B, Figs. 7-8), 1-D power-of-1/2 sizes on unit servers.
 
     Preprocessing: Google task_events, lifecycle ``strict`` (exactly one SCHEDULE, ends with its
@@ -96,23 +105,46 @@ def rms_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: i
     table = google_table(trace_dir, lifecycle="strict", priorities="non-production", first_n=first_n)
     jobs = table.jobs
     p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
-    source = ReplaySource(T.scale_arrivals(jobs["arrival"].to_numpy(), s), np.ldexp(1.0, -p), jobs["duration"].to_numpy(),
-                          type=p, type_demand=T.pow_half_type_demand(p_max), names=pow_half_names(p_max),
-                          source=table.source, columns={"time": "arrival", "work": "duration", "type": "type",
-                                                        "demand": ["size"]})
-    steps = [f"type p = min(p(cpu), p(mem)), p(x) = min({p_max}, floor(log2(1/x))); size = 2^-p",
-             f"arrivals divided by traffic_scaling = {s:g}"]
+    source = ReplaySource(
+        T.scale_arrivals(jobs["arrival"].to_numpy(), s),
+        np.ldexp(1.0, -p),
+        jobs["duration"].to_numpy(),
+        type=p,
+        type_demand=T.pow_half_type_demand(p_max),
+        names=pow_half_names(p_max),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "type": "type", "demand": ["size"]},
+    )
+    steps = [
+        f"type p = min(p(cpu), p(mem)), p(x) = min({p_max}, floor(log2(1/x))); size = 2^-p",
+        f"arrivals divided by traffic_scaling = {s:g}",
+    ]
     return Scenario(
-        name="rms-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
-        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
+        name="rms-google",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
         description="RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
-        params=_params(scope, table, steps, jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
-                       mean_duration_per_type=source.types.mean_work.tolist()),
+        params=_params(
+            scope,
+            table,
+            steps,
+            jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
+            mean_duration_per_type=source.types.mean_work.tolist(),
+        ),
     )
 
 
-def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon: float = math.inf,
-                     queue_cap: int | None = None, trace_dir: str | None = None) -> Scenario:
+def google_bf_replay(
+    num_servers: int = 420,
+    first_n: int | None = None,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
     """The performance benchmark's replay (issue #10): completed Google tasks, CPU and memory, unit servers.
 
     Preprocessing: Google task_events, lifecycle ``finished`` (first SUBMIT inside the slice,
@@ -136,19 +168,36 @@ def google_bf_replay(num_servers: int = 420, first_n: int | None = None, horizon
     table = google_table(trace_dir, lifecycle="finished", first_n=first_n)
     jobs = table.jobs
     demand = np.column_stack([jobs["cpu"].to_numpy(dtype=float), jobs["memory"].to_numpy(dtype=float)])
-    source = ReplaySource(jobs["arrival"].to_numpy(), demand, jobs["duration"].to_numpy(), source=table.source,
-                          columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory"]})
+    source = ReplaySource(
+        jobs["arrival"].to_numpy(),
+        demand,
+        jobs["duration"].to_numpy(),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory"]},
+    )
     return Scenario(
-        name="google-bf-replay", capacity=np.ones((L, 2)), source=source, resources=("cpu", "memory"),
-        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
+        name="google-bf-replay",
+        capacity=np.ones((L, 2)),
+        source=source,
+        resources=("cpu", "memory"),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
         description="Google 2011 completed tasks (CPU, memory) on L servers of capacity (1, 1): the benchmark replay",
         params=_params(scope, table, ["demand = (cpu, memory) requests; capacity (1, 1) per server"]),
     )
 
 
-def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: int | None = None,
-                min_demand: float = 1e-3, slot: float = 0.1, horizon: float = math.inf, queue_cap: int | None = None,
-                trace_dir: str | None = None) -> Scenario:
+def bfjs_google(
+    num_servers: int = 1000,
+    traffic_scaling: float = 1.0,
+    first_n: int | None = None,
+    min_demand: float = 1e-3,
+    slot: float = 0.1,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
     """BF-J/S, VQS on the Google trace (BF-J/S paper §VII-B, Fig. 5), in slotted time.
 
     Preprocessing: lifecycle ``strict`` (all priorities, SUBMIT > 0); demand = max(cpu, mem),
@@ -176,22 +225,43 @@ def bfjs_google(num_servers: int = 1000, traffic_scaling: float = 1.0, first_n: 
     demand, clamped = T.clamp_min(T.max_demand(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy()), md)
     arr = np.floor(T.scale_arrivals(jobs["arrival"].to_numpy(), s) / slot)
     dur = np.maximum(1.0, np.ceil(jobs["duration"].to_numpy() / slot - 1e-9))
-    source = ReplaySource(arr, demand, dur, source=table.source,
-                          columns={"time": "arrival slot", "work": "duration slots", "demand": ["max(cpu, memory)"]})
-    steps = ["demand = max(cpu, memory)", f"demand raised to min_demand = {md:g} for {clamped} tasks",
-             f"time in slots of {slot:g} s; arrival slot = floor(arrival / {s:g} / slot), duration = max(1, ceil(d / slot))"]
+    source = ReplaySource(
+        arr,
+        demand,
+        dur,
+        source=table.source,
+        columns={"time": "arrival slot", "work": "duration slots", "demand": ["max(cpu, memory)"]},
+    )
+    steps = [
+        "demand = max(cpu, memory)",
+        f"demand raised to min_demand = {md:g} for {clamped} tasks",
+        f"time in slots of {slot:g} s; arrival slot = floor(arrival / {s:g} / slot), duration = max(1, ceil(d / slot))",
+    ]
     return Scenario(
-        name="bfjs-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
-        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
+        name="bfjs-google",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
         epochs=SLOT_EPOCHS,
         description="BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
         params=_params(scope, table, steps, clamped=clamped),
     )
 
 
-def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0, first_n: int | None = None,
-                 decimals: int = 2, seed: int = 0, horizon: float = math.inf, queue_cap: int | None = None,
-                 trace_dir: str | None = None) -> Scenario:
+def lotes_google(
+    machine_scale: float = 1.0,
+    k: int = 4,
+    fit_hours: float = 24.0,
+    first_n: int | None = None,
+    decimals: int = 2,
+    seed: int = 0,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
     """LoTES on the Google trace (LoTES Sec. 5.3), 2 resources on 10 heterogeneous machine configurations.
 
     Machines: every machine of machine_events with its last known (CPU, memory) capacity, rounded
@@ -227,29 +297,57 @@ def lotes_google(machine_scale: float = 1.0, k: int = 4, fit_hours: float = 24.0
     jobs = table.jobs
     X = jobs[["cpu", "memory"]].to_numpy()
     fit = jobs["arrival"].to_numpy() < fit_h * 3600.0
-    labels, centroids = cached(("kmeans", file_stamp(task_event_files(trace_dir)), first_n, k, fit_h, int(seed)),
-                                lambda: T.kmeans_classes(X, k, fit_mask=fit, seed=int(seed)))
+    labels, centroids = cached(
+        ("kmeans", file_stamp(task_event_files(trace_dir)), first_n, k, fit_h, int(seed)),
+        lambda: T.kmeans_classes(X, k, fit_mask=fit, seed=int(seed)),
+    )
     classes = T.class_table(labels, jobs["duration"].to_numpy(), {"cpu": X[:, 0], "memory": X[:, 1]}, k)
-    source = ReplaySource(jobs["arrival"].to_numpy(), X, jobs["duration"].to_numpy(), type=labels,
-                          names=tuple(f"class{j + 1}" for j in range(k)), source=table.source,
-                          columns={"time": "arrival", "work": "duration", "type": "class", "demand": ["cpu", "memory"]})
-    steps = [f"machines: {len(cap)} in {len(conf)} configurations (scale {scale:g}) from machine_events",
-             f"k-means k={k} on (cpu, memory) of the {int(fit.sum())} jobs of the first {fit_h:g} h; all jobs "
-             "assigned to the nearest centroid"]
+    source = ReplaySource(
+        jobs["arrival"].to_numpy(),
+        X,
+        jobs["duration"].to_numpy(),
+        type=labels,
+        names=tuple(f"class{j + 1}" for j in range(k)),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "type": "class", "demand": ["cpu", "memory"]},
+    )
+    steps = [
+        f"machines: {len(cap)} in {len(conf)} configurations (scale {scale:g}) from machine_events",
+        f"k-means k={k} on (cpu, memory) of the {int(fit.sum())} jobs of the first {fit_h:g} h; all jobs "
+        "assigned to the nearest centroid",
+    ]
     return Scenario(
-        name="lotes-google", capacity=cap, source=source, resources=("cpu", "memory"),
-        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
+        name="lotes-google",
+        capacity=cap,
+        source=source,
+        resources=("cpu", "memory"),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
         description="LoTES Google trace: every attempt, 10 machine configurations (Table 1), k-means classes",
-        params=_params(scope, table, steps, machine_configurations=[
-            {"cpu": float(c), "memory": float(m), "count": int(n)}
-            for c, m, n in zip(conf["cpu"], conf["memory"], counts)],
-            machines_report=mrep.to_dict(), centroids=centroids.tolist(),
-            classes=classes.to_dict("records")),
+        params=_params(
+            scope,
+            table,
+            steps,
+            machine_configurations=[
+                {"cpu": float(c), "memory": float(m), "count": int(n)}
+                for c, m, n in zip(conf["cpu"], conf["memory"], counts)
+            ],
+            machines_report=mrep.to_dict(),
+            centroids=centroids.tolist(),
+            classes=classes.to_dict("records"),
+        ),
     )
 
 
-def autoscale_google(num_servers: int = 1000, first_n: int | None = None, p_max: int = 9,
-                     traffic_scaling: float = 1.0, horizon: float = math.inf, trace_dir: str | None = None) -> Scenario:
+def autoscale_google(
+    num_servers: int = 1000,
+    first_n: int | None = None,
+    p_max: int = 9,
+    traffic_scaling: float = 1.0,
+    horizon: float = math.inf,
+    trace_dir: str | None = None,
+) -> Scenario:
     """Auto-scaling on the Google trace (auto-scaling paper Sec. 7.2): admit or reject, with rewards.
 
     Preprocessing: lifecycle ``finished`` (first SUBMIT > 0, ends with FINISH; interruptions
@@ -274,22 +372,45 @@ def autoscale_google(num_servers: int = 1000, first_n: int | None = None, p_max:
     typ = band * (p_max + 1) + p
     td = np.tile(T.pow_half_type_demand(p_max), (3, 1))
     names = tuple(f"b{b}:{n}" for b in range(3) for n in pow_half_names(p_max))
-    source = ReplaySource(T.scale_arrivals(jobs["arrival"].to_numpy(), s), size, jobs["duration"].to_numpy(), type=typ,
-                          reward_rate=reward, type_demand=td, names=names, source=table.source)
-    steps = ["size = max(cpu, mem) rounded up to 1/2^p", "band: {0,1} -> 0, {2..8} -> 1, {9,10,11} -> 2",
-             "reward rate = size x (1, 3, 9)[band]", f"type = band x {p_max + 1} + p ({J} types)",
-             f"arrivals divided by traffic_scaling = {s:g}"]
+    source = ReplaySource(
+        T.scale_arrivals(jobs["arrival"].to_numpy(), s),
+        size,
+        jobs["duration"].to_numpy(),
+        type=typ,
+        reward_rate=reward,
+        type_demand=td,
+        names=names,
+        source=table.source,
+    )
+    steps = [
+        "size = max(cpu, mem) rounded up to 1/2^p",
+        "band: {0,1} -> 0, {2..8} -> 1, {9,10,11} -> 2",
+        "reward rate = size x (1, 3, 9)[band]",
+        f"type = band x {p_max + 1} + p ({J} types)",
+        f"arrivals divided by traffic_scaling = {s:g}",
+    ]
     return Scenario(
-        name="autoscale-google", capacity=np.ones((L, 1)), source=source, resources=("size",),
-        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="reward", queueing="loss",
+        name="autoscale-google",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="reward",
+        queueing="loss",
         description="Auto-scaling Google trace: admit/reject tasks, reward = size x 1/3/9 by priority band",
         params=_params(scope, table, steps, jobs_per_band=np.bincount(band, minlength=3).tolist()),
     )
 
 
-def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.0, first_n: int | None = None,
-                traffic_scaling: float = 1.0, horizon: float = math.inf, queue_cap: int | None = None,
-                trace_dir: str | None = None) -> Scenario:
+def alibaba_gpu(
+    node_scale: float = 1.0,
+    clip_before: float | None = 10_000_000.0,
+    first_n: int | None = None,
+    traffic_scaling: float = 1.0,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
     """Alibaba GPU v2023: pods with (CPU, memory, GPU) demands on the trace's 1,523 heterogeneous nodes.
 
     Preprocessing: pods in phase Running/Succeeded/Failed (Pending pods never ran); demands
@@ -308,22 +429,35 @@ def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.
     first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     ppath = trace_path("alibaba-gpu-v2023", "openb_pod_list_default.csv", trace_dir=trace_dir)
     npath = trace_path("alibaba-gpu-v2023", "openb_node_list_all_node.csv", trace_dir=trace_dir)
-    table = cached(("v2023", file_stamp([ppath]), clip_before, first_n),
-                    lambda: load_alibaba_gpu_v2023(path=ppath, clip_before=clip_before, first_n=first_n))
+    table = cached(
+        ("v2023", file_stamp([ppath]), clip_before, first_n),
+        lambda: load_alibaba_gpu_v2023(path=ppath, clip_before=clip_before, first_n=first_n),
+    )
     nodes, nrep = load_alibaba_gpu_v2023_nodes(path=npath)
     shapes = nodes.groupby(["cpu", "memory", "gpu"], sort=False).size().rename("count").reset_index()
     shapes = shapes.sort_values(["count", "gpu", "cpu", "memory"], ascending=False, kind="stable")
     counts = _scaled_counts(shapes["count"].to_numpy(), scale) if scale != 1.0 else shapes["count"].to_numpy()
     cap = np.repeat(shapes[["cpu", "memory", "gpu"]].to_numpy(), counts, axis=0)
     jobs = table.jobs
-    source = ReplaySource(T.scale_arrivals(jobs["arrival"].to_numpy(), s), jobs[["cpu", "memory", "gpu"]].to_numpy(),
-                          jobs["duration"].to_numpy(), source=table.source,
-                          columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory", "gpu"]})
-    steps = [f"nodes: {len(cap)} of {len(nodes)} ({len(shapes)} shapes, scale {scale:g}); GPUs pooled per node",
-             f"arrivals divided by traffic_scaling = {s:g}"]
+    source = ReplaySource(
+        T.scale_arrivals(jobs["arrival"].to_numpy(), s),
+        jobs[["cpu", "memory", "gpu"]].to_numpy(),
+        jobs["duration"].to_numpy(),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "demand": ["cpu", "memory", "gpu"]},
+    )
+    steps = [
+        f"nodes: {len(cap)} of {len(nodes)} ({len(shapes)} shapes, scale {scale:g}); GPUs pooled per node",
+        f"arrivals divided by traffic_scaling = {s:g}",
+    ]
     return Scenario(
-        name="alibaba-gpu", capacity=cap, source=source, resources=("cpu", "memory", "gpu"),
-        horizon=positive(horizon, "params.horizon", allow_inf=True), objective="queue", queue_cap=queue_cap,
+        name="alibaba-gpu",
+        capacity=cap,
+        source=source,
+        resources=("cpu", "memory", "gpu"),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
         description="Alibaba GPU v2023: pods with CPU, memory and GPU on 1,523 heterogeneous nodes",
         params=_params(scope, table, steps, nodes_report=nrep.to_dict(), node_shapes=len(shapes)),
     )
@@ -332,9 +466,17 @@ def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.
 #: name -> (builder, one-line description); registered into clustergym.scenarios.registry.PRESETS by the owner
 
 
-def azure_vms(num_servers: int = 8, host_vcpu: float = 64.0, host_memory: float = 256.0, thin: int = 100,
-              window_hours: float = 24.0, start_day: float = 2.0, min_share: float = 0.001, split: str = "test",
-              trace_dir: str | None = None) -> Scenario:
+def azure_vms(
+    num_servers: int = 8,
+    host_vcpu: float = 64.0,
+    host_memory: float = 256.0,
+    thin: int = 100,
+    window_hours: float = 24.0,
+    start_day: float = 2.0,
+    min_share: float = 0.001,
+    split: str = "test",
+    trace_dir: str | None = None,
+) -> Scenario:
     """Azure V1 VMs (the Azure Public Dataset V1, 2017, as the RNN trace generator of SOSP'21 preprocessed it):
     each seed replays a random window of the trace on a few hosts.
 
@@ -376,23 +518,42 @@ def azure_vms(num_servers: int = 8, host_vcpu: float = 64.0, host_memory: float 
         raise ScenarioError("params.host_vcpu", f"{int(too_big.sum())} VMs do not fit a host of {cap.tolist()}")
     typ = jobs["flavor"].map(index).to_numpy(dtype=np.int64)
     type_demand = np.array([demand[typ == i][0] for i in range(len(kept))])
-    tab = ReplaySource(jobs["arrival"].to_numpy(), demand, jobs["duration"].to_numpy(), type=typ,
-                       type_demand=type_demand, names=tuple(f"flavor-{f}" for f in kept), source=table.source,
-                       columns={"time": "arrival", "work": "duration", "type": "flavor", "demand": ["vcpu", "memory"]})
+    tab = ReplaySource(
+        jobs["arrival"].to_numpy(),
+        demand,
+        jobs["duration"].to_numpy(),
+        type=typ,
+        type_demand=type_demand,
+        names=tuple(f"flavor-{f}" for f in kept),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "type": "flavor", "demand": ["vcpu", "memory"]},
+    )
     end = float(tab.time[-1])
     if start > end - W:
         from clustergym.errors import ScenarioError
 
-        raise ScenarioError("params.start_day", f"windows of {W / 3600:g} h starting after day {start / 86400:g} "
-                                                f"do not fit the {end / 86400:.2f}-day trace")
+        raise ScenarioError(
+            "params.start_day",
+            f"windows of {W / 3600:g} h starting after day {start / 86400:g} "
+            f"do not fit the {end / 86400:.2f}-day trace",
+        )
     src = TraceWindowSource(tab, W, start_low=start, start_high=end - W, thin=k)
-    steps = [f"flavours kept: {''.join(kept)} (each >= {share:g} of the VMs); {int((~sel).sum())} VMs of other "
-             "flavours dropped", f"episodes: a {W / 3600:g} h window from day {start / 86400:g} on, every "
-             f"{k}-th VM, the VMs running at its start at time 0 with their remaining lifetime"]
+    steps = [
+        f"flavours kept: {''.join(kept)} (each >= {share:g} of the VMs); {int((~sel).sum())} VMs of other "
+        "flavours dropped",
+        f"episodes: a {W / 3600:g} h window from day {start / 86400:g} on, every "
+        f"{k}-th VM, the VMs running at its start at time 0 with their remaining lifetime",
+    ]
     return Scenario(
-        name="azure-vms", capacity=np.tile(cap, (L, 1)), source=src, resources=("vcpu", "memory"), horizon=W,
-        objective="queue", queue_cap=None,
+        name="azure-vms",
+        capacity=np.tile(cap, (L, 1)),
+        source=src,
+        resources=("vcpu", "memory"),
+        horizon=W,
+        objective="queue",
+        queue_cap=None,
         description="Azure V1 VMs: random thinned windows of the trace, flavours as types, on L hosts",
-        params=_params(scope, table, steps, dropped_vms=int((~sel).sum()), flavors=kept,
-                       flavor_demand=type_demand.tolist()),
+        params=_params(
+            scope, table, steps, dropped_vms=int((~sel).sum()), flavors=kept, flavor_demand=type_demand.tolist()
+        ),
     )

@@ -22,8 +22,15 @@ from clustergym.scenarios import Scenario, make_preset
 from clustergym.theory.autoscale import global_greedy, gpa, instance_of, lp_bound_per_server, lp_upper_bound
 from clustergym.workloads import ReplaySource
 
-AUTOSCALE_AGENTS = ("gpa-static", "lp-static", "dra", "dra-preemption", "dra-no-migration", "power-of-d",
-                    "trunk-reservation")
+AUTOSCALE_AGENTS = (
+    "gpa-static",
+    "lp-static",
+    "dra",
+    "dra-preemption",
+    "dra-no-migration",
+    "power-of-d",
+    "trunk-reservation",
+)
 UG = 3196 / 3
 
 
@@ -69,12 +76,23 @@ def _drive(scenario, name, seed=0, **params):
     records, cur = [], None
     while True:
         if cur is None or cur["epoch"] != v.epoch:
-            cur = {"epoch": v.epoch, "event": v.event, "cmds": [], "pending": v.pending,
-                   "free": np.asarray(v.slots) - np.asarray(v.slots_filled),
-                   "fits_somewhere": bool(v.pending >= 0 and v.fits(v.pending).any())}
+            cur = {
+                "epoch": v.epoch,
+                "event": v.event,
+                "cmds": [],
+                "pending": v.pending,
+                "free": np.asarray(v.slots) - np.asarray(v.slots_filled),
+                "fits_somewhere": bool(v.pending >= 0 and v.fits(v.pending).any()),
+            }
             if hasattr(ag, "RG"):
-                cur.update(RG=set(ag.RG), rank=[ag._rank(s) for s in range(ag.L)], Istar=ag.Istar,
-                           jobs=[list(r) for r in ag.jobs], cfg=list(ag.cfg), J=ag.J)
+                cur.update(
+                    RG=set(ag.RG),
+                    rank=[ag._rank(s) for s in range(ag.L)],
+                    Istar=ag.Istar,
+                    jobs=[list(r) for r in ag.jobs],
+                    cfg=list(ag.cfg),
+                    J=ag.J,
+                )
             records.append(cur)
         cmd, _ = ag.predict(None)
         if cmd.kind in (Cmd.RESERVE, Cmd.RELEASE):
@@ -113,7 +131,7 @@ def _check_dra_records(records, extended_rg=False, preemption=False):
         elif ev.kind == EventKind.COMPLETION:
             migs = [c for c in cmds if c.kind == Cmd.MIGRATE]
             assert len(migs) <= 1  # invariant 9
-            assert kinds[:len(migs)] == [Cmd.MIGRATE] * len(migs)
+            assert kinds[: len(migs)] == [Cmd.MIGRATE] * len(migs)
             for m in migs:
                 n_migrations += 1
                 assert m.server == ev.server and ev.server not in rec["RG"]
@@ -123,21 +141,25 @@ def _check_dra_records(records, extended_rg=False, preemption=False):
     return n_arrivals, n_migrations
 
 
-@pytest.mark.parametrize("preset,params,name", [
-    ("autoscale-4vm", {"num_servers": 12, "horizon": 4.0}, "dra"),
-    ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra"),
-    ("autoscale-4vm", {"num_servers": 8, "horizon": 3.0, "load": 0.3}, "dra"),
-    ("autoscale-example1", {"num_servers": 10, "horizon": 5.0}, "dra"),
-    ("autoscale-worst-case", {"n": 3, "num_servers": 12, "horizon": 5.0}, "dra"),
-    ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra-no-migration"),
-    ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra-preemption"),
-])
+@pytest.mark.parametrize(
+    "preset,params,name",
+    [
+        ("autoscale-4vm", {"num_servers": 12, "horizon": 4.0}, "dra"),
+        ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra"),
+        ("autoscale-4vm", {"num_servers": 8, "horizon": 3.0, "load": 0.3}, "dra"),
+        ("autoscale-example1", {"num_servers": 10, "horizon": 5.0}, "dra"),
+        ("autoscale-worst-case", {"n": 3, "num_servers": 12, "horizon": 5.0}, "dra"),
+        ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra-no-migration"),
+        ("autoscale-4vm", {"num_servers": 12, "horizon": 3.0, "load": 2.0}, "dra-preemption"),
+    ],
+)
 def test_dra_invariants_hold_at_every_event(preset, params, name):
     """Kernel invariants (validate=True) and DRA's invariants 5-10 (check=True; docs/papers/autoscale.md#invariants), plus 8-9 from the commands."""
     sc = make_preset(preset, **params)
     records, ag, env = _drive(sc, name, seed=1)
-    n_arr, n_mig = _check_dra_records(records, extended_rg=name == "dra-no-migration",
-                                      preemption=name == "dra-preemption")
+    n_arr, n_mig = _check_dra_records(
+        records, extended_rg=name == "dra-no-migration", preemption=name == "dra-preemption"
+    )
     assert n_arr > 20
     m = env.unwrapped.metrics()
     assert m["migrations"] == n_mig == ag.stats["migrations"]
@@ -169,6 +191,7 @@ def test_dra_preemption_rule():
 
 def test_dra_never_reads_rates(monkeypatch):
     """Invariant 11: DRA runs without the arrival rates (an oracle read raises here)."""
+
     def boom(self):
         raise AssertionError("DRA read the arrival rates")
 
@@ -230,10 +253,23 @@ def test_power_of_d_rule():
     # one resource, capacity 10, 4 servers; sizes 6 and 3, all long-running
     times = np.arange(8) * 0.01
     types = np.array([1, 1, 0, 1, 1, 0, 0, 1])
-    src = ReplaySource(times, np.where(types == 0, 6.0, 3.0)[:, None], np.full(8, 100.0), type=types,
-                       reward_rate=np.where(types == 0, 10.0, 1.0), type_demand=np.array([[6.0], [3.0]]))
-    sc = Scenario(name="tiny", capacity=np.full((4, 1), 10.0), source=src, resources=("size",), horizon=1.0,
-                  objective="reward", queueing="loss")
+    src = ReplaySource(
+        times,
+        np.where(types == 0, 6.0, 3.0)[:, None],
+        np.full(8, 100.0),
+        type=types,
+        reward_rate=np.where(types == 0, 10.0, 1.0),
+        type_demand=np.array([[6.0], [3.0]]),
+    )
+    sc = Scenario(
+        name="tiny",
+        capacity=np.full((4, 1), 10.0),
+        source=src,
+        resources=("size",),
+        horizon=1.0,
+        objective="reward",
+        queueing="loss",
+    )
     # d = L: the least loaded of all servers (one resource: the one with the most room); ties by id
     recs, _, env = _drive(sc, "power-of-d", d=4)
     dec = [r["cmds"][0] for r in recs if r["event"].kind == EventKind.ARRIVAL]
@@ -244,30 +280,53 @@ def test_power_of_d_rule():
     lost = [r for r in recs if r["event"].kind == EventKind.ARRIVAL and r["cmds"][0].kind == Cmd.REJECT]
     assert lost and any(r["fits_somewhere"] for r in lost)
     recs, _, env = _drive(sc, "power-of-d", d=20, fallback=True)
-    assert all(not r["fits_somewhere"] for r in recs
-               if r["event"].kind == EventKind.ARRIVAL and r["cmds"][0].kind == Cmd.REJECT)
+    assert all(
+        not r["fits_somewhere"]
+        for r in recs
+        if r["event"].kind == EventKind.ARRIVAL and r["cmds"][0].kind == Cmd.REJECT
+    )
 
 
 def test_trunk_reservation_thresholds():
     """A lower-reward type is rejected exactly when fewer than (m-1) g servers are empty."""
     times = np.arange(6) * 0.01
     types = np.array([1, 1, 1, 0, 1, 0])
-    src = ReplaySource(times, np.where(types == 0, 6.0, 5.0)[:, None], np.full(6, 100.0), type=types,
-                       reward_rate=np.where(types == 0, 10.0, 1.0), type_demand=np.array([[6.0], [5.0]]))
-    sc = Scenario(name="tiny", capacity=np.full((3, 1), 10.0), source=src, resources=("size",), horizon=1.0,
-                  objective="reward", queueing="loss")
+    src = ReplaySource(
+        times,
+        np.where(types == 0, 6.0, 5.0)[:, None],
+        np.full(6, 100.0),
+        type=types,
+        reward_rate=np.where(types == 0, 10.0, 1.0),
+        type_demand=np.array([[6.0], [5.0]]),
+    )
+    sc = Scenario(
+        name="tiny",
+        capacity=np.full((3, 1), 10.0),
+        source=src,
+        resources=("size",),
+        horizon=1.0,
+        objective="reward",
+        queueing="loss",
+    )
     recs, _, _ = _drive(sc, "trunk-reservation", g=2)
     dec = [(r["event"].type, r["cmds"][0]) for r in recs if r["event"].kind == EventKind.ARRIVAL]
     # type 1 needs >= 2 empty servers: 5 -> s0 (3 empty), 5 -> s0 (best fit, still 2 empty), 5 -> s1 (2 empty),
     # type 0 always (fits s2), type 1: 0 empty -> reject, type 0: fits nowhere (s2 has 4 left) -> reject
     assert [(t, c.kind, c.server) for t, c in dec] == [
-        (1, Cmd.ADMIT, 0), (1, Cmd.ADMIT, 0), (1, Cmd.ADMIT, 1), (0, Cmd.ADMIT, 2), (1, Cmd.REJECT, -1),
-        (0, Cmd.REJECT, -1)]
+        (1, Cmd.ADMIT, 0),
+        (1, Cmd.ADMIT, 0),
+        (1, Cmd.ADMIT, 1),
+        (0, Cmd.ADMIT, 2),
+        (1, Cmd.REJECT, -1),
+        (0, Cmd.REJECT, -1),
+    ]
 
 
 # =============================================================================== T1: the LP bound
-@pytest.mark.parametrize("preset,params", [("autoscale-4vm", {"load": 0.5}), ("autoscale-4vm", {"load": 2.0}),
-                                           ("autoscale-worst-case", {"n": 3})])
+@pytest.mark.parametrize(
+    "preset,params",
+    [("autoscale-4vm", {"load": 0.5}), ("autoscale-4vm", {"load": 2.0}), ("autoscale-worst-case", {"n": 3})],
+)
 def test_t1_no_policy_exceeds_the_lp_bound(preset, params):
     sc = make_preset(preset, num_servers=20, horizon=6.0, **params)
     ustar = lp_bound_per_server(sc)
@@ -287,7 +346,7 @@ def dra180():
 
 def test_t4_dra_reward_close_to_greedy_value(dra180):
     a = dra180["reward_per_server"]
-    assert 0.95 <= a / UG <= 1.0       # calibrated: 0.969-0.972 over seeds 0-2
+    assert 0.95 <= a / UG <= 1.0  # calibrated: 0.969-0.972 over seeds 0-2
     assert 0.82 <= a / 1236 <= 0.87
 
 
@@ -334,8 +393,15 @@ def test_t6_dra_above_half_the_lp_bound_on_random_instances():
         from clustergym.workloads import Exponential, PoissonTypedSource
 
         src = PoissonTypedSource(rho * L, demand, Exponential(1.0), reward_rates=u)
-        sc = Scenario(name="rand", capacity=np.tile(cap, (L, 1)), source=src, resources=("a", "b"), horizon=12.0,
-                      objective="reward", queueing="loss")
+        sc = Scenario(
+            name="rand",
+            capacity=np.tile(cap, (L, 1)),
+            source=src,
+            resources=("a", "b"),
+            horizon=12.0,
+            objective="reward",
+            queueing="loss",
+        )
         inst = instance_of(sc)
         us = lp_upper_bound(inst.rho, inst.space).value
         ug = float(global_greedy(inst.rho, inst.space).value)
@@ -349,8 +415,8 @@ def test_t7_static_oracles():
     sc = make_preset("autoscale-4vm", num_servers=180, horizon=12.0)
     lp = windowed_reward(sc, "lp-static", seed=0, t0=4.0)["reward_per_server"]
     gp = windowed_reward(sc, "gpa-static", seed=0, t0=4.0)["reward_per_server"]
-    assert lp / 1236 >= 0.92            # 0.932-0.937 over seeds 0-2 at this horizon; 0.950 on [10, 25]
-    assert 0.95 <= gp / UG <= 1.01      # about 0.97
+    assert lp / 1236 >= 0.92  # 0.932-0.937 over seeds 0-2 at this horizon; 0.950 on [10, 25]
+    assert 0.95 <= gp / UG <= 1.01  # about 0.97
 
 
 # =============================================================================== compare, reproduce
@@ -367,8 +433,15 @@ def test_compare_reports_reward_per_server_against_the_bounds():
 
 def test_exact_claims_pass():
     ids = ["autoscale-syn4-values", "autoscale-examples", "autoscale-worst-case-family"]
-    assert {*ids, "autoscale-syn4-critical-loads", "autoscale-dra-approaches-greedy", "autoscale-random-instances",
-            "autoscale-lp-bound-all-policies", "autoscale-static-oracles", "autoscale-dra-worst-case"} <= set(CLAIMS)
+    assert {
+        *ids,
+        "autoscale-syn4-critical-loads",
+        "autoscale-dra-approaches-greedy",
+        "autoscale-random-instances",
+        "autoscale-lp-bound-all-policies",
+        "autoscale-static-oracles",
+        "autoscale-dra-worst-case",
+    } <= set(CLAIMS)
     for r in run_claims(ids):
         assert r["passed"], r
 

@@ -23,8 +23,14 @@ def replay(jobs, capacity, horizon=20.0) -> Scenario:
     t, s, w = (np.array([j[k] for j in jobs], float) for k in range(3))
     cap = np.asarray(capacity, float).reshape(len(capacity), -1)
     src = ReplaySource(t, s.reshape(len(jobs), -1), w)
-    return Scenario(name="unit", capacity=cap, source=src, resources=tuple(f"r{d}" for d in range(cap.shape[1])),
-                    horizon=horizon, epochs=SLOT_EPOCHS)
+    return Scenario(
+        name="unit",
+        capacity=cap,
+        source=src,
+        resources=tuple(f"r{d}" for d in range(cap.shape[1])),
+        horizon=horizon,
+        epochs=SLOT_EPOCHS,
+    )
 
 
 def drive(sc, agent, seed=0, check=None):
@@ -50,8 +56,14 @@ def drive(sc, agent, seed=0, check=None):
 def slotted(L=3, low=0.1, high=0.9, rate=0.1, mean=20.0, R=1, capacity=None, horizon=2000.0) -> Scenario:
     cap = np.ones((L, R)) if capacity is None else np.asarray(capacity, float)
     src = SlottedSource(rate, UniformDemand([low] * R, [high] * R), Geometric(1.0 / mean))
-    return Scenario(name="rand", capacity=cap, source=src, resources=tuple(f"r{d}" for d in range(R)),
-                    horizon=horizon, epochs=SLOT_EPOCHS)
+    return Scenario(
+        name="rand",
+        capacity=cap,
+        source=src,
+        resources=tuple(f"r{d}" for d in range(R)),
+        horizon=horizon,
+        epochs=SLOT_EPOCHS,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- registry
@@ -87,8 +99,9 @@ def test_first_by_id_matches_a_literal_scan():
 # ---------------------------------------------------------------------------------------------- unit scenarios
 def test_u4_bf_j_tightest_server():
     # fillers leave free = [0.5, 0.3, 0.35]; then a = 0.3, b = 0.32, c = 0.45 arrive in one slot
-    sc = replay([(0, 0.5, 99), (1, 0.7, 99), (2, 0.65, 99), (3, 0.3, 99), (3, 0.32, 99), (3, 0.45, 99)], [1, 1, 1],
-                horizon=6)
+    sc = replay(
+        [(0, 0.5, 99), (1, 0.7, 99), (2, 0.65, 99), (3, 0.3, 99), (3, 0.32, 99), (3, 0.45, 99)], [1, 1, 1], horizon=6
+    )
     for name in ("bf-j", "bf-js"):
         holder = {}
         pl = drive(sc, name, check=lambda env, ag, h=holder: h.update(free=[ag.free(l) for l in range(3)]))
@@ -103,14 +116,14 @@ def test_u5_bf_s_largest_first_with_id_tie():
     for name in ("bf-s", "bf-js"):
         left = {}
         pl = drive(sc, name, check=lambda env, ag, q=left: q.update(q=list(env.view.queue())))
-        assert pl == [(0, 0, 0), (0, 1, 0), (1, 3, 0), (1, 5, 0)], name   # 0.5, then 0.05 with the smaller id
+        assert pl == [(0, 0, 0), (0, 1, 0), (1, 3, 0), (1, 5, 0)], name  # 0.5, then 0.05 with the smaller id
         assert left["q"] == [2, 4, 6]
 
 
 def test_u6_bf_j_and_bf_s_differ():
     sc = replay([(0, 0.5, 99), (1, 0.2, 99), (1, 0.45, 99)], [1], horizon=3)
-    assert drive(sc, "bf-j")[1:] == [(1, 1, 0)]      # the job order: 0.2 goes, 0.45 no longer fits
-    assert drive(sc, "bf-s")[1:] == [(1, 2, 0)]      # the largest job: 0.45 goes, 0.2 no longer fits
+    assert drive(sc, "bf-j")[1:] == [(1, 1, 0)]  # the job order: 0.2 goes, 0.45 no longer fits
+    assert drive(sc, "bf-s")[1:] == [(1, 2, 0)]  # the largest job: 0.45 goes, 0.2 no longer fits
 
 
 def test_u7_bf_js_step_order():
@@ -125,8 +138,8 @@ def test_u7_bf_js_step_order():
 
     pl = drive(sc, "bf-js", check=check)
     assert pl == [(0, 0, 0), (1, 1, 1), (1, 2, 0), (2, 3, 0), (2, 4, 1)]
-    assert seen[2] == ([0], [4, 5], [5])            # DEP(2) = {0}; n2 = 0.15 fits nowhere and waits
-    assert seen[0][0] == [0, 1]                     # DEP(0) = every server
+    assert seen[2] == ([0], [4, 5], [5])  # DEP(2) = {0}; n2 = 0.15 fits nowhere and waits
+    assert seen[0][0] == [0, 1]  # DEP(0) = every server
 
 
 def test_u12_fifo_ff_blocking_and_skip():
@@ -136,7 +149,7 @@ def test_u12_fifo_ff_blocking_and_skip():
     head = {}
     pl = drive(sc, "fifo-ff", check=lambda env, ag: head.update(q=list(env.view.queue())))
     assert pl == [(0, 0, 0), (1, 1, 1), (2, 2, 1), (2, 3, 0)]
-    assert head["q"] == [4, 5]                      # c blocks d
+    assert head["q"] == [4, 5]  # c blocks d
     pl = drive(sc, make_agent("fifo-ff", blocking=False))
     assert pl == [(0, 0, 0), (1, 1, 1), (2, 2, 1), (2, 3, 0), (2, 5, 0)]
 
@@ -259,14 +272,14 @@ class Literal(Agent):
 
 @pytest.mark.parametrize("policy", ["bf-j", "bf-s", "bf-js", "fifo-ff", "fifo-ff-skip"])
 def test_agents_match_the_literal_pseudocode(policy):
-    name, params = (("fifo-ff", {"blocking": False}) if policy == "fifo-ff-skip" else (policy, {}))
+    name, params = ("fifo-ff", {"blocking": False}) if policy == "fifo-ff-skip" else (policy, {})
     cases = [
-        (slotted(L=3, rate=0.16, horizon=700), False),                                    # E3b-like, overloaded
-        (slotted(L=2, low=0.01, high=0.3, rate=0.5, horizon=500), False),                # small jobs, long queue
+        (slotted(L=3, rate=0.16, horizon=700), False),  # E3b-like, overloaded
+        (slotted(L=2, low=0.01, high=0.3, rate=0.5, horizon=500), False),  # small jobs, long queue
         (slotted(L=3, rate=0.13, horizon=500, capacity=[[1.0], [0.5], [2.0]]), False),  # heterogeneous
-        (slotted(L=3, rate=0.2, R=2, low=0.05, high=0.6, horizon=400), False),           # 2 resources, faithful
-        (slotted(L=3, rate=0.2, R=2, low=0.05, high=0.6, horizon=400), True),            # 2 resources, vector
-        (slotted(L=40, rate=4.0, horizon=120), False),                                    # L > 32: NumPy scans
+        (slotted(L=3, rate=0.2, R=2, low=0.05, high=0.6, horizon=400), False),  # 2 resources, faithful
+        (slotted(L=3, rate=0.2, R=2, low=0.05, high=0.6, horizon=400), True),  # 2 resources, vector
+        (slotted(L=40, rate=4.0, horizon=120), False),  # L > 32: NumPy scans
         (slotted(L=40, rate=4.0, R=2, low=0.05, high=0.6, horizon=80), True),
     ]
     for sc, vector in cases:
@@ -281,33 +294,37 @@ def _invariants(kind):
     def check(env, ag):
         v, sim = env.view, env.sim
         L = v.num_servers
-        assert np.all(v.load <= np.asarray(v.capacity) * (1 + 1e-9) + 1e-12)                      # 1. capacity
+        assert np.all(v.load <= np.asarray(v.capacity) * (1 + 1e-9) + 1e-12)  # 1. capacity
         running = int(v.count_real.sum())
         assert sim.n_arrivals == sim.n_completed + v.num_queued + running + sim.impossible_rejected  # 2.
-        for l in range(L):                                                                    # agent = kernel
+        for l in range(L):  # agent = kernel
             assert set(ag.on[l]) == set(v.running_on(l))
         q = v.queue()
         kernel_fits = v.num_resources == 1 or ag.vector  # the kernel's fit check is the agent's own
-        if kind == "maximal":                                                                 # 3. maximality
+        if kind == "maximal":  # 3. maximality
             assert not any(ag.fits(i, l) for i in q for l in range(L))
             if kernel_fits:
                 assert not any(v.fits(i).any() for i in q)
             # Lemma 1: a server less than half full -> every queued job > 1/2
             if v.num_resources == 1 and any(ag.used[l] < 0.5 for l in range(L)):
                 assert all(ag.occ[i] > 0.5 for i in q)
-        elif kind == "head" and q:                                                            # 4. FIFO-FF
+        elif kind == "head" and q:  # 4. FIFO-FF
             assert not any(ag.fits(q[0], l) for l in range(L))
             if kernel_fits:
                 assert not v.fits(q[0]).any()
+
     return check
 
 
-@pytest.mark.parametrize("name,kind", [("bf-j", "maximal"), ("bf-s", "maximal"), ("bf-js", "maximal"),
-                                       ("fifo-ff", "head")])
+@pytest.mark.parametrize(
+    "name,kind", [("bf-j", "maximal"), ("bf-s", "maximal"), ("bf-js", "maximal"), ("fifo-ff", "head")]
+)
 def test_per_slot_invariants(name, kind):
-    scenarios = (slotted(L=4, rate=0.22, horizon=1500),
-                 make_preset("two-sizes", variant="e2", rate=0.04, horizon=3000),
-                 slotted(L=3, rate=0.25, R=2, low=0.05, high=0.7, horizon=800))
+    scenarios = (
+        slotted(L=4, rate=0.22, horizon=1500),
+        make_preset("two-sizes", variant="e2", rate=0.04, horizon=3000),
+        slotted(L=3, rate=0.25, R=2, low=0.05, high=0.7, horizon=800),
+    )
     for sc in scenarios:
         for mode in ("faithful", "vector"):
             drive(sc, make_agent(name, mode=mode), seed=2, check=_invariants(kind))
@@ -316,8 +333,9 @@ def test_per_slot_invariants(name, kind):
 def test_faithful_mode_scalarises_to_max_demand():
     # two resources: 0.6 cpu / 0.1 mem and 0.1 cpu / 0.6 mem fit together as vectors but not as max-demand
     src = ReplaySource(np.zeros(2), np.array([[0.6, 0.1], [0.1, 0.6]]), np.full(2, 99.0))
-    sc = Scenario(name="u", capacity=np.ones((1, 2)), source=src, resources=("cpu", "mem"), horizon=3,
-                  epochs=SLOT_EPOCHS)
+    sc = Scenario(
+        name="u", capacity=np.ones((1, 2)), source=src, resources=("cpu", "mem"), horizon=3, epochs=SLOT_EPOCHS
+    )
     assert drive(sc, make_agent("bf-js")) == [(0, 0, 0)]
     assert drive(sc, make_agent("bf-js", mode="vector")) == [(0, 0, 0), (0, 1, 0)]
 
@@ -327,7 +345,7 @@ def test_an_invalid_placement_would_raise():
     sc = replay([(0, 0.6, 99), (0, 0.6, 99)], [1], horizon=2)
     env = make_env_for(sc, make_agent("bf-js"))
     env.reset(seed=0)
-    env.step(Command.wait())                  # START -> the tick of slot 0 (after its arrivals)
+    env.step(Command.wait())  # START -> the tick of slot 0 (after its arrivals)
     env.step(Command.place(0, 0))
     with pytest.raises(InvalidCommandError):
         env.step(Command.place(1, 0))

@@ -38,8 +38,14 @@ EPS = 1e-9
 def replay(jobs, L=1, horizon=10.0) -> Scenario:
     """Jobs ``(slot, size, slots of service)`` on ``L`` unit servers, slotted epochs."""
     t, s, w = (np.array([j[k] for j in jobs], float) for k in range(3))
-    return Scenario(name="unit", capacity=np.ones((L, 1)), source=ReplaySource(t, s[:, None], w),
-                    resources=("r",), horizon=horizon, epochs=SLOT_EPOCHS)
+    return Scenario(
+        name="unit",
+        capacity=np.ones((L, 1)),
+        source=ReplaySource(t, s[:, None], w),
+        resources=("r",),
+        horizon=horizon,
+        epochs=SLOT_EPOCHS,
+    )
 
 
 def drive(sc, agent, seed=0, check=None):
@@ -61,22 +67,45 @@ def drive(sc, agent, seed=0, check=None):
 
 def uniform(L=3, low=0.1, high=0.9, rate=0.1, mean=20.0, horizon=1000.0) -> Scenario:
     src = SlottedSource(rate, UniformDemand([low], [high]), Geometric(1.0 / mean))
-    return Scenario(name="rand", capacity=np.ones((L, 1)), source=src, resources=("r",), horizon=horizon,
-                    epochs=SLOT_EPOCHS)
+    return Scenario(
+        name="rand", capacity=np.ones((L, 1)), source=src, resources=("r",), horizon=horizon, epochs=SLOT_EPOCHS
+    )
 
 
 # ---------------------------------------------------------------------------------------------- §V-A, §V-B
 def test_u1_partition_mapping():
-    J7 = {1.0: 0, 0.9: 0, 2 / 3: 1, 0.6: 1, 0.5: 2, 0.4: 2, 1 / 3: 3, 0.3: 3, 0.25: 4, 0.2: 4, 0.19: 4, 1 / 6: 5,
-          0.15: 5, 0.125: 6, 0.1: 6, 0.05: 8, 0.01: 13, 0.005: 13, 1 / 128: 13}
+    J7 = {
+        1.0: 0,
+        0.9: 0,
+        2 / 3: 1,
+        0.6: 1,
+        0.5: 2,
+        0.4: 2,
+        1 / 3: 3,
+        0.3: 3,
+        0.25: 4,
+        0.2: 4,
+        0.19: 4,
+        1 / 6: 5,
+        0.15: 5,
+        0.125: 6,
+        0.1: 6,
+        0.05: 8,
+        0.01: 13,
+        0.005: 13,
+        1 / 128: 13,
+    }
     for r, j in J7.items():
         assert vq_type(r, 7) == j, r
     assert vq_type(0.125, 3) == 5 and vq_type(0.1, 3) == 5 and vq_type(0.125, 4) == 6
     # eq. (18) for J = 7: (lo, hi] of every interval, and every size maps into its own interval
     assert [interval(j, 7, exact=True) for j in (0, 1, 12, 13)] == [
-        (Fraction(2, 3), 1), (Fraction(1, 2), Fraction(2, 3)), (Fraction(1, 96), Fraction(1, 64)),
-        (Fraction(1, 128), Fraction(1, 96))]
-    for r in np.random.default_rng(0).uniform(2 ** -7, 1, 2000):
+        (Fraction(2, 3), 1),
+        (Fraction(1, 2), Fraction(2, 3)),
+        (Fraction(1, 96), Fraction(1, 64)),
+        (Fraction(1, 128), Fraction(1, 96)),
+    ]
+    for r in np.random.default_rng(0).uniform(2**-7, 1, 2000):
         lo, hi = interval(vq_type(r, 7), 7)
         assert lo < r <= hi
 
@@ -84,8 +113,20 @@ def test_u1_partition_mapping():
 def test_u2_reduced_configurations():
     assert k_red(2) == [(0, 0, 1), (0, 2, 2), (0, 3, 3), (1, 3, 1)]
     assert k_red(3) == [(0, 0, 1), (0, 2, 2), (0, 4, 4), (0, 3, 3), (0, 5, 6), (1, 4, 1), (1, 3, 1), (1, 5, 2)]
-    assert k_red(4) == [(0, 0, 1), (0, 2, 2), (0, 4, 4), (0, 6, 8), (0, 3, 3), (0, 5, 6), (0, 7, 12), (1, 4, 1),
-                        (1, 6, 2), (1, 3, 1), (1, 5, 2), (1, 7, 4)]
+    assert k_red(4) == [
+        (0, 0, 1),
+        (0, 2, 2),
+        (0, 4, 4),
+        (0, 6, 8),
+        (0, 3, 3),
+        (0, 5, 6),
+        (0, 7, 12),
+        (1, 4, 1),
+        (1, 6, 2),
+        (1, 3, 1),
+        (1, 5, 2),
+        (1, 7, 4),
+    ]
     for J in range(2, 9):
         K = k_red_matrix(J)
         assert K.shape == (4 * J - 4, 2 * J)
@@ -106,9 +147,13 @@ def test_u8_argmax_weights_and_tie_break():
 
 def test_auto_J():
     assert auto_J(0.01) == 7 and auto_J(0.1) == 4 and auto_J(0.4) == 4 and auto_J(0.2) == 4
-    assert auto_J(None) == 10 and auto_J(2 ** -5) == 6
-    for preset, params, J in (("uniform-sizes", {"low": 0.01, "high": 0.19}, 7), ("uniform-sizes", {}, 4),
-                              ("two-sizes", {}, 4), ("two-sizes", {"variant": "e2"}, 4)):
+    assert auto_J(None) == 10 and auto_J(2**-5) == 6
+    for preset, params, J in (
+        ("uniform-sizes", {"low": 0.01, "high": 0.19}, 7),
+        ("uniform-sizes", {}, 4),
+        ("two-sizes", {}, 4),
+        ("two-sizes", {"variant": "e2"}, 4),
+    ):
         ag = make_agent("vqs")
         env = make_env_for(make_preset(preset, **params), ag)
         env.reset(seed=0)
@@ -144,7 +189,7 @@ def test_u3_proposition_1_tight_instance():
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(J=st.integers(2, 5), data=st.data())
 def test_u3_proposition_1_two_thirds(J, data):
-    lo = int(1000 * 2.0 ** -J) + 1
+    lo = int(1000 * 2.0**-J) + 1
     sizes = data.draw(st.lists(st.integers(lo, 1000), min_size=1, max_size=6, unique=True))
     counts = data.draw(st.lists(st.integers(1, 6), min_size=len(sizes), max_size=len(sizes)))
     opt = _knapsack_opt(sizes, counts)
@@ -160,10 +205,10 @@ def test_lp_capacities():
     assert optimal_capacity([0.4, 0.6], [0.5, 0.5]) == pytest.approx(2.0)
     assert kred_capacity(P_e1, J) == pytest.approx(4 / 3)
     P = np.zeros(2 * J)
-    P[vq_type(0.55, J)] = P[vq_type(0.45, J)] = 0.5          # C1 with eps = 0.05
+    P[vq_type(0.55, J)] = P[vq_type(0.45, J)] = 0.5  # C1 with eps = 0.05
     assert kred_capacity(P, J) == pytest.approx(4 / 3)
     assert optimal_capacity([0.3, 0.7], [0.5, 0.5]) == pytest.approx(2.0)
-    assert optimal_capacity([0.5, 1.0], [0.5, 0.5]) == pytest.approx(4 / 3)   # eps = 0.2, Prop. 2 rounding
+    assert optimal_capacity([0.5, 1.0], [0.5, 0.5]) == pytest.approx(4 / 3)  # eps = 0.2, Prop. 2 rounding
     P_e2 = np.zeros(2 * J)
     P_e2[vq_type(0.2, J)], P_e2[vq_type(0.5, J)] = 2 / 3, 1 / 3
     assert optimal_capacity([0.2, 0.5], [2 / 3, 1 / 3]) == pytest.approx(10 / 3)
@@ -185,7 +230,7 @@ def test_lemma_3_kred_captures_two_thirds():
     for _ in range(40):
         J = int(rng.integers(2, 5))
         m = int(rng.integers(2, 5))
-        sizes = np.round(rng.uniform(2.0 ** -J + 1e-3, 1.0, m), 3)
+        sizes = np.round(rng.uniform(2.0**-J + 1e-3, 1.0, m), 3)
         probs = rng.dirichlet(np.ones(m))
         P = np.zeros(2 * J)
         for s, p in zip(sizes, probs):
@@ -205,9 +250,9 @@ def _run(jobs, name, horizon=3.0, **params):
 
 
 def test_u8_vqs_places_from_the_chosen_vq_in_fifo_order():
-    jobs = [(0, s, 99) for s in (0.6, 0.45, 0.4, 0.55, 0.35, 0.15)]   # VQ_1 x2, VQ_2 = [0.45, 0.4, 0.35], VQ_5
+    jobs = [(0, s, 99) for s in (0.6, 0.45, 0.4, 0.55, 0.35, 0.15)]  # VQ_1 x2, VQ_2 = [0.45, 0.4, 0.35], VQ_5
     pl, cfgs = _run(jobs, "vqs")
-    assert pl == [(0, 1, 0), (0, 2, 0)] and cfgs[0] == (0, 2, 2)     # 2e_2; 0.35 no longer fits
+    assert pl == [(0, 1, 0), (0, 2, 0)] and cfgs[0] == (0, 2, 2)  # 2e_2; 0.35 no longer fits
 
 
 def test_u9_vqs_places_more_than_kj():
@@ -219,7 +264,7 @@ def test_u10_vqs_two_thirds_reservation():
     jobs = [(0, 0.6, 5), (0, 0.55, 99), (0, 0.65, 99), (1, 0.2, 99), (2, 0.2, 99), (2, 0.3, 99)]
     pl, cfgs = _run(jobs, "vqs", horizon=7.0)
     assert pl == [(0, 0, 0), (1, 3, 0), (5, 1, 0)]
-    assert cfgs == [(1, 4, 1)] * 8   # e_1 + e_4 chosen at slot 0 and kept: the server never empties
+    assert cfgs == [(1, 4, 1)] * 8  # e_1 + e_4 chosen at slot 0 and kept: the server never empties
 
 
 def test_u11a_vqs_bf_fills_with_bf_s():
@@ -246,9 +291,14 @@ def test_tiny_jobs_rounded_by_vqs_only():
 
 
 def test_vqs_rejects_heterogeneous_servers():
-    sc = Scenario(name="h", capacity=np.array([[1.0], [2.0]]),
-                  source=SlottedSource(0.1, UniformDemand([0.1], [0.5]), Geometric(0.1)), resources=("r",),
-                  horizon=10, epochs=SLOT_EPOCHS)
+    sc = Scenario(
+        name="h",
+        capacity=np.array([[1.0], [2.0]]),
+        source=SlottedSource(0.1, UniformDemand([0.1], [0.5]), Geometric(0.1)),
+        resources=("r",),
+        horizon=10,
+        epochs=SLOT_EPOCHS,
+    )
     ag = make_agent("vqs")
     env = make_env_for(sc, ag)
     env.reset(seed=0)
@@ -281,7 +331,7 @@ class Literal(Agent):
 
     def slot(self):
         v, J, K = self.view, self.J, k_red(self.J)
-        tiny = 2.0 ** -J
+        tiny = 2.0**-J
 
         def occ(i):
             r = float(v.demand(i)[0] / v.capacity[0, 0])
@@ -340,21 +390,40 @@ class Literal(Agent):
         return out
 
 
-@pytest.mark.parametrize("name,params", [("vqs", {}), ("vqs", {"hol_blocking": True}),
-                                         ("vqs", {"argmax_snapshot": True}), ("vqs", {"round_tiny": False}),
-                                         ("vqs-bf", {}), ("vqs-bf", {"argmax_snapshot": True}),
-                                         ("vqs-bf", {"round_tiny": True})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("vqs", {}),
+        ("vqs", {"hol_blocking": True}),
+        ("vqs", {"argmax_snapshot": True}),
+        ("vqs", {"round_tiny": False}),
+        ("vqs-bf", {}),
+        ("vqs-bf", {"argmax_snapshot": True}),
+        ("vqs-bf", {"round_tiny": True}),
+    ],
+)
 def test_agents_match_the_literal_pseudocode(name, params):
-    cases = [(uniform(L=3, rate=0.16, horizon=600), 4),                          # E3b-like, overloaded
-             (uniform(L=2, low=0.02, high=0.35, rate=0.35, horizon=400), 4),     # many tiny jobs (<= 1/16)
-             (make_preset("two-sizes", variant="e2", rate=0.06, horizon=3000), 4),
-             (uniform(L=3, low=0.01, high=0.6, rate=0.3, horizon=400), 3),
-             (uniform(L=40, rate=4.0, horizon=100), 4)]                                  # L > 32: NumPy scans
+    cases = [
+        (uniform(L=3, rate=0.16, horizon=600), 4),  # E3b-like, overloaded
+        (uniform(L=2, low=0.02, high=0.35, rate=0.35, horizon=400), 4),  # many tiny jobs (<= 1/16)
+        (make_preset("two-sizes", variant="e2", rate=0.06, horizon=3000), 4),
+        (uniform(L=3, low=0.01, high=0.6, rate=0.3, horizon=400), 3),
+        (uniform(L=40, rate=4.0, horizon=100), 4),
+    ]  # L > 32: NumPy scans
     for sc, J in cases:
         ag = make_agent(name, J=J, **params)
         got = drive(sc, ag, seed=3)
-        want = drive(sc, Literal(name == "vqs-bf", J, ag.round_tiny, params.get("argmax_snapshot", False),
-                                 params.get("hol_blocking", False)), seed=3)
+        want = drive(
+            sc,
+            Literal(
+                name == "vqs-bf",
+                J,
+                ag.round_tiny,
+                params.get("argmax_snapshot", False),
+                params.get("hol_blocking", False),
+            ),
+            seed=3,
+        )
         assert len(got) > 50
         assert got == want, (name, params, J)
 
@@ -369,7 +438,7 @@ def _vqs_invariants(bf):
         for l in range(v.num_servers):
             run = v.running_on(l)
             assert set(run) == set(ag.on[l])
-            assert sum(ag.occ[i] for i in run) <= 1 + 1e-9                                 # 1. with rounding
+            assert sum(ag.occ[i] for i in run) <= 1 + 1e-9  # 1. with rounding
             # 5. the configuration changes only when the server was empty at decision time
             if state["cfg"] is not None and ag.cfg[l] != state["cfg"][l]:
                 assert all(sim.jobs.start[i] == sim.now for i in run)
@@ -377,7 +446,7 @@ def _vqs_invariants(bf):
                 continue
             k1, j, kj = ag.cfg[l]
             types = [ag.vt[i] for i in run]
-            if not bf:                                                                     # 6. VQS
+            if not bf:  # 6. VQS
                 assert set(types) <= {1, j} and types.count(1) <= 1
                 if k1:
                     assert sum(ag.occ[i] for i in run if ag.vt[i] == j) <= 1 / 3 + 1e-9
@@ -385,10 +454,11 @@ def _vqs_invariants(bf):
                         assert types.count(1) == 1
                 if ag.vq_fifo[j]:
                     assert types.count(j) >= kj
-            else:                                                                          # 7. VQS-BF
+            else:  # 7. VQS-BF
                 assert types.count(j) >= kj or not any(ag.fits(i, l) for i in ag.vq_fifo[j])
-                assert not any(ag.fits(i, l) for i in ag.fifo)                             # maximal
+                assert not any(ag.fits(i, l) for i in ag.fifo)  # maximal
         state["cfg"] = list(ag.cfg)
+
     return check
 
 
@@ -405,20 +475,24 @@ def test_per_slot_invariants_and_renewal_argmax(name, monkeypatch):
         renewals.append(max(w))
 
     monkeypatch.setattr(type(make_agent(name)), "renew", renew)
-    for sc in (uniform(L=4, rate=0.2, horizon=1500), uniform(L=3, low=0.01, high=0.3, rate=0.5, horizon=600),
-               make_preset("two-sizes", horizon=4000, rate=0.03)):
+    for sc in (
+        uniform(L=4, rate=0.2, horizon=1500),
+        uniform(L=3, low=0.01, high=0.3, rate=0.5, horizon=600),
+        make_preset("two-sizes", horizon=4000, rate=0.03),
+    ):
         drive(sc, make_agent(name), seed=5, check=_vqs_invariants(name == "vqs-bf"))
     assert len(renewals) > 100 and min(renewals) > 0
 
 
 def test_vector_mode_vqs_bf_uses_vector_fits():
     src = ReplaySource(np.zeros(3), np.array([[0.6, 0.1], [0.1, 0.6], [0.3, 0.3]]), np.full(3, 99.0))
-    sc = Scenario(name="u", capacity=np.ones((1, 2)), source=src, resources=("cpu", "mem"), horizon=2,
-                  epochs=SLOT_EPOCHS)
+    sc = Scenario(
+        name="u", capacity=np.ones((1, 2)), source=src, resources=("cpu", "mem"), horizon=2, epochs=SLOT_EPOCHS
+    )
     # max-demand sizes 0.6, 0.6, 0.3: Q_1 = 2, Q_3 = 1; 3e_3 and e_1 + e_3 weigh 3, 3e_3 comes first
-    assert [p[1] for p in drive(sc, make_agent("vqs-bf"))] == [2, 0]            # faithful: 0.3 + 0.6
+    assert [p[1] for p in drive(sc, make_agent("vqs-bf"))] == [2, 0]  # faithful: 0.3 + 0.6
     assert [p[1] for p in drive(sc, make_agent("vqs-bf", mode="vector"))] == [2, 0, 1]  # (1.0, 1.0) fits
-    assert [p[1] for p in drive(sc, make_agent("vqs", mode="vector"))] == [2]   # VQS: type 3 only
+    assert [p[1] for p in drive(sc, make_agent("vqs", mode="vector"))] == [2]  # VQS: type 3 only
 
 
 # ---------------------------------------------------------------------------------------------- short stability tests
@@ -451,11 +525,18 @@ def test_e2_best_fit_trap_mechanism():
     small = [(t, 0.2, 100) for t in range(1, T, 46)]
     big = [(t, 0.5, 100) for t in range(2, T, 92)]
     jobs = [(0, 0.5, 100), (0, 0.2, 40), (0, 0.2, 70)] + sorted(small + big)
-    sc = Scenario(name="trap", capacity=np.full((1, 1), 10.0),
-                  source=ReplaySource(np.array([j[0] for j in jobs], float),
-                                      10.0 * np.array([j[1] for j in jobs])[:, None],
-                                      np.array([j[2] for j in jobs], float)),
-                  resources=("r",), horizon=float(T), epochs=SLOT_EPOCHS)
+    sc = Scenario(
+        name="trap",
+        capacity=np.full((1, 1), 10.0),
+        source=ReplaySource(
+            np.array([j[0] for j in jobs], float),
+            10.0 * np.array([j[1] for j in jobs])[:, None],
+            np.array([j[2] for j in jobs], float),
+        ),
+        resources=("r",),
+        horizon=float(T),
+        epochs=SLOT_EPOCHS,
+    )
     configs, queue = set(), {}
 
     def check(env, ag):
@@ -464,7 +545,7 @@ def test_e2_best_fit_trap_mechanism():
 
     drive(sc, make_agent("bf-js"), check=check)
     assert configs == {(0.2, 0.2, 0.5)}
-    assert queue[T] >= 0.8 * (len(small) + len(big) - 3 * (T // 100))   # grows at ~0.0026 jobs per slot
+    assert queue[T] >= 0.8 * (len(small) + len(big) - 3 * (T // 100))  # grows at ~0.0026 jobs per slot
     assert queue[T] - queue[T // 2] >= 0.8 * (T // 2) * (1 / 46 + 1 / 92 - 0.03)  # linear growth
     # (on this periodic input VQS does not help either: new 0.2 jobs arrive before its server drains, so it
     # never renews -- the non-geometric case for which §IX suggests stalling; the paper's E2 is Poisson)
@@ -472,6 +553,8 @@ def test_e2_best_fit_trap_mechanism():
 
 def test_s13_e3b_ordering():
     # E3b (U[0.1, 0.9], 5 servers) at alpha = 0.95: avgQ(BF-J/S) < avgQ(VQS-BF) < avgQ(VQS)
-    r = {a: run_slotted("uniform-sizes", a, seed=1, horizon=40_000, params={"alpha": 0.95})["avg"]
-         for a in ("bf-js", "vqs-bf", "vqs")}
+    r = {
+        a: run_slotted("uniform-sizes", a, seed=1, horizon=40_000, params={"alpha": 0.95})["avg"]
+        for a in ("bf-js", "vqs-bf", "vqs")
+    }
     assert r["bf-js"] < r["vqs-bf"] < r["vqs"], r

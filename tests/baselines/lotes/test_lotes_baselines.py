@@ -24,8 +24,9 @@ class _Jobs:
     def __init__(self, jobs, profile, rates):
         self.jobs = sorted(jobs, key=lambda j: j[0])
         K = len(rates)
-        self.types = TypeInfo(demand=np.asarray(profile, float), mean_work=np.ones(K),
-                              names=tuple(f"c{k}" for k in range(K)), exact=False)
+        self.types = TypeInfo(
+            demand=np.asarray(profile, float), mean_work=np.ones(K), names=tuple(f"c{k}" for k in range(K)), exact=False
+        )
         self.num_resources = self.types.demand.shape[1]
         self._rates = np.asarray(rates, float)
 
@@ -42,9 +43,15 @@ class _Jobs:
 
 def _scenario(capacity, jobs, speed=None, profile=((0.5,),), rates=(1.0,), **kw):
     cap = np.asarray(capacity, float)
-    return Scenario(name="unit", capacity=cap, source=_Jobs(jobs, profile, rates),
-                    resources=tuple(f"r{l}" for l in range(cap.shape[1])), horizon=kw.pop("horizon", 1e6),
-                    speed=None if speed is None else np.asarray(speed, float), **kw)
+    return Scenario(
+        name="unit",
+        capacity=cap,
+        source=_Jobs(jobs, profile, rates),
+        resources=tuple(f"r{l}" for l in range(cap.shape[1])),
+        horizon=kw.pop("horizon", 1e6),
+        speed=None if speed is None else np.asarray(speed, float),
+        **kw,
+    )
 
 
 def _drive(sc, agent, until=None):
@@ -67,14 +74,16 @@ def _drive(sc, agent, until=None):
 def test_greedy_first_fit_then_shortest_queue_that_can_hold_the_job():
     # machines: 0 and 1 of capacity 1, machine 2 of capacity 0.5 (Table-1 order = index order)
     cap = [[1.0], [1.0], [0.5]]
-    jobs = [(0.0, [0.6], 0, 100.0),   # j0 -> 0
-            (1.0, [0.6], 0, 100.0),   # j1 -> 1
-            (2.0, [0.4], 0, 100.0),   # j2 -> 0 (first fit: 0.6 + 0.4 <= 1)
-            (3.0, [0.4], 0, 100.0),   # j3 -> 1
-            (4.0, [0.4], 0, 100.0),   # j4 -> 2
-            (5.0, [0.6], 0, 100.0),   # j5: no fit; machine 2 cannot hold 0.6 -> queue of 0 or 1 (random)
-            (6.0, [0.6], 0, 100.0),   # j6: the other of 0, 1 (shortest queue)
-            (7.0, [0.1], 0, 100.0)]   # j7 -> 2 (fits 0.4 + 0.1): the literal rule ignores queues
+    jobs = [
+        (0.0, [0.6], 0, 100.0),  # j0 -> 0
+        (1.0, [0.6], 0, 100.0),  # j1 -> 1
+        (2.0, [0.4], 0, 100.0),  # j2 -> 0 (first fit: 0.6 + 0.4 <= 1)
+        (3.0, [0.4], 0, 100.0),  # j3 -> 1
+        (4.0, [0.4], 0, 100.0),  # j4 -> 2
+        (5.0, [0.6], 0, 100.0),  # j5: no fit; machine 2 cannot hold 0.6 -> queue of 0 or 1 (random)
+        (6.0, [0.6], 0, 100.0),  # j6: the other of 0, 1 (shortest queue)
+        (7.0, [0.1], 0, 100.0),
+    ]  # j7 -> 2 (fits 0.4 + 0.1): the literal rule ignores queues
     agent = make_agent("lotes-greedy")
     placed, _ = _drive(_scenario(cap, jobs), agent, until=50)
     assert [(j, s) for j, s, _ in placed] == [(0, 0), (1, 1), (2, 0), (3, 1), (4, 2), (7, 2)]
@@ -89,34 +98,39 @@ def test_greedy_first_fit_then_shortest_queue_that_can_hold_the_job():
 
 def test_greedy_head_of_line_blocking_and_first_fit_scan():
     cap = [[1.0]]
-    jobs = [(0.0, [0.5], 0, 10.0),    # j0 runs until 10
-            (0.5, [0.3], 0, 100.0),   # j1 runs
-            (1.0, [0.7], 0, 100.0),   # j2 queued (head)
-            (2.0, [0.2], 0, 100.0)]   # j3 fits now (0.8 + 0.2)
+    jobs = [
+        (0.0, [0.5], 0, 10.0),  # j0 runs until 10
+        (0.5, [0.3], 0, 100.0),  # j1 runs
+        (1.0, [0.7], 0, 100.0),  # j2 queued (head)
+        (2.0, [0.2], 0, 100.0),
+    ]  # j3 fits now (0.8 + 0.2)
     placed, _ = _drive(_scenario(cap, jobs), make_agent("lotes-greedy"), until=50)
-    assert [j for j, _, _ in placed] == [0, 1, 3]          # j3 jumps the queue at arrival (literal rule)
-    jobs[3] = (2.0, [0.25], 0, 100.0)                      # j3 no longer fits at arrival (1.05) -> queued
+    assert [j for j, _, _ in placed] == [0, 1, 3]  # j3 jumps the queue at arrival (literal rule)
+    jobs[3] = (2.0, [0.25], 0, 100.0)  # j3 no longer fits at arrival (1.05) -> queued
     placed, _env = _drive(_scenario(cap, jobs), make_agent("lotes-greedy"), until=50)
     # at t = 10 (j0 leaves, 0.7 free) the head j2 (0.7) starts; j3 (0.25) waits behind it (HOL)
     assert [(j, t) for j, _, t in placed] == [(0, 0.0), (1, 0.5), (2, 10.0)]
-    jobs[2] = (1.0, [0.8], 0, 100.0)                       # now the head cannot start at t = 10
+    jobs[2] = (1.0, [0.8], 0, 100.0)  # now the head cannot start at t = 10
     placed, _ = _drive(_scenario(cap, jobs), make_agent("lotes-greedy"), until=50)
-    assert [j for j, _, _ in placed] == [0, 1]             # strict FCFS: j3 blocked behind j2
+    assert [j for j, _, _ in placed] == [0, 1]  # strict FCFS: j3 blocked behind j2
     placed, _ = _drive(_scenario(cap, jobs), make_agent("lotes-greedy", queue_scan="first-fit"), until=50)
     assert [(j, t) for j, _, t in placed] == [(0, 0.0), (1, 0.5), (3, 10.0)]
 
 
 def test_greedy_respect_queues():
     cap = [[1.0], [1.0]]
-    jobs = [(0.0, [0.9], 0, 100.0), (1.0, [0.9], 0, 100.0),   # fill both
-            (2.0, [0.5], 0, 100.0),                             # queued at 0 or 1
-            (3.0, [0.05], 0, 100.0)]                            # fits 0 and 1
+    jobs = [
+        (0.0, [0.9], 0, 100.0),
+        (1.0, [0.9], 0, 100.0),  # fill both
+        (2.0, [0.5], 0, 100.0),  # queued at 0 or 1
+        (3.0, [0.05], 0, 100.0),
+    ]  # fits 0 and 1
     placed, _ = _drive(_scenario(cap, jobs), make_agent("lotes-greedy"), until=50)
     assert (3, 0) in [(j, s) for j, s, _ in placed]
     agent = make_agent("lotes-greedy", respect_queues=True)
     placed, _ = _drive(_scenario(cap, jobs), agent, until=50)
     qm = next(s for s, q in enumerate(agent._mq) if q)
-    assert (3, 1 - qm) in [(j, s) for j, s, _ in placed]       # skips the machine with a queue
+    assert (3, 1 - qm) in [(j, s) for j, s, _ in placed]  # skips the machine with a queue
     with pytest.raises(ConfigError, match="agent.queue_scan"):
         make_agent("lotes-greedy", queue_scan="best")
 
@@ -169,11 +183,13 @@ def test_tetris_arrival_score_uses_free_capacity_and_machine_processing_time():
 
 def test_tetris_completion_takes_best_scoring_fitting_job_not_fcfs():
     cap = [[1.0, 1.0]]
-    jobs = [(0.0, [0.9, 0.9], 0, 10.0),    # runs until 10
-            (1.0, [0.5, 0.5], 0, 2.0),     # queued: S = (0.5+0.5)*1 - 2*1.0 = -1.0 at t=10
-            (2.0, [0.3, 0.3], 0, 0.5),     # queued: S = 0.6 - 0.5*0.6 = 0.3   <- best
-            (3.0, [1.0, 1.0], 0, 0.1),     # queued: S = 2 - 0.2 = 1.8 but does not fit after j2
-            (4.0, [0.2, 0.2], 0, 5.0)]     # queued: S = 0.4 - 2 = -1.6
+    jobs = [
+        (0.0, [0.9, 0.9], 0, 10.0),  # runs until 10
+        (1.0, [0.5, 0.5], 0, 2.0),  # queued: S = (0.5+0.5)*1 - 2*1.0 = -1.0 at t=10
+        (2.0, [0.3, 0.3], 0, 0.5),  # queued: S = 0.6 - 0.5*0.6 = 0.3   <- best
+        (3.0, [1.0, 1.0], 0, 0.1),  # queued: S = 2 - 0.2 = 1.8 but does not fit after j2
+        (4.0, [0.2, 0.2], 0, 5.0),
+    ]  # queued: S = 0.4 - 2 = -1.6
     placed, _ = _drive(_scenario(cap, jobs, profile=((0.5, 0.5),)), make_agent("tetris"), until=10.05)
     # at t = 10 the machine is empty: j3 scores best (1.8) and fits; nothing else fits beside it
     assert [(j, t) for j, _, t in placed] == [(0, 0.0), (3, 10.0)]
@@ -206,21 +222,27 @@ def phi_runs():
 def test_reduced_greedy_unstable_at_097(phi_runs):
     """G1: at 0.97 lambda* with Phi > 0, Greedy's queue grows (docs/papers/lotes.md#instability) while LoTES's and Tetris's do not."""
     g, lo, te = phi_runs["lotes-greedy"], phi_runs["lotes"], phi_runs["tetris"]
-    assert g["arrivals"] == lo["arrivals"] == te["arrivals"] > 10_000   # common random numbers
+    assert g["arrivals"] == lo["arrivals"] == te["arrivals"] > 10_000  # common random numbers
     assert g["unstable"] and not lo["unstable"] and not te["unstable"]
     assert g["mean_queue"] > 5 * max(lo["mean_queue"], te["mean_queue"])
     assert g["queued_at_end"] > 10 * max(1, lo["queued_at_end"], te["queued_at_end"])
 
 
-@pytest.mark.xfail(strict=True, reason="G4 does not reproduce here: at 0.97 lambda* Tetris's mean wait is below "
-                                       "LoTES's (see the lotes-phi-ordering claim)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="G4 does not reproduce here: at 0.97 lambda* Tetris's mean wait is below "
+    "LoTES's (see the lotes-phi-ordering claim)",
+)
 def test_reduced_lotes_beats_tetris_as_phi_grows(phi_runs):
     """G4: at Phi = 0.015 (the largest of Fig. 11), LoTES waits less than Tetris."""
     assert phi_runs["lotes"]["mean_wait"] < phi_runs["tetris"]["mean_wait"]
 
 
-@pytest.mark.xfail(strict=True, reason="G7 does not reproduce here: Tetris stays stable (and starts almost every "
-                                       "job at once) at 0.95 lambda* with Omega = 0.3 (see lotes-omega-tetris)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="G7 does not reproduce here: Tetris stays stable (and starts almost every "
+    "job at once) at 0.95 lambda* with Omega = 0.3 (see lotes-omega-tetris)",
+)
 def test_reduced_tetris_unstable_above_omega_01():
     """G7: at 0.95 lambda*, Tetris is unstable for Omega > 0.1."""
     from clustergym.reproduce.lotes import run_case
@@ -239,10 +261,10 @@ def test_queue_mirror_pop_returns_the_chosen_job_across_a_compaction():
     taken = [q.pop_at(int(q.fitting(np.zeros(1), np.full(1, 1.0))[-1])) for _ in range(250)]
     # the newest fitting job each time: 1399, 1398, ... even after the mirror compacted (n > 256, live < n/2)
     assert taken == list(range(1399, 1149, -1))
-    assert q.live == 150 and q.n < 400   # compacted once, at live = 199
+    assert q.live == 150 and q.n < 400  # compacted once, at live = 199
     assert q.pop_at(q.first_fit(np.zeros(1), np.full(1, 0.25))) == 1000
     assert q.pop_at(q.first_fit(np.zeros(1), np.full(1, 0.25))) == 1001
-    assert int(q.ids[q.first_fit(np.full(1, 0.6), np.full(1, 0.75))]) == 1007   # 1002..1006 need 0.2..0.6 > 0.15
+    assert int(q.ids[q.first_fit(np.full(1, 0.6), np.full(1, 0.75))]) == 1007  # 1002..1006 need 0.2..0.6 > 0.15
 
 
 def test_tetris_drains_a_long_queue_with_the_kernel_validating_every_command():
@@ -253,8 +275,7 @@ def test_tetris_drains_a_long_queue_with_the_kernel_validating_every_command():
     rng = np.random.default_rng(5)
     n = 700
     src = ReplaySource(np.sort(rng.uniform(0, 10, n)), rng.uniform(0.05, 0.5, (n, 2)), rng.exponential(3600.0, n))
-    sc = Scenario(name="burst", capacity=np.ones((2, 2)), source=src, resources=("cpu", "mem"),
-                  horizon=float("inf"))
+    sc = Scenario(name="burst", capacity=np.ones((2, 2)), source=src, resources=("cpu", "mem"), horizon=float("inf"))
     from clustergym.runner import run_episode
 
     r = run_episode(sc, make_agent("tetris"), seed=0, validate=True)

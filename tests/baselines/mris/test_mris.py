@@ -37,13 +37,16 @@ def makespan(inst: MRISInstance, start: np.ndarray) -> float:
 
 # ============================================================================ T4: knapsack subroutines
 
+
 def _knapsack_cases(seed: int, count: int):
     rng = np.random.default_rng(seed)
     for it in range(count):
         n = int(rng.integers(0, 15))
         w = rng.choice([1.0, 2.0], n) if it % 3 == 0 else rng.integers(1, 6, n).astype(float)
         cap = float(rng.uniform(0.5, 5.0))
-        v = rng.uniform(0.01, 1.0, n) * cap  # every v_j <= zeta (MRIS's eligible jobs: p_j <= gamma_k gives v_j <= R gamma_k)
+        v = (
+            rng.uniform(0.01, 1.0, n) * cap
+        )  # every v_j <= zeta (MRIS's eligible jobs: p_j <= gamma_k gives v_j <= R gamma_k)
         if n:
             v[rng.integers(n)] = cap * (1 - 1e-12)  # an item (almost) exactly filling the knapsack
         yield w, v, cap
@@ -110,6 +113,7 @@ def test_exact_knapsack_tie_break_prefers_less_volume():
 
 # ============================================================================ T1: Lemma 4.1
 
+
 def _closed_forms(n: int, P: float, delta: float) -> tuple[float, float, float]:
     pq = P + (n - 1) * (P + 1)
     opt = (n - 1) * (1 + delta) + 1 + delta + P
@@ -121,8 +125,10 @@ def test_lemma41_closed_forms_through_the_environment():
     n, P, delta, R = 65, 64.0, 0.5, 2
     pq, opt, mris = _closed_forms(n, P, delta)
     assert (pq, opt, mris) == (4224.0, 161.5, 256.0)
-    totals = {a: run_on_instance("mris-lemma41", a, validate=True)["paper"]["total_weighted_completion"]
-              for a in ["pq-wsjf", "pq-svf", "pq-erf", "pq-sdf", "tetris-mris", "bf-exec", "mris", "ca-pq"]}
+    totals = {
+        a: run_on_instance("mris-lemma41", a, validate=True)["paper"]["total_weighted_completion"]
+        for a in ["pq-wsjf", "pq-svf", "pq-erf", "pq-sdf", "tetris-mris", "bf-exec", "mris", "ca-pq"]
+    }
     for a in ["pq-wsjf", "pq-svf", "pq-erf", "pq-sdf", "tetris-mris", "bf-exec"]:
         assert totals[a] == pq, a
     assert totals["mris"] == mris
@@ -147,6 +153,7 @@ def test_lemma41_ratio_grows_linearly_for_pq_but_not_mris():
 
 # ============================================================================ T2: Lemma 6.4 tightness
 
+
 def test_lemma64_tightness():
     # trivial case: one job of demand 1/2: C_max = P = 2V/M
     one = MRISInstance([0.0], [5.0], [1.0], [[0.5, 0.0, 0.0]])
@@ -170,6 +177,7 @@ def test_lemma64_tightness():
 
 
 # ============================================================================ T3: makespan of PQ
+
 
 def test_lemma63_holds_on_one_machine():
     rng = np.random.default_rng(5)
@@ -198,13 +206,15 @@ def test_lemma63_fails_for_two_machines_and_the_corrected_bound_holds():
     # the corrected bound C_max < 2 p_max + 2V/M on random multi-machine instances
     rng = np.random.default_rng(6)
     for _ in range(120):
-        inst = rand_instance(rng, int(rng.integers(1, 12)), int(rng.integers(2, 4)), int(rng.integers(1, 4)),
-                             grid=bool(rng.integers(2)))
+        inst = rand_instance(
+            rng, int(rng.integers(1, 12)), int(rng.integers(2, 4)), int(rng.integers(1, 4)), grid=bool(rng.integers(2))
+        )
         S, _ = pq_schedule(inst, "wsjf", offline=True)
         assert makespan(inst, S) < 2 * inst.proc.max() + 2 * inst.volume.sum() / inst.machines + 1e-9
 
 
 # ============================================================================ T5: MRIS structural invariants
+
 
 def _fits_state(inst: MRISInstance, S: dict[int, float], i_jobs: list[int], j: int, t: float) -> bool:
     """FITS_WINDOW of job j at t against the reservations ``i_jobs`` (with starts ``S``), recomputed."""
@@ -242,7 +252,7 @@ def test_mris_structural_invariants(knapsack, c_eps):
             earlier = [x for x in range(inst.n) if res.k[x] < e["k"]]
             for x in earlier:
                 committed[x] = res.start[x]
-            for (i, t, placed) in e["scans"]:
+            for i, t, placed in e["scans"]:
                 for x in placed:
                     committed[x] = t
                 on_i = [x for x in committed if res.machine[x] == i]
@@ -256,6 +266,7 @@ def test_mris_structural_invariants(knapsack, c_eps):
 
 # ============================================================================ T6: brute-force competitive check
 
+
 def _opt_single_machine(inst: MRISInstance) -> float:
     """min Σ w C over all orders of a serial schedule-generation scheme (active schedules; M = 1)."""
     best = math.inf
@@ -263,7 +274,9 @@ def _opt_single_machine(inst: MRISInstance) -> float:
     for order in itertools.permutations(range(n)):
         S: dict[int, float] = {}
         for j in order:
-            cands = sorted({inst.release[j]} | {S[x] + inst.proc[x] for x in S if S[x] + inst.proc[x] > inst.release[j]})
+            cands = sorted(
+                {inst.release[j]} | {S[x] + inst.proc[x] for x in S if S[x] + inst.proc[x] > inst.release[j]}
+            )
             for t in cands:
                 if _fits_state(inst, S, list(S), j, t):
                     S[j] = t
@@ -278,8 +291,12 @@ def test_mris_within_8R_of_brute_force_optimum_on_one_machine():
     worst = 0.0
     for _ in range(12):
         n, R = int(rng.integers(2, 7)), int(rng.integers(1, 4))
-        inst = MRISInstance(rng.uniform(0, 6, n), rng.uniform(1, 6, n), rng.integers(1, 4, n).astype(float),
-                            rng.uniform(0.05, 1.0, (n, R)))
+        inst = MRISInstance(
+            rng.uniform(0, 6, n),
+            rng.uniform(1, 6, n),
+            rng.integers(1, 4, n).astype(float),
+            rng.uniform(0.05, 1.0, (n, R)),
+        )
         opt = _opt_single_machine(inst)
         got = mris_schedule(inst).total_weighted_completion(inst)
         assert opt <= got + 1e-9
@@ -288,6 +305,7 @@ def test_mris_within_8R_of_brute_force_optimum_on_one_machine():
 
 
 # ============================================================================ T7: Figure 7 "patience"
+
 
 def test_figure7_patience_mris_far_better_than_the_pq_family():
     inst = patience_instance(n=500, seed=0)
@@ -303,11 +321,13 @@ def test_figure7_patience_mris_far_better_than_the_pq_family():
 
 # ============================================================================ T8: cross-implementation equivalences
 
+
 def test_pq_job_major_equals_machine_major():
     rng = np.random.default_rng(31)
     for it in range(60):
-        inst = rand_instance(rng, int(rng.integers(1, 12)), int(rng.integers(1, 4)), int(rng.integers(1, 4)),
-                             grid=it % 2 == 0)
+        inst = rand_instance(
+            rng, int(rng.integers(1, 12)), int(rng.integers(1, 4)), int(rng.integers(1, 4)), grid=it % 2 == 0
+        )
         for key in ("wsjf", "svf", "wsdf", "erf"):
             for offline in (False, True):
                 a = pq_schedule(inst, key, offline=offline)
@@ -319,8 +339,9 @@ def test_pq_job_major_equals_machine_major():
 def test_mris_agent_reproduces_the_offline_reference_exactly(knapsack):
     rng = np.random.default_rng({"exact": 41, "cadp": 42, "greedy": 43}[knapsack])
     for it in range(25):
-        inst = rand_instance(rng, int(rng.integers(1, 14)), int(rng.integers(1, 4)), int(rng.integers(1, 4)),
-                             grid=it % 3 != 0)
+        inst = rand_instance(
+            rng, int(rng.integers(1, 14)), int(rng.integers(1, 4)), int(rng.integers(1, 4)), grid=it % 3 != 0
+        )
         key = ["wsjf", "svf", "erf", "wsdf"][it % 4]
         ref = mris_schedule(inst, key=key, knapsack=knapsack, eps=0.25)
         res = run_on_instance(inst, "mris", key=key, knapsack=knapsack, eps=0.25, validate=True)
@@ -334,8 +355,9 @@ def test_mris_agent_reproduces_the_offline_reference_exactly(knapsack):
 def test_pq_and_ca_pq_agents_reproduce_the_offline_references():
     rng = np.random.default_rng(51)
     for it in range(30):
-        inst = rand_instance(rng, int(rng.integers(1, 14)), int(rng.integers(1, 4)), int(rng.integers(1, 4)),
-                             grid=it % 3 != 0)
+        inst = rand_instance(
+            rng, int(rng.integers(1, 14)), int(rng.integers(1, 4)), int(rng.integers(1, 4)), grid=it % 3 != 0
+        )
         key = ["wsjf", "svf", "erf", "sdf", "wsvf"][it % 5]
         S, m = pq_schedule(inst, key)
         s = run_on_instance(inst, "pq", key=key, validate=True)["schedule"]
@@ -350,8 +372,9 @@ def test_every_scheduler_is_feasible_and_completes():
     rng = np.random.default_rng(61)
     agents = ["mris", "mris-greedy", "pq", "ca-pq", "tetris-mris", "bf-exec"]
     for it in range(8):
-        inst = rand_instance(rng, int(rng.integers(5, 25)), int(rng.integers(1, 4)), int(rng.integers(1, 4)),
-                             grid=it % 2 == 0)
+        inst = rand_instance(
+            rng, int(rng.integers(5, 25)), int(rng.integers(1, 4)), int(rng.integers(1, 4)), grid=it % 2 == 0
+        )
         for a in agents:
             res = run_on_instance(inst, a, validate=True)  # the kernel checks capacity after every event
             s = res["schedule"]

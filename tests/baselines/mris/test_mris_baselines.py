@@ -20,14 +20,33 @@ from clustergym.scenarios.presets.mris import instance_scenario, patience_instan
 from clustergym.theory.mris import MRISInstance
 from clustergym.traces import traces_available
 
-AGENTS = ["mris", "mris-wsvf", "mris-greedy", "pq", "pq-svf", "pq-wsvf", "pq-sjf", "pq-wsjf", "pq-sdf", "pq-wsdf",
-          "pq-erf", "ca-pq", "tetris-mris", "bf-exec"]
+AGENTS = [
+    "mris",
+    "mris-wsvf",
+    "mris-greedy",
+    "pq",
+    "pq-svf",
+    "pq-wsvf",
+    "pq-sjf",
+    "pq-wsjf",
+    "pq-sdf",
+    "pq-wsdf",
+    "pq-erf",
+    "ca-pq",
+    "tetris-mris",
+    "bf-exec",
+]
 
 
 def inst1(r, p, d, w=None, M=1) -> MRISInstance:
     d = np.asarray(d, dtype=float)
-    return MRISInstance(np.asarray(r, float), np.asarray(p, float), np.ones(len(r)) if w is None else np.asarray(w, float),
-                        d if d.ndim == 2 else d[:, None], machines=M)
+    return MRISInstance(
+        np.asarray(r, float),
+        np.asarray(p, float),
+        np.ones(len(r)) if w is None else np.asarray(w, float),
+        d if d.ndim == 2 else d[:, None],
+        machines=M,
+    )
 
 
 def starts(inst, agent, **params):
@@ -37,18 +56,28 @@ def starts(inst, agent, **params):
 
 # ============================================================================ registry
 
+
 def test_registry_names_parameters_and_errors():
     names = list_agents()
     assert set(AGENTS) <= set(names)
     assert all(names[a] for a in AGENTS)  # one-line descriptions
     assert all(make_agent(a).name == a for a in AGENTS)
-    assert make_agent("pq").key == "wsjf" and make_agent("pq-erf").key == "erf" and make_agent("pq", key="svf").key == "svf"
+    assert (
+        make_agent("pq").key == "wsjf"
+        and make_agent("pq-erf").key == "erf"
+        and make_agent("pq", key="svf").key == "svf"
+    )
     assert make_agent("mris").knapsack == "exact" and make_agent("mris-greedy").knapsack == "greedy"
     assert make_agent("mris-wsvf").key == "wsvf" and make_agent("ca-pq").key == "wsjf"
-    for name, params, field in [("pq", {"key": "lifo"}, "agent.key"), ("mris", {"knapsack": "fptas"}, "agent.knapsack"),
-                                ("mris", {"eps": 1.5}, "agent.eps"), ("mris", {"gamma0": 0}, "agent.gamma0"),
-                                ("mris", {"alpha": 1.0}, "agent.alpha"), ("bf-exec", {"departures": "one"}, "agent.departures"),
-                                ("tetris-mris", {"colour": 1}, "agent.colour")]:
+    for name, params, field in [
+        ("pq", {"key": "lifo"}, "agent.key"),
+        ("mris", {"knapsack": "fptas"}, "agent.knapsack"),
+        ("mris", {"eps": 1.5}, "agent.eps"),
+        ("mris", {"gamma0": 0}, "agent.gamma0"),
+        ("mris", {"alpha": 1.0}, "agent.alpha"),
+        ("bf-exec", {"departures": "one"}, "agent.departures"),
+        ("tetris-mris", {"colour": 1}, "agent.colour"),
+    ]:
         with pytest.raises(ConfigError) as e:
             make_agent(name, **params)
         assert e.value.field == field
@@ -59,10 +88,18 @@ def test_oracle_labels():
     flags = {a: run_episode(sc, a)["uses_oracle"] for a in ["mris", "pq", "pq-erf", "tetris-mris", "bf-exec", "ca-pq"]}
     assert flags == {"mris": False, "pq": False, "pq-erf": False, "tetris-mris": False, "bf-exec": False, "ca-pq": True}
     blind = dataclasses.replace(sc, clairvoyant=False)
-    flags = {a: run_episode(blind, a)["uses_oracle"] for a in ["mris", "pq-wsjf", "pq-sdf", "pq-erf", "tetris-mris",
-                                                               "bf-exec"]}
-    assert flags == {"mris": True, "pq-wsjf": True, "pq-sdf": False, "pq-erf": False, "tetris-mris": True,
-                     "bf-exec": True}
+    flags = {
+        a: run_episode(blind, a)["uses_oracle"]
+        for a in ["mris", "pq-wsjf", "pq-sdf", "pq-erf", "tetris-mris", "bf-exec"]
+    }
+    assert flags == {
+        "mris": True,
+        "pq-wsjf": True,
+        "pq-sdf": False,
+        "pq-erf": False,
+        "tetris-mris": True,
+        "bf-exec": True,
+    }
     # MRIS taking gamma0 from the replayed table's smallest work (the reference code's p_min) is privileged
     undeclared = dataclasses.replace(sc, params={})
     assert run_episode(undeclared, "mris")["uses_oracle"] is True
@@ -70,6 +107,7 @@ def test_oracle_labels():
 
 
 # ============================================================================ PQ
+
 
 def test_pq_scans_in_key_order_with_first_fit():
     # M = 2, R = 1, all released at 0: A (p 3, d .6), B (p 1, d .6), C (p 2, d .5)
@@ -105,6 +143,7 @@ def test_ca_pq_waits_for_the_last_release():
 
 # ============================================================================ TETRIS
 
+
 def _tetris_first_batch(inst: MRISInstance) -> set[int]:
     """The jobs TETRIS starts at t = 0 (all released at 0, M = 1), by the rule of docs/papers/mris.md#tetris."""
     use = np.zeros(inst.num_resources)
@@ -128,8 +167,9 @@ def test_tetris_picks_by_alignment_plus_inverse_volume():
     differs_from_svf = 0
     for _ in range(20):
         n, R = 12, 2
-        inst = MRISInstance(np.zeros(n), rng.uniform(1, 5, n), rng.integers(1, 5, n).astype(float),
-                            rng.uniform(0.05, 0.6, (n, R)))
+        inst = MRISInstance(
+            np.zeros(n), rng.uniform(1, 5, n), rng.integers(1, 5, n).astype(float), rng.uniform(0.05, 0.6, (n, R))
+        )
         S, _ = starts(inst, "tetris-mris")
         first = set(np.flatnonzero(S == 0).tolist())
         assert first == _tetris_first_batch(inst)
@@ -141,6 +181,7 @@ def test_tetris_picks_by_alignment_plus_inverse_volume():
 
 
 # ============================================================================ BF-EXEC
+
 
 def test_bf_exec_arrivals_best_fit_by_remaining_norm():
     # R = 1, M = 2: job 0 (d .5) -> server 0; job 1 (d .7) does not fit 0 -> server 1; job 2 (d .3, t = 1)
@@ -172,11 +213,17 @@ def test_bf_exec_simultaneous_departures():
 
 # ============================================================================ MRIS
 
+
 def test_mris_acts_only_at_its_boundaries_and_at_completions(run_stepping):
     rng = np.random.default_rng(8)
     n, M = 30, 2
-    inst = MRISInstance(rng.uniform(0, 20, n), rng.uniform(0.7, 9, n), rng.integers(1, 3, n).astype(float),
-                        rng.uniform(0.05, 0.7, (n, 2)), machines=M)
+    inst = MRISInstance(
+        rng.uniform(0, 20, n),
+        rng.uniform(0.7, 9, n),
+        rng.integers(1, 3, n).astype(float),
+        rng.uniform(0.05, 0.7, (n, 2)),
+        machines=M,
+    )
     sc = instance_scenario(inst)
     wakeups: list[float] = []
 
@@ -187,7 +234,7 @@ def test_mris_acts_only_at_its_boundaries_and_at_completions(run_stepping):
     agent = make_agent("mris")
     res = run_stepping(sc, agent, record, validate=True).metrics()
     g0 = float(inst.proc.min())
-    assert wakeups == [g0 * 2.0 ** k for k in range(len(wakeups))]  # every boundary, nothing else
+    assert wakeups == [g0 * 2.0**k for k in range(len(wakeups))]  # every boundary, nothing else
     assert wakeups[-1] >= inst.proc.max()
     s = run_on_instance(sc, "mris")["schedule"]
     ends = s["start"] + inst.proc
@@ -210,7 +257,7 @@ def test_mris_gamma0_shifts_the_grid():
     assert starts(inst, "mris")[0].tolist() == [3.0]  # gamma0 = p_min = 3
     assert starts(inst, "mris", gamma0=1.0)[0].tolist() == [4.0]  # 1, 2, 4
     assert starts(inst, "mris", gamma0=0.5)[0].tolist() == [4.0]
-    assert starts(inst, "mris", gamma0=0.7)[0].tolist() == [0.7 * 2.0 ** 3]
+    assert starts(inst, "mris", gamma0=0.7)[0].tolist() == [0.7 * 2.0**3]
 
 
 def test_mris_greedy_selects_more_volume():
@@ -219,7 +266,9 @@ def test_mris_greedy_selects_more_volume():
     inst = inst1(np.zeros(10), np.ones(10), np.full(10, 0.5))
     first = {a: run_on_instance(inst, a)["agent_obj"].log[0] for a in ("mris", "mris-greedy")}
     assert (first["mris"]["B"], first["mris-greedy"]["B"]) == (2, 4)
-    assert first["mris"]["volume"] <= first["mris"]["zeta"] < first["mris-greedy"]["volume"] <= 2 * first["mris"]["zeta"]
+    assert (
+        first["mris"]["volume"] <= first["mris"]["zeta"] < first["mris-greedy"]["volume"] <= 2 * first["mris"]["zeta"]
+    )
 
 
 def test_mris_schedules_zero_weight_jobs():
@@ -235,6 +284,7 @@ def test_mris_schedules_zero_weight_jobs():
 
 # ============================================================================ presets, objective, observations
 
+
 def test_mris_presets():
     sc = make_preset("mris-lemma41")
     assert sc.clairvoyant and sc.objective == "weighted-system" and sc.num_servers == 1 and sc.num_resources == 2
@@ -245,8 +295,11 @@ def test_mris_presets():
     assert p0.source.work[0] == 14.0 and p0.source.time[0] == 0.01 and np.all(p0.source.time[1:] == 0.1)
     assert p0.params["gamma0"] == p0.source.work.min() > 0
     assert np.all(p0.source.demand[1:] < 0.1) and np.all(p0.source.demand[0] == 0.99)
-    for name, bad, field in [("mris-lemma41", {"N": 3}, "params.N"), ("mris-lemma41", {"n": 1}, "params.n"),
-                             ("mris-patience", {"n": -5}, "params.n")]:
+    for name, bad, field in [
+        ("mris-lemma41", {"N": 3}, "params.N"),
+        ("mris-lemma41", {"n": 1}, "params.n"),
+        ("mris-patience", {"n": -5}, "params.n"),
+    ]:
         with pytest.raises(ScenarioError) as e:
             make_preset(name, **bad)
         assert e.value.field == field
@@ -284,8 +337,10 @@ def test_trace_driven_presets():
     assert sc.clairvoyant and sc.objective == "weighted-system" and len(sc.source) == 200
     assert set(p["weights"]) == {"1.0", "2.0"} and p["dropped"]["qos not LS/BE"] > 0
     assert p["gamma0"] == sc.source.work.min() and np.all(sc.source.demand <= 1)
-    assert make_preset("mris-alibaba", n_jobs=200, weight_map="mris-natural").params["weights"] == \
-        {"1.0": p["weights"]["2.0"], "2.0": p["weights"]["1.0"]}
+    assert make_preset("mris-alibaba", n_jobs=200, weight_map="mris-natural").params["weights"] == {
+        "1.0": p["weights"]["2.0"],
+        "2.0": p["weights"]["1.0"],
+    }
     fast = make_preset("mris-alibaba", n_jobs=200, traffic_scaling=4.0)
     assert np.allclose(fast.source.time * 4.0, sc.source.time)
     with pytest.raises(ScenarioError) as e:
@@ -299,6 +354,7 @@ def test_trace_driven_presets():
 
 
 # ============================================================================ claims
+
 
 def test_claims_are_registered_and_lemma41_reproduces():
     from clustergym.reproduce import CLAIMS, run_claims

@@ -15,9 +15,13 @@ from clustergym.theory.mris import MRISInstance
 
 def _inst(rows, machines: int = 1) -> MRISInstance:
     """rows: (r, p, w, d)."""
-    return MRISInstance(release=np.array([r[0] for r in rows], float), proc=np.array([r[1] for r in rows], float),
-                        weight=np.array([r[2] for r in rows], float),
-                        demand=np.array([r[3] for r in rows], float), machines=machines)
+    return MRISInstance(
+        release=np.array([r[0] for r in rows], float),
+        proc=np.array([r[1] for r in rows], float),
+        weight=np.array([r[2] for r in rows], float),
+        demand=np.array([r[3] for r in rows], float),
+        machines=machines,
+    )
 
 
 def _starts(inst, agent, **params):
@@ -37,8 +41,13 @@ def test_completion_and_release_at_the_same_instant_free_capacity_first():
 def test_mris_windows_are_half_open():
     # J4 is reserved from 5; J5 (window [4, 5)) fits beside J2 at 4.  The reference code also tests
     # the end point 5 and delays J5 to 6.5.
-    rows = [(0, 1, 1, [0.1, 0.1, 0]), (0, 1.5, 1, [1.0, 0, 0]), (0, 1.5, 1, [0.6, 0.6, 0]),
-            (0, 1.5, 1, [0.7, 0.7, 0]), (3, 1, 1, [0.4, 0.4, 0])]
+    rows = [
+        (0, 1, 1, [0.1, 0.1, 0]),
+        (0, 1.5, 1, [1.0, 0, 0]),
+        (0, 1.5, 1, [0.6, 0.6, 0]),
+        (0, 1.5, 1, [0.7, 0.7, 0]),
+        (3, 1, 1, [0.4, 0.4, 0]),
+    ]
     inst = _inst(rows)
     want = [1.0, 2.0, 3.5, 5.0, 4.0]
     assert mris_schedule(inst).start.tolist() == want
@@ -73,7 +82,8 @@ def test_bf_exec_departures(departures, want):
 
 
 def test_integer_instances_are_accepted():
-    inst = MRISInstance(release=np.array([0, 1]), proc=np.array([2, 3]), weight=np.array([1, 1]),
-                        demand=np.array([[1], [1]]))
+    inst = MRISInstance(
+        release=np.array([0, 1]), proc=np.array([2, 3]), weight=np.array([1, 1]), demand=np.array([[1], [1]])
+    )
     assert inst.proc.dtype == np.float64
     assert _starts(inst, "mris") == mris_schedule(inst).start.tolist()

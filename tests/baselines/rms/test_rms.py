@@ -74,8 +74,16 @@ def test_every_rms_paper_agent_is_registered_with_its_parameters():
     jsq = make_agent("rms-jsq", rates=[1.0, 1.0, 1.0])
     assert jsq.requirements_for(make_preset("ec2", queueing="local")).epochs.tick_rate == 60.0  # 3 x 20 queues
     assert make_agent("rms-jsq").requirements_for(make_preset("ec2", queueing="local")).epochs.tick_rate == 30.0
-    for bad in ({"selection": "worst"}, {"clock": "slow"}, {"eps": 0}, {"b": 1}, {"total_rate": -1},
-                {"rates": [0, 0]}, {"frozen_weights": [-1.0]}, {"speedup": 0}):
+    for bad in (
+        {"selection": "worst"},
+        {"clock": "slow"},
+        {"eps": 0},
+        {"b": 1},
+        {"total_rate": -1},
+        {"rates": [0, 0]},
+        {"frozen_weights": [-1.0]},
+        {"speedup": 0},
+    ):
         with pytest.raises(ConfigError, match="agent."):
             make_agent("rms", **bad)
     with pytest.raises(ConfigError, match="agent.rates"):
@@ -109,7 +117,7 @@ def test_weights_eq4_and_replacement_probabilities():
 def test_ad_probabilities_and_chi_square_of_the_tick_type():
     w = rms_weights(np.array([0, 3, 9]), eps=0.01, M=5)
     p = ad_probabilities(w)
-    e = np.array([10.0 ** 0.00025, 4.0, 10.0])  # exp(w) = max(1 + Q_j, (1 + Q_max)^(eps/8M))
+    e = np.array([10.0**0.00025, 4.0, 10.0])  # exp(w) = max(1 + Q_j, (1 + Q_max)^(eps/8M))
     np.testing.assert_allclose(p, e / e.sum(), rtol=1e-9)
     # p = (1.000576, 4, 10) / 15.000576: 0.066702, not the 1/15 = 0.06667 a rounded hand computation gives
     np.testing.assert_allclose(p, [0.066702, 0.266656, 0.666641], atol=1e-6)
@@ -144,10 +152,16 @@ def test_bf_selection_reduces_to_least_residual_in_one_dimension():
     sizes = [[2.0], [3.0]]
     plan = [(0, 1), (1, 1), (1, 1), (2, 0), (2, 0), (2, 0), (2, 0), (3, 0), (3, 0), (3, 1), (4, 0)]  # (server, type)
     types = np.array([j for _, j in plan])
-    pre = ReplaySource(np.zeros(types.size), np.array(sizes)[types], np.full(types.size, 1e6), type=types,
-                       type_demand=sizes)
-    sc = Scenario(name="bf1d", capacity=np.full((5, 1), 10.0), resources=("units",), horizon=1.0,
-                  source=PrefixedSource(pre, PoissonTypedSource([0.0, 0.0], sizes, Exponential(1.0))))
+    pre = ReplaySource(
+        np.zeros(types.size), np.array(sizes)[types], np.full(types.size, 1e6), type=types, type_demand=sizes
+    )
+    sc = Scenario(
+        name="bf1d",
+        capacity=np.full((5, 1), 10.0),
+        resources=("units",),
+        horizon=1.0,
+        source=PrefixedSource(pre, PoissonTypedSource([0.0, 0.0], sizes, Exponential(1.0))),
+    )
     agent = make_agent("rms-bf")
     env = make_env_for(sc, agent)
     env.reset(seed=0)
@@ -194,7 +208,7 @@ def _occupancy(env_factory, agent, seed):
 def _marginal(occ, server, J=2):
     out: dict[tuple[int, ...], float] = {}
     for k, p in occ.items():
-        key = tuple(k[J * server:J * server + J])
+        key = tuple(k[J * server : J * server + J])
         out[key] = out.get(key, 0.0) + p
     return out
 
@@ -205,8 +219,14 @@ def _tv(p, q):
 
 def _rms_bar_scenario(num_servers, horizon, queueing="central"):
     source = PoissonTypedSource([0.0, 0.0], SIZES, Exponential(1.0))  # lambda = 0: every placement is a dummy
-    return Scenario(name="rms-bar", capacity=np.full((num_servers, 1), 10.0), source=source, resources=("units",),
-                    horizon=horizon, queueing=queueing)
+    return Scenario(
+        name="rms-bar",
+        capacity=np.full((num_servers, 1), 10.0),
+        source=source,
+        resources=("units",),
+        horizon=horizon,
+        queueing=queueing,
+    )
 
 
 def test_lemma1_product_form_with_the_rms_agent_at_frozen_weights():
@@ -415,8 +435,8 @@ def test_knapsack_exact_matches_brute_force_and_breaks_ties_towards_more_jobs():
 
 
 def test_knapsack_divisible_shortcut_is_exact_on_power_of_half_sizes():
-    sizes = np.array([[2.0 ** -p] for p in range(10)])  # the Google types, unit servers
-    ks = Knapsack(sizes, np.array([1.0]), limit=1000)    # too many to enumerate at this limit
+    sizes = np.array([[2.0**-p] for p in range(10)])  # the Google types, unit servers
+    ks = Knapsack(sizes, np.array([1.0]), limit=1000)  # too many to enumerate at this limit
     assert ks.method == "divisible" and ks.exact
     small = sizes[:4]
     ref = enumerate_configurations(small, [1.0])
@@ -468,8 +488,18 @@ def test_maxweight_with_local_queues_and_global_refresh_run():
 def test_rms_claims_are_registered_and_prop1_reproduces():
     from clustergym.reproduce import CLAIMS, ReproduceConfig, run_claims
 
-    ids = ["rms-prop1", "rms-fig1b", "rms-fig3", "rms-fig4", "rms-fig5-bf-stable", "rms-fig5-plus-best",
-           "rms-fig5-rms-mws", "rms-fig5-mwr", "rms-fig6", "rms-clock-rate"]
+    ids = [
+        "rms-prop1",
+        "rms-fig1b",
+        "rms-fig3",
+        "rms-fig4",
+        "rms-fig5-bf-stable",
+        "rms-fig5-plus-best",
+        "rms-fig5-rms-mws",
+        "rms-fig5-mwr",
+        "rms-fig6",
+        "rms-clock-rate",
+    ]
     run_claims([])  # imports the claim modules
     assert set(ids) <= set(CLAIMS)
     # Prop. 1 over T = 2000 (deterministic)
@@ -508,9 +538,12 @@ def test_fig8_short_same_arrivals_and_adaptive_rms_ordering(fig8_short):
     assert runs["rms-rf-ad-plus"]["queue"] < runs["rms-rf-ad"]["queue"] < runs["rms"]["queue"]
 
 
-@pytest.mark.xfail(strict=True, reason="C11 does not reproduce: at 1000 unit servers the shared slice loads the "
-                                       "servers to about 2%, so MWR and MWS (as reconstructed, docs/papers/rms.md) start "
-                                       "every task on arrival while RMS waits for its clocks (see rms-fig8)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="C11 does not reproduce: at 1000 unit servers the shared slice loads the "
+    "servers to about 2%, so MWR and MWS (as reconstructed, docs/papers/rms.md) start "
+    "every task on arrival while RMS waits for its clocks (see rms-fig8)",
+)
 def test_fig8_short_adaptive_rms_beats_mwr_and_mws(fig8_short):
     res, R = fig8_short
     assert R.fig8_verdict(res, 1000, (1.5,))["adaptive beat MWR and MWS at 1/alpha=1.5"]
