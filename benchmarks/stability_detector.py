@@ -59,9 +59,8 @@ def old_rule(times: np.ndarray, values: np.ndarray, total_rate: float | None) ->
 
 def one_run(task: tuple) -> dict:
     label, preset, params, agent_name, aparams, horizon, seed = task
-    from clustergym.agent_api import make_agent
+    from clustergym.agent_api import make_agent, make_env_for
     from clustergym.core.metrics import stability_test
-    from clustergym.agent_api import make_env_for
     from clustergym.scenarios import make_preset
 
     sc = make_preset(preset, **params, horizon=float(horizon), queue_cap=None)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-import clustergym.baselines  # noqa: F401  (registers the built-in agents by name)
+import clustergym.baselines
+import clustergym.suite  # noqa: F401  (registers the suite's task ids, clustergym/<task>-v1)
 from clustergym.agent_api import (
     Agent,
     AgentRequirements,

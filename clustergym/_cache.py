@@ -17,7 +17,7 @@ __all__ = ["Cache", "clear_caches"]
 
 V = TypeVar("V")
 
-_ALL: list["Cache"] = []
+_ALL: list[Cache] = []
 
 
 class Cache(Generic[V]):

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -190,11 +191,22 @@ def requirements_of(agent: Any, scenario: Any) -> AgentRequirements | None:
     return getattr(agent, "requirements", None)
 
 
-def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, **env_kwargs: Any) -> Any:
+def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, env_id: str | None = None,
+                 **env_kwargs: Any) -> Any:
     """The environment for ``agent`` on ``scenario``: the scenario plus the agent's decision epochs, its
     action mode and environment arguments (:class:`AgentRequirements`), built by
     :func:`clustergym.envs.make_env`.  Raises :class:`ConfigError` when the agent cannot run there
-    (queueing mode, discrete types)."""
+    (queueing mode, discrete types).
+
+    With ``env_id`` (a registered Gymnasium id whose entry point takes the environment's keyword
+    arguments, e.g. a suite task ``clustergym/<task>-v1``), the environment is ``gymnasium.make(env_id)``
+    with the agent's arguments, and ``scenario`` serves only the checks: the id builds its own.
+    Its invalid-action policy is the id's.  An agent acting through the action space (``skip_trivial``:
+    learned and random agents) decides at the id's decision epochs, as a policy trained on the id
+    does, and its steps are bounded by the id's ``max_episode_steps``; an agent that sees every epoch
+    (a rule-based agent issuing commands, one step per command at every epoch) adds the epochs it
+    needs and runs without the bound.
+    """
     from clustergym.envs import make_env
 
     req = requirements_of(agent, scenario)
@@ -212,5 +224,16 @@ def make_env_for(scenario: Any, agent: Any, *, validate: bool = False, **env_kwa
             env_kwargs.setdefault("action_mode", req.action_mode)
         for key, value in req.env_kwargs:
             env_kwargs.setdefault(key, value)
+    if env_id is not None:
+        import dataclasses
+
+        import gymnasium
+
+        spec = gymnasium.spec(env_id)
+        if req is not None and req.skip_trivial:
+            env_kwargs.pop("epochs", None)
+        elif req is not None and spec.max_episode_steps is not None:
+            spec = dataclasses.replace(spec, max_episode_steps=None)
+        return gymnasium.make(spec, disable_env_checker=True, validate=validate, **env_kwargs)
     env_kwargs.setdefault("invalid_action", "raise")
     return make_env(scenario, validate=validate, **env_kwargs)

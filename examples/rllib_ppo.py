@@ -33,9 +33,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.wrappers import FlattenObservation
 
 import clustergym  # noqa: F401  (registers the clustergym/* environment ids)
-from gymnasium.wrappers import FlattenObservation
 
 
 # ---------------------------------------------------------------------------------------- environment
@@ -59,7 +59,6 @@ class MaskedFlatObservation(gym.ObservationWrapper):
 def make_env(env_config: dict[str, Any]) -> gym.Env:
     """The env RLlib's workers build: ``env_config["env_id"]`` (default ``clustergym/ec2-v0``),
     the other keys passed to ``gymnasium.make`` (preset parameters such as ``zeta``, ``horizon``)."""
-    import clustergym  # noqa: F401  (a Ray worker process registers the ids on import)
 
     config = dict(env_config)
     env_id = config.pop("env_id", "clustergym/ec2-v0")

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _trace_cache_dir(tmp_path_factory):
+    """The on-disk trace cache of the test session lives in a temporary directory (never the user's
+    ``~/.cache/clustergym``): tests start cold and leave nothing behind."""
+    from clustergym.traces.diskcache import ENV_VAR
+
+    old = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(tmp_path_factory.mktemp("trace-cache"))
+    yield
+    if old is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = old
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ def test_no_module_level_dict_caches_outside_the_rule():
         for node in ast.parse(path.read_text()).body:
             targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
             value = getattr(node, "value", None)
-            empty_dict = isinstance(value, ast.Dict) and not value.keys or (
+            empty_dict = (isinstance(value, ast.Dict) and not value.keys) or (
                 isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in
                 ("dict", "OrderedDict"))
             for t in targets:

@@ -126,7 +126,7 @@ def run_case(preset: str, params: dict, agent: str, aparams: dict, seed: int, ho
 
 
 def env_case(preset: str, kwargs: dict, steps: int, seed: int = 0) -> dict:
-    from clustergym.envs import ClusterEnv, AdmissionEnv
+    from clustergym.envs import AdmissionEnv, ClusterEnv
     from clustergym.scenarios import resolve_scenario
 
     kw = dict(kwargs)
@@ -152,9 +152,13 @@ def env_case(preset: str, kwargs: dict, steps: int, seed: int = 0) -> dict:
 
 
 def _shared_dir() -> str | None:
-    from clustergym.traces.paths import default_trace_dir
+    """The shared traces as the presets find them ($CLUSTERGYM_TRACES, else ../shared/traces), if present."""
+    from clustergym.traces.paths import TraceNotFoundError, resolve_trace_dir
 
-    d = Path(default_trace_dir())
+    try:
+        d = resolve_trace_dir()
+    except TraceNotFoundError:
+        return None
     return str(d) if (d / "google-clusterdata-2011-2").is_dir() else None
 
 

@@ -66,7 +66,10 @@ class ModelAgent:
     applies the policy (flattening and normalising it as in training for the
     ``mlp`` policy), and returns the best *valid* action (masked argmax of the
     logits or Q-values); ``deterministic=False`` samples the masked softmax
-    with the agent's own generator.  An equivariant policy is rebuilt for the
+    with the agent's own generator.  A model trained without masks where an
+    invalid action acts as WAIT (``model.json``: ``"masked": false``; PPO, A2C
+    or DQN with the ``mlp`` policy on a suite task) acts as it was trained: the
+    argmax of all its logits, an invalid choice then waiting.  An equivariant policy is rebuilt for the
     env's spaces at :meth:`reset`, so it runs on any number of servers.
     """
 
@@ -94,9 +97,9 @@ class ModelAgent:
     def reset(self, env: Any, seed: int | None = None) -> None:
         from clustergym.agents.policies import transfer_policy
 
-        env = env.unwrapped
-        self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
+        # the spaces of the env as the agent sees it (a wrapper may change the observation, as a suite task's does)
         obs_space, act_space = env.observation_space, env.action_space
+        self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
         if self.meta["policy"] == "mlp":
             from gymnasium.spaces import flatten_space
 
@@ -130,6 +133,8 @@ class ModelAgent:
         from clustergym.agents.policies import masked_logits
 
         mask = np.asarray(obs["action_mask"]).astype(bool)
+        if not self.meta.get("masked", True):
+            mask = np.ones_like(mask)
         return masked_logits(self.policy, self._model_input(obs), mask)
 
     def predict(self, observation: dict[str, np.ndarray], state: Any = None, episode_start: Any = None,

@@ -50,10 +50,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.core.scores import argbest, best_mask
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.placement import scan_select
+from clustergym.core.scores import best_mask
 from clustergym.core.simulator import EpochConfig
 from clustergym.envs.reward import ObjectiveReward
 from clustergym.errors import ConfigError

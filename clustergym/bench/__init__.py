@@ -17,7 +17,13 @@ Measured, never asserted: the test suite checks correctness only.  Sections:
   queued jobs at every arrival and completion) through ``clustergym`` and through
   the SimPy reference :mod:`clustergym.bench.simpy_bestfit`, each in its own process, one
   after the other: simulation wall and CPU time (trace loading excluded), peak RSS,
-  the two metrics side by side, and the speed-up ratio.
+  the two metrics side by side, and the speed-up ratio.  Then the **whole process**
+  (issue #22: interpreter start, imports, trace loading, simulation, output) of
+  ``python -m clustergym run google-bf-replay --agent best-fit --set agent.scan=64 --json``,
+  twice on a fresh, empty on-disk trace cache (:mod:`clustergym.traces.diskcache`): ``cold``
+  (parses the CSV parts and writes the table) and ``warm`` (reads it), and of the SimPy
+  reference's process (on the warm cache: it loads the trace through the same loader); wall
+  time, user + system CPU time and peak RSS of each process (``os.wait4``), and the ratios.
 
 * ``ppo`` -- the share of ``MaskablePPO.learn`` wall time spent inside the
   environment (``reset``, ``step``, ``action_masks``) on ``ec2``.
@@ -47,16 +53,26 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
 
-__all__ = ["run_benchmarks", "bench_replay", "bench_ppo_share", "bench_memory", "bench_scale", "plot_scale",
-           "REPLAY_SCAN", "SCALE_SERVERS"]
+__all__ = [
+    "REPLAY_SCAN",
+    "SCALE_SERVERS",
+    "bench_memory",
+    "bench_ppo_share",
+    "bench_replay",
+    "bench_scale",
+    "plot_scale",
+    "replay_command",
+    "run_benchmarks",
+]
 
 REPLAY_SCAN = 64
 #: the SimPy reference, run as ``python -m clustergym.bench.simpy_bestfit`` (needs the ``bench`` extra)
@@ -128,7 +144,6 @@ def _child_json(cmd: list[str], timeout: float) -> dict[str, Any]:
 
 def _replay_child(first_n: int | None, servers: int) -> None:
     """In a child process: the replay through clustergym; prints one JSON line."""
-    import resource
 
     from clustergym.agent_api import make_agent
     from clustergym.core import accel
@@ -153,10 +168,51 @@ def _replay_child(first_n: int | None, servers: int) -> None:
     print(json.dumps(out))
 
 
+def _timed_process(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``cmd`` to the end: its JSON output, and the wall time, CPU time (user + system) and peak
+    RSS of that process alone (``os.wait4``)."""
+    import tempfile
+    import threading
+
+    with tempfile.TemporaryFile("w+") as errf:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, text=True, env=env)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            stdout = p.stdout.read() if p.stdout is not None else ""
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.stdout is not None:
+            p.stdout.close()
+        if p.returncode != 0:
+            errf.seek(0)
+            raise RuntimeError(f"{' '.join(cmd[:4])} ... failed ({p.returncode}): {errf.read().strip()[-2000:]}")
+    return {"output": json.loads(stdout), "wall_seconds": wall, "cpu_seconds": ru.ru_utime + ru.ru_stime,
+            "user_seconds": ru.ru_utime, "system_seconds": ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024}
+
+
+def replay_command(first_n: int | None = None, servers: int = 420) -> list[str]:
+    """The replay as one ``clustergym run`` process (what the whole-process figures time)."""
+    cmd = [sys.executable, "-m", "clustergym", "run", "google-bf-replay", "--agent", "best-fit",
+           "--set", f"agent.scan={REPLAY_SCAN}", "--json"]
+    if servers != 420:
+        cmd += ["--set", f"num_servers={servers}"]
+    if first_n is not None:
+        cmd += ["--set", f"first_n={first_n}"]
+    return cmd
+
+
 def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = True,
-                 log: Callable[[str], Any] | None = None, timeout: float = 3600.0) -> dict[str, Any]:
+                 log: Callable[[str], Any] | None = None, timeout: float = 3600.0,
+                 whole_process: bool = True) -> dict[str, Any]:
     """clustergym and the SimPy reference on the Google Best-Fit replay, side by side.
 
+    ``whole_process``: also time the whole ``clustergym run`` process on an empty trace cache
+    (``cold``) and again (``warm``), and the SimPy reference's whole process (module docstring).
     Returns ``{"status": "skipped", "reason": ...}`` when the traces (or, for the reference,
     SimPy) are absent.
     """
@@ -172,26 +228,58 @@ def bench_replay(first_n: int | None = None, servers: int = 420, simpy: bool = T
     code = f"from clustergym.bench import _replay_child; _replay_child({first_n!r}, {servers})"
     cg = _child_json([sys.executable, "-c", code], timeout)
     out: dict[str, Any] = {"status": "ok", "clustergym": cg}
-    if not simpy:
-        return out
+    import shutil
+    import tempfile
+
+    from clustergym.traces.diskcache import ENV_VAR as CACHE_VAR
+
+    cache = tempfile.mkdtemp(prefix="clustergym-bench-trace-cache-")
+    env = dict(os.environ, **{CACHE_VAR: cache})
     try:
-        import simpy as _simpy  # noqa: F401
-    except ImportError:
-        out["simpy"] = {"status": "skipped", "reason": "simpy is not installed (pip install -e '.[bench]')"}
-        return out
-    if log:
-        log(f"replay: SimPy reference {SIMPY_MODULE} on the same run")
-    cmd = [sys.executable, "-m", SIMPY_MODULE, "--json", "--servers", str(servers), "--scan", str(REPLAY_SCAN)]
-    if first_n is not None:
-        cmd += ["--first-n", str(first_n)]
-    sp = _child_json(cmd, timeout)
-    out["simpy"] = sp
+        if whole_process:
+            runs = {}
+            for phase in ("cold", "warm"):
+                if log:
+                    log(f"replay: the whole `clustergym run` process, {phase} trace cache")
+                r = _timed_process(replay_command(first_n, servers), timeout, env)
+                m = r.pop("output")
+                r.update({"mean_wait": m["mean_wait"], "mean_queue_length": m["mean_queue_length"],
+                          "episode_wall_seconds": m["wall_seconds"]})
+                runs[phase] = r
+            runs["command"] = " ".join(["python"] + replay_command(first_n, servers)[1:])
+            runs["trace_cache"] = "a fresh empty directory ($" + CACHE_VAR + "); numba's on-disk cache warm"
+            out["whole_process"] = runs
+        if not simpy:
+            return out
+        try:
+            import simpy as _simpy  # noqa: F401
+        except ImportError:
+            out["simpy"] = {"status": "skipped", "reason": "simpy is not installed (pip install -e '.[bench]')"}
+            return out
+        if log:
+            log(f"replay: SimPy reference {SIMPY_MODULE} on the same run")
+        cmd = [sys.executable, "-m", SIMPY_MODULE, "--json", "--servers", str(servers), "--scan", str(REPLAY_SCAN)]
+        if first_n is not None:
+            cmd += ["--first-n", str(first_n)]
+        whole = _timed_process(cmd, timeout, env)
+        sp = whole.pop("output")
+        out["simpy"] = sp
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     out["identical_metrics"] = bool(cg["mean_wait"] == sp["mean_wait"]
                                     and cg["mean_queue_length"] == sp["mean_queue_length"])
     out["relative_difference"] = {k: abs(cg[k] - sp[k]) / max(abs(sp[k]), 1e-300)
                                   for k in ("mean_wait", "mean_queue_length", "sim_time")}
     out["speedup_wall"] = sp["wall_seconds"] / cg["wall_seconds"]
     out["speedup_cpu"] = sp["cpu_seconds"] / cg["cpu_seconds"]
+    if whole_process:
+        wp = out["whole_process"]
+        wp["simpy"] = whole
+        wp["identical_metrics"] = all(wp[ph]["mean_wait"] == sp["mean_wait"]
+                                      and wp[ph]["mean_queue_length"] == sp["mean_queue_length"]
+                                      for ph in ("cold", "warm"))
+        wp["speedup"] = {f"{ph}_{kind}": whole[f"{kind}_seconds"] / wp[ph][f"{kind}_seconds"]
+                         for ph in ("cold", "warm") for kind in ("wall", "cpu")}
     return out
 
 
@@ -201,9 +289,8 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
     """Share of ``MaskablePPO.learn`` wall time spent in the environment on ``ec2`` (CPU torch, seed 0)."""
     import gymnasium as gym
     import torch
-    from sb3_contrib import MaskablePPO
-
     from gymnasium.wrappers import FlattenObservation
+    from sb3_contrib import MaskablePPO
 
     from clustergym.envs import ClusterEnv
 
@@ -362,8 +449,7 @@ def _per_server_bytes(env: Any) -> tuple[float, float]:
 
 def _scale_kernel_row(label: str, agent_name: str, params: dict[str, Any], L: int, events: int, warmup: float,
                       seed: int = 0) -> dict[str, Any]:
-    from clustergym.agent_api import make_agent
-    from clustergym.agent_api import make_env_for
+    from clustergym.agent_api import make_agent, make_env_for
 
     p = {k: (float(v.split()[0]) * L if isinstance(v, str) and v.endswith(" L") else v) for k, v in params.items()}
     sc = make_preset("ec2", num_servers=L, zeta=0.9, horizon=1e9, queue_cap=None)

@@ -7,9 +7,10 @@ progress and messages go to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -24,6 +25,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-resource cluster scheduling: environments, baselines, comparisons.")
 err = Console(stderr=True)
 out = Console()
+
+
+@app.callback()
+def _global_options(
+    no_trace_cache: bool = typer.Option(False, "--no-trace-cache",
+                                        help="parse trace files instead of reading parsed tables from the on-disk "
+                                             "trace cache (sets CLUSTERGYM_TRACE_CACHE=off for this command and "
+                                             "its worker processes)"),
+) -> None:
+    """Multi-resource cluster scheduling: environments, baselines, comparisons."""
+    if no_trace_cache:
+        from clustergym.traces.diskcache import ENV_VAR
+
+        os.environ[ENV_VAR] = "off"
 
 
 def _print_json(doc: Any) -> None:
@@ -78,9 +93,9 @@ def run_cmd(
     agent: str = typer.Option(..., "--agent", help="registered agent name (see `clustergym list`)"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value; agent.key=value for the agent"),
     seed: int = typer.Option(0, "--seed"),
-    horizon: Optional[float] = typer.Option(None, "--horizon", help="override the simulated horizon"),
+    horizon: float | None = typer.Option(None, "--horizon", help="override the simulated horizon"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Run one agent on one scenario and report its metrics."""
     from clustergym.agent_api import make_agent
@@ -119,22 +134,30 @@ def compare_cmd(
                                                      "'all' (alone or in the list): every registered agent that can run on the scenario"),
     seeds: int = typer.Option(5, "--seeds", help="number of seeds (0..N-1), the same for every agent"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value"),
-    horizon: Optional[float] = typer.Option(None, "--horizon"),
-    sweep_: Optional[str] = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
-    reference: Optional[str] = typer.Option(None, "--reference", help="agent the paired differences are taken "
+    horizon: float | None = typer.Option(None, "--horizon"),
+    sweep_: str | None = typer.Option(None, "--sweep", help="preset parameter and values, e.g. zeta=0.8,0.9,0.95"),
+    reference: str | None = typer.Option(None, "--reference", help="agent the paired differences are taken "
                                                                       "against (default: the first agent)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes (default: the "
+    workers: int | None = typer.Option(None, "--workers", help="local worker processes (default: the "
                                                                   "available cores; 1 runs in this process)"),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="write results.csv, results.parquet, "
+    out_dir: Path | None = typer.Option(None, "--out", help="write results.csv, results.parquet, "
                                                                "summary.csv and a plot here"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals."""
-    from clustergym.runner import (add_lp_bound, compatible_agents, headline_metric, plan, run_cells, summarize,
-                                   worker_count, write_results)
+    from clustergym.runner import (
+        add_lp_bound,
+        compatible_agents,
+        headline_metric,
+        plan,
+        run_cells,
+        summarize,
+        worker_count,
+        write_results,
+    )
     from clustergym.runner.stats import SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
@@ -232,19 +255,19 @@ def train_cmd(
     timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="model.zip, model.json, checkpoints/, tb/, eval.csv"),
     policy: str = typer.Option("equivariant", "--policy", help="mlp (flattened observation) or equivariant"),
-    envs: Optional[int] = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
+    envs: int | None = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
     seed: int = typer.Option(0, "--seed"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
-    eval_horizon: Optional[float] = typer.Option(None, "--eval-horizon", help="evaluation episode length "
+    eval_horizon: float | None = typer.Option(None, "--eval-horizon", help="evaluation episode length "
                                                                               "(default: the training horizon)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
+    resume: Path | None = typer.Option(None, "--resume", help="checkpoint .zip to continue from"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter k=v; env: action_mode, queue_window, "
                                                      "horizon, reward_scale; algo.<name>=v for the algorithm; "
                                                      "policy.work_conserving=true"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
-    warm_start: Optional[str] = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
+    warm_start: str | None = typer.Option(None, "--warm-start", help="baseline to imitate before RL "
                                                                          "(behaviour cloning), e.g. best-fit"),
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
@@ -267,17 +290,18 @@ def train_cmd(
 def reproduce_cmd(
     claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),
     all_: bool = typer.Option(False, "--all", help="run every registered claim"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
+    workers: int | None = typer.Option(None, "--workers", help="local worker processes for the claims' episodes "
                                                                   "(default: min(2, available cores); 1 runs in "
                                                                   "this process); the figures do not depend on it"),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
+    ray_address: str | None = typer.Option(None, "--ray", help="run the episodes on a Ray cluster: "
                                                                   "'auto', HOST:PORT or ray://HOST:PORT"),
     scale: float = typer.Option(1.0, "--scale", help="multiply the simulated horizons of the simulation claims "
                                                      "(RMS, BF-J/S, auto-scaling, LoTES generated data); below 1 "
                                                      "for a quick look, the verdicts then mean little"),
     set_: list[str] = typer.Option([], "--set", help="claim setting key=value (repeatable): rms.google_n, "
                                                      "rms.google_scalings, lotes.machines, lotes.horizon, "
-                                                     "lotes.instances, lotes.google_n; see the README"),
+                                                     "lotes.instances, lotes.google_n, "
+                                                     "autoscale.google_servers, autoscale.google_n; see the README"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -288,7 +312,8 @@ def reproduce_cmd(
     Settings (--set key=value; defaults give the documented figures): rms.google_n (10000; 0 = the whole slice)
     and rms.google_scalings (0.5,1,1.5) for rms-fig8; lotes.machines (50 per configuration), lotes.horizon
     (6 h), lotes.instances (2 per Phi) for the LoTES generated-data claims; lotes.google_n (0 = all) for
-    lotes-google-*.
+    lotes-google-*; autoscale.google_servers (300) and autoscale.google_n (60000; 0 = all) for
+    autoscale-google-trace-ordering.
     """
     from clustergym.reproduce import CLAIMS, ReproduceConfig, load_claims, run_claims
     from clustergym.runner import available_workers
@@ -343,7 +368,7 @@ def bench_cmd(
                                       help="also sample RSS over a run of this many events (e.g. 10000000)"),
     scale: bool = typer.Option(False, "--scale",
                                help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
+    plot: Path | None = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.bench import run_benchmarks
@@ -385,6 +410,18 @@ def bench_cmd(
                       f"identical metrics: {rp['identical_metrics']}")
         elif "simpy" in rp:
             out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
+        wp = rp.get("whole_process")
+        if wp is not None:
+            for ph in ("cold", "warm", "simpy"):
+                if ph in wp:
+                    r = wp[ph]
+                    name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
+                    out.print(f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
+                              f"peak RSS {r['peak_rss_mb']:.0f} MB")
+            if "speedup" in wp:
+                q = wp["speedup"]
+                out.print(f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
+                          f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)")
     pp = results.get("ppo")
     if pp is not None:
         out.print(f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
@@ -399,7 +436,7 @@ def bench_cmd(
                       f"growth {slope} bytes/job")
 
 
-def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
+def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
     from clustergym.bench import bench_scale, plot_scale
 
     kw = {"events": 2_000, "steps": 1_000, "warmup": 0.05} if quick else {}
@@ -429,9 +466,12 @@ def _bench_scale(json_out: bool, quick: bool, plot: Optional[Path]) -> None:
         out.print(f"plot: {res['plot']}")
 
 
-from clustergym.cli.trace import trace_cmd  # noqa: E402
+from clustergym.cli.trace import trace_cmd
 
 app.command("trace")(trace_cmd)
+from clustergym.cli.benchmark import benchmark_cmd  # noqa: E402
+
+app.command("benchmark")(benchmark_cmd)
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ Use :func:`enabled` to ask whether compiled paths are active now, and
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["available", "enabled", "forced", "njit"]
 

@@ -26,9 +26,6 @@ Score ties between computed scores (Best-Fit tightness and the agents' scores) f
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import numpy as np
 
 from clustergym.core.placement import PlacementIndex, scan_select

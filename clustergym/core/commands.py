@@ -60,51 +60,51 @@ class Command:
 
     # Constructors -----------------------------------------------------------------
     @staticmethod
-    def wait() -> "Command":
+    def wait() -> Command:
         return _WAIT
 
     @staticmethod
-    def place(job: int, server: int) -> "Command":
+    def place(job: int, server: int) -> Command:
         return Command(Cmd.PLACE, job=int(job), server=int(server))
 
     @staticmethod
-    def dummy(job_type: int, server: int) -> "Command":
+    def dummy(job_type: int, server: int) -> Command:
         return Command(Cmd.DUMMY, type=int(job_type), server=int(server))
 
     @staticmethod
-    def reserve(job_type: int, server: int) -> "Command":
+    def reserve(job_type: int, server: int) -> Command:
         return Command(Cmd.RESERVE, type=int(job_type), server=int(server))
 
     @staticmethod
-    def release(job_type: int, server: int) -> "Command":
+    def release(job_type: int, server: int) -> Command:
         return Command(Cmd.RELEASE, type=int(job_type), server=int(server))
 
     @staticmethod
-    def admit(server: int) -> "Command":
+    def admit(server: int) -> Command:
         return Command(Cmd.ADMIT, server=int(server))
 
     @staticmethod
-    def reject(job: int = -1) -> "Command":
+    def reject(job: int = -1) -> Command:
         return Command(Cmd.REJECT, job=int(job))
 
     @staticmethod
-    def migrate(job: int, server: int) -> "Command":
+    def migrate(job: int, server: int) -> Command:
         return Command(Cmd.MIGRATE, job=int(job), server=int(server))
 
     @staticmethod
-    def preempt(job: int) -> "Command":
+    def preempt(job: int) -> Command:
         return Command(Cmd.PREEMPT, job=int(job))
 
     @staticmethod
-    def replace(job: int, server: int) -> "Command":
+    def replace(job: int, server: int) -> Command:
         return Command(Cmd.REPLACE, job=int(job), server=int(server))
 
     @staticmethod
-    def route(job: int, server: int) -> "Command":
+    def route(job: int, server: int) -> Command:
         return Command(Cmd.ROUTE, job=int(job), server=int(server))
 
     @staticmethod
-    def wake(time: float) -> "Command":
+    def wake(time: float) -> Command:
         return Command(Cmd.WAKE, time=float(time))
 
     def __str__(self) -> str:

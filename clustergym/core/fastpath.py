@@ -54,7 +54,7 @@ _QUEUED, _RUNNING, _COMPLETED, _REJECTED = (int(JobStatus.QUEUED), int(JobStatus
                                             int(JobStatus.COMPLETED), int(JobStatus.REJECTED))
 
 
-def supported(sim: "Simulator", server_rule: str, scan: int | None, integral: str) -> bool:
+def supported(sim: Simulator, server_rule: str, scan: int | None, integral: str) -> bool:
     """Whether the compiled path reproduces this run: numba on, a scan window, First-/Best-Fit,
     a central queue without agent clocks, reservation slots or dummies, no warm-up (its snapshot
     of the integrals is taken by the step loop only), and a fresh episode."""
@@ -412,7 +412,7 @@ def _loop(fs, ist, best_fit, scan, capacity, limit, speed, load, items, count_re
     return code
 
 
-def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: float, integral: str,
+def run_scan_episode(sim: Simulator, server_rule: str, scan: int, *, sign: float, integral: str,
                      scale: float) -> tuple[float, int]:
     """Run a freshly reset episode to its end with greedy ``server_rule`` over a ``scan`` window.
 
@@ -428,7 +428,7 @@ def run_scan_episode(sim: "Simulator", server_rule: str, scan: int, *, sign: flo
 
     c = sim.cluster
     I = sim.integrals
-    L, R, J = sim.num_servers, sim.num_resources, sim.num_types
+    R, J = sim.num_resources, sim.num_types
     fs = np.zeros(19)
     ist = np.zeros(22, dtype=np.int64)
     fs[F_NOW] = sim.now

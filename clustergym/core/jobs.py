@@ -242,7 +242,7 @@ class StreamingJobStats:
     TINY = 1e-12
     METHOD = "histogram (rel. err <= 1e-3; waits < 1e-12 as 0)"
 
-    def __init__(self, other: "StreamingJobStats | None" = None, since: float = 0.0):
+    def __init__(self, other: StreamingJobStats | None = None, since: float = 0.0):
         #: the waits and weighted completions of jobs arriving before ``since`` (a warm-up) are left out;
         #: ``counts_by`` counts every job
         self.since: float = float(since) if other is None else other.since

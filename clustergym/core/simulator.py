@@ -19,8 +19,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -28,9 +29,9 @@ from clustergym.core.cluster import Cluster
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JOB_MEMORY_MODES, JobStatus, JobTable
 from clustergym.core.metrics import QueueTrace, TimeIntegrals, stability_test
+from clustergym.core.source import ArrivalChunk, ArrivalSource
 from clustergym.errors import ClusterGymError, InvalidCommandError, ScenarioError
 from clustergym.validation import choice, number
-from clustergym.core.source import ArrivalChunk, ArrivalSource
 
 __all__ = ["EpochConfig", "SLOT_EPOCHS", "Event", "Simulator", "Queueing", "Routing", "QUEUEING_MODES", "ROUTINGS", "ImpossibleJobError"]
 
@@ -86,7 +87,7 @@ class EpochConfig:
             raise ScenarioError("epochs", "give tick_rate (Poisson clock) or tick_period (periodic clock), not both")
         number(self.tick_offset, "epochs.tick_offset", lo=0.0, allow_inf=True)
 
-    def merged(self, other: "EpochConfig") -> "EpochConfig":
+    def merged(self, other: EpochConfig) -> EpochConfig:
         """The union of two epoch configurations (an agent's needs on top of a scenario's)."""
         return EpochConfig(
             arrivals=self.arrivals or other.arrivals,

@@ -11,8 +11,9 @@ declares ``uses_oracle = True``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
 class ClusterView:
     """Read-only access to a :class:`~clustergym.core.simulator.Simulator`."""
 
-    def __init__(self, sim: "Simulator", clairvoyant: bool = False):
+    def __init__(self, sim: Simulator, clairvoyant: bool = False):
         self._sim = sim
         self.clairvoyant = clairvoyant
 
@@ -52,7 +53,7 @@ class ClusterView:
         return self._sim.num_types
 
     @property
-    def types(self) -> "TypeInfo":
+    def types(self) -> TypeInfo:
         """Job types: nominal demand ``(J, R)``, mean work ``(J,)``, names."""
         return self._sim.types
 
@@ -87,7 +88,7 @@ class ClusterView:
         return self._sim.now
 
     @property
-    def event(self) -> "Event":
+    def event(self) -> Event:
         """The event that opened the current epoch."""
         return self._sim.event
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from itertools import islice
-
 from typing import Any
 
 import numpy as np

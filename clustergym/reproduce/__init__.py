@@ -32,8 +32,18 @@ import yaml
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.runner import Cell, run_rows
 
-__all__ = ["Claim", "CLAIMS", "claim", "load_claims", "run_claims", "ReproduceConfig", "Setting", "SETTINGS",
-           "RUNS", "episodes"]
+__all__ = [
+    "CLAIMS",
+    "RUNS",
+    "SETTINGS",
+    "Claim",
+    "ReproduceConfig",
+    "Setting",
+    "claim",
+    "episodes",
+    "load_claims",
+    "run_claims",
+]
 
 
 # ============================================================================================ settings
@@ -72,6 +82,8 @@ class Setting:
 
         if self.kind == "floats":
             items = value.split(",") if isinstance(value, str) else value
+            if isinstance(items, (int, float, np.integer, np.floating)) and not isinstance(items, bool):
+                items = [items]  # one value (``--set rms.google_scalings=1.5`` reads as a number)
             if not isinstance(items, (list, tuple)) or not items:
                 raise bad("expected a non-empty list of numbers such as 0.5,1,1.5")
             return tuple(number(v.strip() if isinstance(v, str) else v, float) for v in items)
@@ -88,6 +100,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("lotes.horizon", 6.0, "float", 0, "LoTES generated data: hours per run (paper: 100)", above=True),
     Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)"),
     Setting("lotes.google_n", 0, "int", 0, "lotes-google-*: the first N trace attempts; 0 = all"),
+    Setting("autoscale.google_servers", 300, "int", 1, "autoscale-google-trace-ordering: unit servers "
+                                                       "(Fig. 6 of the paper shows 1000)"),
+    Setting("autoscale.google_n", 60_000, "int", 0, "autoscale-google-trace-ordering: the first N completed "
+                                                    "tasks; 0 = the whole slice"),
 )}
 
 
@@ -244,8 +260,8 @@ def _new_runs(cells: list[Cell]) -> int:
 @claim("rms-ec2-boundary", "rms",
        "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (§VII-A)")
 def _ec2_boundary(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.theory.capacity import boundary_point, capacity_scale
     from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
+    from clustergym.theory.capacity import boundary_point, capacity_scale
 
     cap = np.tile(EC2_SERVER, (20, 1))
     v = boundary_point(EC2_TYPES, cap)

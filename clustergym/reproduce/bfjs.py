@@ -48,9 +48,9 @@ from typing import Any
 
 import numpy as np
 
+from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.runner import Cell, Probe, run_cell
 from clustergym.runner.stats import mean_ci
-from clustergym.reproduce import ReproduceConfig, claim, episodes
 
 __all__ = ["HORIZONS", "classify", "run_slotted", "slotted_cell", "slotted_record"]
 

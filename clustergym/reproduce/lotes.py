@@ -54,8 +54,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from clustergym.runner import Cell, Probe, run_cell
 from clustergym.reproduce import ReproduceConfig, claim, episodes
+from clustergym.runner import Cell, Probe, run_cell
 
 __all__ = ["OMEGAS", "PHIS", "reduced_scale", "run_case", "case_cell", "unstable_a23"]
 
@@ -216,9 +216,8 @@ def _claim_offline_examples(config: ReproduceConfig) -> tuple[Any, Any, bool]:
        "Stage-1 vertex (sum |K_j| <= |K| + |M||R|, most configurations 1-2 classes), offline time < 60 s; "
        "lambda* matches a reference computation (4,730,797 and 4,719,097 jobs/h)")
 def _claim_table12(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.theory.lotes import LotesInputs, solve_lotes
-
     from clustergym.scenarios.presets.lotes import TABLE1, TABLE2
+    from clustergym.theory.lotes import LotesInputs, solve_lotes
 
     inp = LotesInputs(TABLE1[:, 1:], TABLE1[:, 0], np.repeat(np.arange(10), TABLE1[:, 0].astype(int)),
                       TABLE2[:, 3], TABLE2[:, 1:3], np.tile(1 / TABLE2[:, 0], (10, 1)))
@@ -244,9 +243,8 @@ def _claim_table12(config: ReproduceConfig) -> tuple[Any, Any, bool]:
        "O3/O5/O6 (§4.1-4.2) on the 30 generated instances of Exp. 2 (Phi 0..0.015 x 5) at 1000 machines per "
        "configuration: lambda_round <= lambda*_2 <= lambda*_1, rounding loss < 0.1 %, offline time < 60 s")
 def _claim_offline_generated(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.theory.lotes import LotesInputs, solve_lotes
-
     from clustergym.scenarios.presets.lotes import TABLE1, generated_instance
+    from clustergym.theory.lotes import LotesInputs, solve_lotes
 
     rows = []
     ok = True

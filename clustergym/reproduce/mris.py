@@ -214,7 +214,7 @@ def _fig7(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     seeds = (0, 1, 2)
     keys = [(seed, a) for seed in seeds for a in agents]
     scs = {seed: instance_scenario(patience_instance(2500, seed)) for seed in seeds}
-    for (seed, a), r in zip(keys, episodes([instance_cell(scs[seed], a) for seed, a in keys], config)):
+    for (_seed, a), r in zip(keys, episodes([instance_cell(scs[seed], a) for seed, a in keys], config)):
         awct[a].append(r["paper"]["awct"])
         big[a].append(r["first_start"])
     ratio = {a: _r(float(np.mean(awct[a])) / float(np.mean(awct["mris-wsvf"])), 3) for a in agents[1:]}

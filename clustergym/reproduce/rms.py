@@ -60,9 +60,9 @@ from scipy import stats
 
 from clustergym.agent_api import Agent, make_agent, make_env_for
 from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.runner import Cell, Probe
 from clustergym.runner.stats import mean_ci
-from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import PrefixedSource, ReplaySource
 
@@ -707,7 +707,7 @@ def fig8_verdict(res: dict[tuple[str, int, float], dict[str, Any]], L: int,
     best_adaptive = {s: min(q[a][s] for a in FIG8_ADAPTIVE) for s in scalings}
     beat_high = all(q[a][hi] < best_prior[hi] for a in FIG8_ADAPTIVE)
     margin = {s: best_prior[s] - best_adaptive[s] for s in scalings}
-    return {"adaptive beat MWR and MWS at 1/alpha=%g" % hi: beat_high,
+    return {f"adaptive beat MWR and MWS at 1/alpha={hi:g}": beat_high,
             "margin (best of MWR/MWS minus best adaptive) by 1/alpha": {f"{s:g}": round(m, 4) for s, m in margin.items()},
             "margin grows with traffic": bool(margin[hi] >= margin[lo]),
             "passed": bool(beat_high and margin[hi] >= margin[lo])}

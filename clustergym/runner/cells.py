@@ -29,9 +29,10 @@ import re
 import socket
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import cloudpickle
 import pandas as pd
@@ -75,6 +76,9 @@ class Cell:
         probes: named :class:`~clustergym.runner.episode.Probe` s as ``(name, probe)`` pairs; their
             values are columns of the cell's row (the functions must be importable by workers:
             module-level functions).
+        env: a Gymnasium id that builds the episode's environment (a suite task,
+            ``clustergym/<task>-v1``), ``None`` for the scenario's own; ``scenario``, ``params`` and
+            ``horizon`` must then be the id's (see :func:`clustergym.make_env_for`).
     """
 
     scenario: str | Scenario
@@ -86,6 +90,7 @@ class Cell:
     factory: bytes | None = field(default=None, repr=False, compare=False)
     agent_params: tuple[tuple[str, Any], ...] = ()
     probes: tuple[tuple[str, Probe], ...] = ()
+    env: str | None = None
 
 
 def _factory_blob(name: str) -> bytes | None:
@@ -175,7 +180,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     try:
         agent = _make_agent(cell)
         row = run_episode(_scenario_of(cell), agent, seed=cell.seed, horizon=cell.horizon, agent_name=cell.agent,
-                          probes=dict(cell.probes))
+                          probes=dict(cell.probes), env_id=cell.env)
     except ClusterGymError as e:
         raise EvaluationError(f"{cell.agent} on {_label(cell)}, seed {cell.seed}: {e}") from e
     if cell.columns:

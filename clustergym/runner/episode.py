@@ -59,7 +59,8 @@ def _as_probe(p: Probe | Callable[[Any], Any]) -> Probe:
 def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon: float | None = None,
                 agent_name: str | None = None, validate: bool = False,
                 env_kwargs: dict[str, Any] | None = None,
-                probes: Mapping[str, Probe | Callable[[Any], Any]] | None = None) -> dict[str, Any]:
+                probes: Mapping[str, Probe | Callable[[Any], Any]] | None = None,
+                env_id: str | None = None) -> dict[str, Any]:
     """Run one episode of ``agent`` (an agent object or a registered name) and return its metrics.
 
     Args:
@@ -73,6 +74,8 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
         env_kwargs: further environment arguments (see :func:`clustergym.make_env_for`).
         probes: named :class:`Probe` s (or plain callables of the finished environment), measuring
             the environment or the agent.
+        env_id: a Gymnasium id that builds the environment (a suite task, ``clustergym/<task>-v1``;
+            see :func:`clustergym.make_env_for`); ``scenario`` and ``horizon`` must be the id's.
 
     Returns:
         The ``clustergym run`` fields (:data:`RUN_FIELDS`) first, then every kernel metric,
@@ -86,7 +89,7 @@ def run_episode(scenario: Scenario | str, agent: Any, *, seed: int = 0, horizon:
     probes_: dict[str, Probe] = {name: _as_probe(p) for name, p in (probes or {}).items()}
     sampled = {name: p for name, p in probes_.items() if p.at}
     samples: dict[str, list[Any]] = {name: [] for name in sampled}
-    env = make_env_for(sc, agent, validate=validate, **(env_kwargs or {}))
+    env = make_env_for(sc, agent, validate=validate, env_id=env_id, **(env_kwargs or {}))
     inner = env.unwrapped
     t0 = time.perf_counter()
     obs, _ = env.reset(seed=seed)

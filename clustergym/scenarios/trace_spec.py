@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from clustergym.errors import ScenarioError, TraceFormatError
+from clustergym.traces.formats import FORMATS, load_trace
+from clustergym.traces.pipeline import apply_transforms, numeric_column
 from clustergym.validation import choice, mapping
 from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
-from clustergym.traces.formats import FORMATS, load_trace
-from clustergym.traces.pipeline import apply_transforms, numeric_column
 
 __all__ = ["trace_workload_from_spec"]
 

@@ -38,16 +38,17 @@ tuple of ``J`` ints; workloads ``rho`` are per server (``rho_j = lambda_j /
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linprog
 
-from clustergym.theory.capacity import enumerate_configurations
 from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
+from clustergym.theory.capacity import enumerate_configurations
 
 __all__ = [
     "ConfigSpace", "GPAStep", "GreedyStep", "GreedyResult", "LPResult",
@@ -133,7 +134,7 @@ class ConfigSpace:
 
     # ---------------------------------------------------------------- construction
     @classmethod
-    def additive(cls, type_demand: Any, capacity: Any, rewards: Sequence[Any], *, limit: int = 300_000) -> "ConfigSpace":
+    def additive(cls, type_demand: Any, capacity: Any, rewards: Sequence[Any], *, limit: int = 300_000) -> ConfigSpace:
         """Additive resources: ``k`` is feasible iff ``sum_j k_j R_j <= capacity`` (Sec. 2.2).
 
         Enumerates ``K`` when it has at most ``limit`` elements.  Otherwise, with one
@@ -157,7 +158,7 @@ class ConfigSpace:
         return sp
 
     @classmethod
-    def from_generators(cls, generators: Iterable[Sequence[int]], rewards: Sequence[Any]) -> "ConfigSpace":
+    def from_generators(cls, generators: Iterable[Sequence[int]], rewards: Sequence[Any]) -> ConfigSpace:
         """``K`` = the down-closure of the given configurations (monotone feasibility, Sec. 2.2)."""
         gens = [tuple(int(v) for v in g) for g in generators]
         J = len(rewards)
@@ -171,7 +172,7 @@ class ConfigSpace:
         return cls(rewards, configs, description=f"down-closure of {len(gens)} generators, |K| = {len(configs)}")
 
     @classmethod
-    def for_scenario(cls, scenario: Any, rewards: Sequence[Any] | None = None) -> "ConfigSpace":
+    def for_scenario(cls, scenario: Any, rewards: Sequence[Any] | None = None) -> ConfigSpace:
         """The configuration space of a scenario's (identical) servers."""
         return space_of(scenario, rewards)
 

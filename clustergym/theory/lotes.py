@@ -31,8 +31,8 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from clustergym._cache import Cache
-from clustergym.errors import ConfigError
 from clustergym.core.scores import score_ranks
+from clustergym.errors import ConfigError
 
 __all__ = [
     "LotesInputs",

@@ -27,6 +27,8 @@ from clustergym.traces.alibaba import (
     load_cloudsimpy_jobs,
 )
 from clustergym.traces.azure import load_azure_v1
+from clustergym.traces.cache import clear_cache
+from clustergym.traces.formats import FORMATS, load_trace
 from clustergym.traces.google import (
     google_tasks,
     load_google,
@@ -41,8 +43,6 @@ from clustergym.traces.paths import (
     resolve_trace_dir,
     traces_available,
 )
-from clustergym.traces.cache import clear_cache
-from clustergym.traces.formats import FORMATS, load_trace
 from clustergym.traces.pipeline import apply_transforms
 from clustergym.traces.summary import plot_summary, summarize, trace_data
 from clustergym.traces.table import FilterReport, TraceTable

@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.validation import choice
 from clustergym.traces._csv import Col, check_exists, open_text, read_table
 from clustergym.traces.paths import trace_path
 from clustergym.traces.table import Filtering, FilterReport, TraceTable
+from clustergym.validation import choice
 
 __all__ = [
     "load_alibaba_v2017", "load_alibaba_v2017_machines", "load_cloudsimpy_jobs", "load_alibaba_gpu_v2023",

@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError, TraceFormatError
-from clustergym.validation import choice
 from clustergym.traces._csv import check_exists, open_text
 from clustergym.traces.paths import TraceNotFoundError, trace_path
 from clustergym.traces.table import Filtering, FilterReport, TraceTable
+from clustergym.validation import choice
 
 __all__ = ["FLAVORS", "BIN_INTERVALS", "RESOLUTION", "load_azure_v1", "read_flavor_map", "read_interval_map",
            "bin_durations", "SPLITS"]

@@ -1,22 +1,31 @@
-"""Per-process caches of parsed traces.
+"""Caches of parsed traces: per process, and on disk for the Google job tables.
 
 Building a trace preset twice, or a sweep over its parameters, reads the trace files once: a parsed
-table is kept under a key made of the files' paths, sizes and modification times (:func:`file_stamp`)
-and the loader's options (:func:`freeze`).  At most 16 tables are kept (least recently used out
-first), and one set of Google task events (about 110 MB for the 2.6 M-row slice);
+table is kept under a key made of the files' paths, sizes, inodes and modification and status-change
+times (:func:`file_stamp`) and the loader's options (:func:`freeze`).  At most 16 tables are kept
+(least recently used out first), and one set of Google task events (about 110 MB for the 2.6 M-row slice);
 :func:`clear_cache` empties both.
+
+Across processes, :func:`google_table` goes through the on-disk cache of
+:mod:`clustergym.traces.diskcache` (keyed by the task event files' contents and the options of
+:func:`~clustergym.traces.google.google_tasks`): a later process reads the job table from one
+Parquet file instead of parsing the CSV parts.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from clustergym._cache import Cache
+from clustergym.traces import _csv, google, table, transforms
+from clustergym.traces.diskcache import cached_table
 from clustergym.traces.google import (
     GoogleTaskEvents,
+    _as_files,
     google_tasks,
     read_task_events,
     task_event_files,
@@ -25,7 +34,7 @@ from clustergym.traces.table import TraceTable
 
 PathLike = str | os.PathLike[str]
 
-__all__ = ["cached", "clear_cache", "file_stamp", "freeze", "google_events", "google_table"]
+__all__ = ["cached", "clear_cache", "file_stamp", "freeze", "google_events", "google_options", "google_table"]
 
 # ---------------------------------------------------------------------------------------------- caching
 
@@ -42,13 +51,15 @@ def clear_cache() -> None:
 
 
 def file_stamp(paths: list[Path]) -> tuple:
+    """Path, size, inode, modification and status-change times of each file: any write changes the
+    ctime, which no user call can set back (``touch -d`` sets only the mtime)."""
     out = []
     for p in paths:
         try:
             st = p.stat()
-            out.append((str(p.resolve()), st.st_size, st.st_mtime_ns))
+            out.append((str(p.resolve()), st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
         except OSError:
-            out.append((str(p), -1, -1))
+            out.append((str(p), -1, -1, -1, -1))
     return tuple(out)
 
 
@@ -75,8 +86,30 @@ def google_events(trace_dir: PathLike | None, task_events: Any = None) -> Google
     return _EVENTS.get(file_stamp(files), lambda: read_task_events(files))
 
 
-def google_table(trace_dir: PathLike | None, **opts: Any) -> TraceTable:
-    files = task_event_files(trace_dir)
-    return cached(("google", file_stamp(files), freeze(opts)), lambda: google_tasks(google_events(trace_dir), **opts))
+#: the modules whose code makes a Google job table (part of the on-disk key)
+_GOOGLE_CODE = tuple(m.__file__ for m in (google, _csv, table, transforms))
+
+
+def google_options(**opts: Any) -> dict[str, Any]:
+    """The options of :func:`~clustergym.traces.google.google_tasks` with every default filled in."""
+    bound = inspect.signature(google_tasks).bind(None, **opts)
+    bound.apply_defaults()
+    return {k: v for k, v in bound.arguments.items() if k != "events"}
+
+
+def google_table(trace_dir: PathLike | None, task_events: PathLike | Sequence[PathLike] | None = None,
+                 **opts: Any) -> TraceTable:
+    """The Google job table of :func:`~clustergym.traces.google.google_tasks` with ``opts``, over the
+    task event parts of ``trace_dir`` (or the files or directory ``task_events``): from this
+    process's cache, else from the on-disk cache, else parsed (and cached in both)."""
+    files = task_event_files(trace_dir) if task_events is None else _as_files(task_events)
+    full = google_options(**opts)
+
+    def parse() -> TraceTable:
+        events = google_events(trace_dir) if task_events is None else read_task_events(files)
+        return google_tasks(events, **opts)
+
+    return cached(("google", file_stamp(files), freeze(full)),
+                  lambda: cached_table("google-tasks", files, full, parse, code=_GOOGLE_CODE))
 
 

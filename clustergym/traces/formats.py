@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from clustergym.errors import ScenarioError
-from clustergym.validation import choice
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
     load_alibaba_gpu_v2025,
@@ -24,16 +23,17 @@ from clustergym.traces.google import (
     google_tasks,
 )
 from clustergym.traces.table import TraceTable
+from clustergym.validation import choice
 
 PathLike = str | os.PathLike[str]
-from clustergym.traces.cache import google_events
+from clustergym.traces.cache import google_table
 
 __all__ = ["FORMATS", "filter_names", "load_trace"]
 
 # ---------------------------------------------------------------------------------------------- formats
 
 def _google_loader(path: PathLike | None = None, trace_dir: PathLike | None = None, **opts: Any) -> TraceTable:
-    return google_tasks(google_events(trace_dir, path), **opts)
+    return google_table(trace_dir, path, **opts)
 
 
 def _path_loader(fn: Callable[..., TraceTable], path_arg: str = "path") -> Callable[..., TraceTable]:

@@ -52,11 +52,11 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import TraceFormatError
-from clustergym.validation import choice
 from clustergym.traces import transforms as T
 from clustergym.traces._csv import Col, read_table
 from clustergym.traces.paths import TraceNotFoundError, trace_path
 from clustergym.traces.table import Filtering, FilterReport, TraceTable
+from clustergym.validation import choice
 
 __all__ = [
     "EVENT_TYPES", "GoogleTaskEvents", "task_event_files", "read_task_events", "google_tasks", "load_google",

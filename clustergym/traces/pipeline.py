@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from clustergym.errors import ScenarioError
-from clustergym.validation import number
 from clustergym.traces import transforms as T
 from clustergym.traces.table import TraceTable
+from clustergym.validation import number
 
 PathLike = str | os.PathLike[str]
 

@@ -70,7 +70,7 @@ def collect_demonstrations(env: Any, teacher: str, steps: int, seed: int) -> Dem
     if base.scenario.queueing not in req.queueing:
         raise ConfigError("warm_start", f"teacher {teacher!r} works with queueing {list(req.queueing)}, "
                                         f"the scenario is {base.scenario.queueing!r}")
-    keys = list(base.observation_space.spaces)
+    keys = list(env.observation_space.spaces)  # as the policy sees them (a suite task's wrapper changes them)
     obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     actions, rewards, ends = [], [], []
     episode = 0

@@ -17,6 +17,14 @@ decision epochs (:mod:`clustergym.envs.reward`), so the return is the paper
 metric times the episode length; VecNormalize rescales them for learning
 (``normalize_reward``).  The ``mlp`` policy also gets normalised observations;
 the equivariant policy does its own scaling (``log1p`` of counts).
+
+``SCENARIO`` may be a suite task (``rms-trap`` or ``clustergym/rms-trap-v1``,
+:mod:`clustergym.suite`): the training envs are then ``gymnasium.make`` of its id,
+with its settings (action mode, queue window, reward scale and timing,
+``invalid_action="wait"``) as the defaults of ``--set``, its scenario and horizon
+fixed, and the periodic evaluation scores the task (its score, on seeds that are
+not the suite's evaluation seeds).  A model trained without masks on a task (PPO,
+A2C or DQN with the ``mlp`` policy) is evaluated without masks, as it was trained.
 """
 
 from __future__ import annotations
@@ -25,8 +33,9 @@ import functools
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -42,7 +51,8 @@ __all__ = ["train", "make_train_env", "split_params", "POLICIES"]
 #: policy kinds accepted by ``--policy``
 POLICIES = ("mlp", "equivariant")
 #: ``--set`` keys that are environment arguments rather than scenario parameters
-ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "reward_timing", "invalid_penalty")
+ENV_KEYS = ("action_mode", "queue_window", "horizon", "reward_scale", "reward_timing", "invalid_penalty",
+            "invalid_action")
 
 
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -63,16 +73,23 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
 def make_train_env(scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str,
                    seed: int | None = None) -> Any:
-    """One training env: the scenario with the epochs a trained agent is evaluated with, wrapped in
-    ``FlattenObservation`` for the ``mlp`` policy and in SB3's ``Monitor`` (episode stats)."""
+    """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
+    task: ``gymnasium.make`` of its id), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
+    in SB3's ``Monitor`` (episode stats)."""
+    from gymnasium.wrappers import FlattenObservation
     from stable_baselines3.common.monitor import Monitor
 
-    from gymnasium.wrappers import FlattenObservation
-
     from clustergym.envs import make_env
+    from clustergym.suite import find_task
 
-    env = make_env(scenario, epochs=AgentRequirements().epochs, skip_trivial=True,
-                            **env_kwargs, **scenario_params)
+    t = find_task(scenario) if not scenario_params else None
+    if t is not None:
+        import gymnasium
+
+        env = gymnasium.make(t.id, **env_kwargs)
+    else:
+        env = make_env(scenario, epochs=AgentRequirements().epochs, skip_trivial=True,
+                       **env_kwargs, **scenario_params)
     if policy == "mlp":
         env = FlattenObservation(env)
     env = Monitor(env)
@@ -106,15 +123,30 @@ def _policy_spec(algo: str, policy: str, action_mode: str, hidden: int,
 
 def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], eval_every: int,
                    eval_seeds: Sequence[int], eval_horizon: float | None, verbose: bool) -> Any:
-    """Every ``eval_every`` steps: the current policy and the baselines on the same seeds -> eval.csv + TB."""
+    """Every ``eval_every`` steps: the current policy and the baselines on the same seeds -> eval.csv + TB
+    (on a suite task: the task's episodes and score)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     from clustergym.core.objectives import objective_metric
-    from clustergym.runner import run_episode
+    from clustergym.runner import Probe, run_episode
     from clustergym.scenarios import resolve_scenario
+    from clustergym.suite import find_task
+    from clustergym.suite.env import window_metrics
 
-    sc = resolve_scenario(meta["scenario"], **meta["scenario_params"])
-    metric = objective_metric(sc.objective)
+    t = find_task(meta["scenario"]) if meta.get("task") else None
+    if t is not None:
+        sc, metric = t.scenario(), "score"
+        episode_args: dict[str, Any] = {"env_id": t.id, "probes": {"task": Probe(window_metrics)}}
+    else:
+        sc = resolve_scenario(meta["scenario"], **meta["scenario_params"])
+        metric, episode_args = objective_metric(sc.objective), {"horizon": eval_horizon}
+
+    def run(agent: Any, seed: int, name: str) -> dict[str, Any]:
+        row = run_episode(sc, agent, seed=seed, agent_name=name, **episode_args)
+        if t is not None:
+            row["score"] = row["task"]["score"]
+        return row
+
     csv = out / "eval.csv"
 
     class PeriodicEval(BaseCallback):
@@ -128,9 +160,8 @@ def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], 
             agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None,
                                name="learned")
             if not self.baselines:  # baselines do not change: run them once
-                self.baselines = [run_episode(sc, a, seed=s, horizon=eval_horizon, agent_name=a)
-                                  for a in eval_agents for s in eval_seeds]
-            rows = [run_episode(sc, agent, seed=s, horizon=eval_horizon, agent_name="learned") for s in eval_seeds]
+                self.baselines = [run(a, s, a) for a in eval_agents for s in eval_seeds]
+            rows = [run(agent, s, "learned") for s in eval_seeds]
             agent.policy.set_training_mode(False)
             self.model.policy.set_training_mode(False)
             df = pd.DataFrame(rows + self.baselines)[["agent", "seed", metric, "unstable"]]
@@ -140,8 +171,10 @@ def _eval_callback(meta: dict[str, Any], out: Path, eval_agents: Sequence[str], 
             for name, value in means.items():
                 self.logger.record(f"eval/{metric}/{name}", float(value))
             if verbose:
+                episodes = [ep["r"] for ep in self.model.ep_info_buffer or []]
+                train_return = f" (training ep_rew_mean {sum(episodes) / len(episodes):.4g})" if episodes else ""
                 print(f"[eval @ {self.num_timesteps}] {metric}: " +
-                      ", ".join(f"{k}={v:.4g}" for k, v in means.items()), flush=True)
+                      ", ".join(f"{k}={v:.4g}" for k, v in means.items()) + train_return, flush=True)
 
         def _on_step(self) -> bool:
             if self.num_timesteps - self.last >= eval_every:
@@ -196,11 +229,24 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
     from clustergym.scenarios import resolve_scenario
+    from clustergym.suite import find_task
 
-    # ---- 1. arguments: scenario, env and algorithm settings
+    # ---- 1. arguments: scenario (or suite task), env and algorithm settings
     scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
     algo_kwargs = {**(algo_kwargs or {}), **more_algo}
-    sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
+    task = find_task(scenario)
+    if task is not None:  # a suite task: its scenario and horizon are fixed, its settings are the defaults
+        fixed = sorted(scenario_params) + (["horizon"] if "horizon" in env_kwargs else [])
+        if fixed:
+            raise ConfigError("--set", f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} "
+                                       f"cannot be set (train on the preset {task.preset!r} to change them)")
+        if eval_horizon is not None:
+            raise ConfigError("--eval-horizon", f"suite task {task.name!r} fixes its episodes' horizon")
+        env_kwargs = {**task.env_kwargs(), **env_kwargs}
+        scenario = task.name
+        sc = task.scenario()
+    else:
+        sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
     env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
     n_envs = worker_count(n_envs, "envs")
@@ -215,7 +261,7 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
         raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
     if warm_start:
         number(warm_start_steps, "warm_start_steps", lo=1, integer=True, error=ConfigError)
-    if Path(scenario).suffix in (".yaml", ".yml", ".json"):
+    if task is None and Path(scenario).suffix in (".yaml", ".yml", ".json"):
         scenario = str(Path(scenario).resolve())
     if eval_horizon is None:
         eval_horizon = env_kwargs.get("horizon")  # evaluate on episodes as long as the training ones
@@ -223,10 +269,13 @@ def train(scenario: str, algo: str = "maskable-ppo", *, timesteps: int = 100_000
     out.mkdir(parents=True, exist_ok=True)
     th.set_num_threads(torch_threads)
 
-    # the metadata a loaded agent needs (model.json); horizon/reward_scale only shape training episodes
+    # the metadata a loaded agent needs (model.json); horizon/reward_scale only shape training episodes.
+    # A policy trained without masks where an invalid action waits is evaluated the same way ("masked": false)
+    masked = algo == "maskable-ppo" or policy != "mlp" or env_kwargs.get("invalid_action") != "wait"
     meta: dict[str, Any] = {
         "algo": algo, "policy": policy, "scenario": scenario, "scenario_params": scenario_params,
-        "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window")},
+        "task": task.id if task is not None else None, "masked": masked,
+        "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window", "invalid_action") if k in env_kwargs},
         "train_env_kwargs": env_kwargs, "seed": seed, "n_envs": n_envs, "normalize_reward": normalize_reward,
         "normalize_obs": policy == "mlp", "hidden": hidden, "algo_kwargs": algo_kwargs,
         "policy_kwargs": policy_params,

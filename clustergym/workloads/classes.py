@@ -28,9 +28,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.errors import ScenarioError
 from clustergym.validation import matrix, number, vector
-from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.workloads.distributions import (
     PROB_SUM_TOL,
     DemandDist,
@@ -62,6 +62,7 @@ class PoissonClassSource:
         high: upper truncation bound of the default laws (the largest machine
             capacity in normalised units: 1).
         names: ``K`` display names (default ``class1, class2, ...``).
+        weights: ``(K,)`` job weight per class (>= 0; weighted completion time), default 1.
         chunk_size: jobs per chunk (>= 1).
 
     Raises:
@@ -79,6 +80,7 @@ class PoissonClassSource:
         cv: float = 0.5,
         high: float = 1.0,
         names: Sequence[str] | None = None,
+        weights: Sequence[float] | np.ndarray | None = None,
         chunk_size: int = 4096,
     ):
         self.rate = number(rate, "rate", lo=0.0)
@@ -112,6 +114,7 @@ class PoissonClassSource:
                     raise ScenarioError(f"demand_laws[{k}]", f"has {law.num_resources} resources, profile has {R}")
             self.demand_laws = tuple(demand_laws)
         self.cv = float(cv)
+        self.weights = np.ones(K) if weights is None else vector(weights, "weights", K, lo=0.0, what="(one per class)")
         self.chunk_size = number(chunk_size, "chunk_size", lo=1, integer=True)
         if names is None:
             names = tuple(f"class{k + 1}" for k in range(K))
@@ -157,7 +160,7 @@ class PoissonClassSource:
                     if m:
                         work[masks[k]] = self.services[k].sample(rng, m)
             t = float(time[-1])
-            yield ArrivalChunk(time=time, demand=demand, type=typ, work=work, weight=ones.copy(),
+            yield ArrivalChunk(time=time, demand=demand, type=typ, work=work, weight=self.weights[typ],
                                reward_rate=ones.copy())
 
     def sample_work(self, job_type: int, rng: np.random.Generator) -> float:

@@ -30,30 +30,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import truncnorm
 
 from clustergym import validation
 from clustergym.errors import ScenarioError
 from clustergym.validation import describe, is_number, matrix, number, vector
 
 __all__ = [
-    "check_services",
-    "ServiceDist",
-    "Exponential",
-    "Deterministic",
-    "LogNormal",
-    "Empirical",
-    "Geometric",
-    "DemandDist",
-    "FixedDemand",
-    "UniformDemand",
-    "DiscreteDemand",
-    "TruncatedNormalDemand",
-    "IndependentDemand",
-    "service_from_spec",
-    "demand_from_spec",
-    "SERVICE_DISTS",
     "DEMAND_DISTS",
+    "SERVICE_DISTS",
+    "DemandDist",
+    "Deterministic",
+    "DiscreteDemand",
+    "Empirical",
+    "Exponential",
+    "FixedDemand",
+    "Geometric",
+    "IndependentDemand",
+    "LogNormal",
+    "ServiceDist",
+    "TruncatedNormalDemand",
+    "UniformDemand",
+    "check_services",
+    "demand_from_spec",
+    "service_from_spec",
 ]
 
 #: Absolute tolerance on ``sum(probs) == 1``.
@@ -481,6 +480,10 @@ class TruncatedNormalDemand(DemandDist):
         self._a = (self.low - self.loc) / safe
         self._b = (self.high - self.loc) / safe
         self._safe_scale = safe
+        from scipy.stats import (
+            truncnorm,  # here, not at the top: scipy.stats costs ~1 s of import time
+        )
+
         realised = self.loc + safe * truncnorm.mean(self._a, self._b)
         self._mean = np.where(self._pos, realised, self.loc)
 
@@ -496,6 +499,8 @@ class TruncatedNormalDemand(DemandDist):
         return self._mean.copy()
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        from scipy.stats import truncnorm
+
         u = rng.random((int(n), self.num_resources))
         x = truncnorm.ppf(u, self._a, self._b, loc=self.loc, scale=self._safe_scale)
         x = np.where(self._pos, x, self.loc)

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.errors import ScenarioError
 from clustergym.validation import matrix, number, vector
-from clustergym.core.source import ArrivalChunk, TypeInfo
 from clustergym.workloads.distributions import (
     DemandDist,
     ServiceDist,

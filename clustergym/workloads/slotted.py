@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from clustergym.core.source import TypeInfo
 from clustergym.errors import ScenarioError
 from clustergym.validation import number
-from clustergym.core.source import TypeInfo
 from clustergym.workloads.distributions import DemandDist, ServiceDist
 from clustergym.workloads.poisson import PoissonSource, demand_type_info
 

@@ -22,12 +22,12 @@ from typer.testing import CliRunner
 from clustergym.agent_api import make_agent
 from clustergym.agents import load_model_agent
 from clustergym.agents.policies import MASKED_LOGIT, EquivariantMaskablePolicy, EquivariantPolicy, transfer_policy
-from clustergym.training.train import train
 from clustergym.cli import app
 from clustergym.envs import make_env
 from clustergym.errors import ConfigError
 from clustergym.runner import compare, run_episode
 from clustergym.scenarios import resolve_scenario
+from clustergym.training.train import train
 
 runner = CliRunner()
 

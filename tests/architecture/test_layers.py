@@ -1,6 +1,6 @@
 """The layer rule: every import in the package points down (lazy imports inside functions included).
 
-From the top: ``cli`` -> ``reproduce`` / ``training`` / ``bench`` -> ``runner`` -> ``baselines`` /
+From the top: ``cli`` -> ``reproduce`` / ``training`` / ``bench`` -> ``suite`` -> ``runner`` -> ``baselines`` /
 ``agents`` -> ``agent_api`` -> ``envs`` -> ``scenarios`` -> ``traces`` -> ``workloads`` / ``theory``
 -> ``core`` -> ``validation`` -> the base (``errors``, ``_json``, ``_cache``).  Units of one rank do not import each
 other.  The package's ``__init__`` (the facade, which registers the agents and the model loader) may
@@ -29,9 +29,10 @@ RANKS = {
     "agent_api": 7,
     "baselines": 8, "agents": 8,
     "runner": 9,
-    "reproduce": 10, "training": 10, "bench": 10,
-    "cli": 11,
-    "__main__": 12,
+    "suite": 10,
+    "reproduce": 11, "training": 11, "bench": 11,
+    "cli": 12,
+    "__main__": 13,
 }
 FACADE = "clustergym/__init__.py"
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clustergym.agent_api import list_agents, make_agent
+from clustergym.agent_api import list_agents, make_agent, make_env_for
 from clustergym.baselines.greedy import select_server
 from clustergym.core.commands import Cmd, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.errors import ConfigError
-from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import ReplaySource

@@ -160,9 +160,9 @@ def test_bench_memory_reports_both_modes():
 
 
 def test_whole_table_readers_refuse_a_bounded_table_with_released_rows():
-    from clustergym.reproduce.mris import schedule_of
     from clustergym.core.jobs import JobTable
     from clustergym.errors import ReleasedJobError
+    from clustergym.reproduce.mris import schedule_of
 
     class _Sim:
         jobs = JobTable(1)

@@ -19,13 +19,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clustergym.agent_api import make_agent
+from clustergym.agent_api import make_agent, make_env_for
 from clustergym.cli import app
 from clustergym.core import accel
 from clustergym.core import metrics as M
 from clustergym.core.jobs import JobStatus
 from clustergym.errors import ScenarioError
-from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.scenarios import load_scenario_file, make_preset
 from clustergym.scenarios.spec import Scenario
@@ -264,3 +263,20 @@ def test_short_stable_runs_are_not_flagged_and_overload_is():
     assert m["unstable"] and m["stability"] == "unstable" and not m["hit_queue_cap"]
     m = run_episode(make_preset("ec2", zeta=1.2, queue_cap=50), "first-fit", seed=0, horizon=60.0)
     assert m["unstable"] and m["hit_queue_cap"] and m["stability"] == "unstable"
+
+
+def test_stability_regression_is_scipys_linregress_and_t_sf_to_the_bit():
+    """The instability test's slope, standard error and p-value are computed without importing
+    scipy.stats; they are the same numbers as scipy.stats.linregress and t.sf."""
+    from scipy import stats
+
+    from clustergym.core.metrics import _ols_slope, _t_sf
+
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        x = np.sort(rng.uniform(0, 100, 20))
+        y = rng.normal(0, 1, 20) + rng.uniform(-0.05, 0.05) * x
+        ref = stats.linregress(x, y)
+        slope, se = _ols_slope(x, y)
+        assert (slope, se) == (ref.slope, ref.stderr)
+        assert _t_sf(slope / se, 18) == stats.t.sf(slope / se, 18)

@@ -216,7 +216,7 @@ def test_journal_overflow_and_reset_rebuild() -> None:
 # ============================================================================ whole runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the golden figures
-import test_golden as golden_mod  # noqa: E402
+import test_golden as golden_mod
 
 
 @pytest.fixture()
@@ -236,7 +236,8 @@ def golden() -> dict:
 
 #: the golden runs of the agents that ask the kernel for a server (the others never query the index)
 INDEXED_CASES = [c for c in golden_mod.RUN_CASES
-                 if c[2] in ("best-fit", "first-fit", "random-fit", "best-fit-admit") or c[2].startswith("rms")]
+                 if c[2] in ("best-fit", "first-fit", "random-fit", "best-fit-admit", "lotes-greedy")
+                 or c[2].startswith("rms")]
 
 
 @pytest.mark.parametrize("case", INDEXED_CASES, ids=lambda c: f"{c[0]}-{c[2]}{'-' + str(c[3]) if c[3] else ''}")
@@ -273,9 +274,8 @@ def test_large_cluster_index_and_scan_agree(agent, monkeypatch) -> None:
 
 
 def test_fast_path_leaves_a_consistent_index(forced_index) -> None:
-    from clustergym.agent_api import make_agent
+    from clustergym.agent_api import make_agent, make_env_for
     from clustergym.core import accel
-    from clustergym.agent_api import make_env_for
     from clustergym.scenarios import make_preset
 
     if not accel.available():

@@ -16,10 +16,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from gymnasium.wrappers import FlattenObservation
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import clustergym
-from gymnasium.wrappers import FlattenObservation
 from clustergym import (
     AdmissionEnv,
     ClusterEnv,

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+
 from clustergym.core.commands import EventKind
 from clustergym.envs import make_env
 from clustergym.envs.actions import ACTION_MODES

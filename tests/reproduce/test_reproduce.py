@@ -69,7 +69,7 @@ def test_claim_cells_give_the_same_rows_serially_and_on_two_workers():
 
 def test_episodes_give_the_rows_in_cell_order_whatever_the_work_order():
     cells = [ec2_cell("rms", 0.8, s, T) for s, T in ((0, 10.0), (1, 30.0), (2, 20.0))]
-    cost = lambda c: c.horizon  # noqa: E731 - the longest first on several workers
+    cost = lambda c: c.horizon
     a = episodes(cells, ReproduceConfig(workers=1))
     RUNS.clear()
     b = episodes(cells, ReproduceConfig(workers=2), cost=cost)
@@ -127,6 +127,8 @@ def test_config_parses_settings_and_keeps_the_defaults():
     c = ReproduceConfig(settings=ReproduceConfig.parse_sets(["lotes.machines=10", "rms.google_scalings=0.5,1",
                                                               "rms.google_n=0"]))
     assert c.get("lotes.machines") == 10 and c.get("rms.google_scalings") == (0.5, 1.0)
+    one = ReproduceConfig(settings=ReproduceConfig.parse_sets(["rms.google_scalings=1.5"]))
+    assert one.get("rms.google_scalings") == (1.5,)  # one scaling: a list of one, not an error
     assert c.get("rms.google_n") == 0 and c.get("lotes.instances") == SETTINGS["lotes.instances"].default == 2
     with pytest.raises(ConfigError, match="lotes.horizon: expected a number"):
         ReproduceConfig(settings={"lotes.horizon": [2]})
@@ -134,7 +136,8 @@ def test_config_parses_settings_and_keeps_the_defaults():
     assert (d.workers, d.ray, d.scale) == (1, None, 1.0)
     assert {k: d.get(k) for k in SETTINGS} == {"rms.google_n": 10_000, "rms.google_scalings": (0.5, 1.0, 1.5),
                                                "lotes.machines": 50, "lotes.horizon": 6.0, "lotes.instances": 2,
-                                               "lotes.google_n": 0}
+                                               "lotes.google_n": 0, "autoscale.google_servers": 300,
+                                               "autoscale.google_n": 60_000}
 
 
 @pytest.mark.parametrize("args,message", [
@@ -152,6 +155,7 @@ def test_config_parses_settings_and_keeps_the_defaults():
     (["--set", "rms.google_scalings=0.5,-1"], "rms.google_scalings: expected a value > 0"),
     (["--set", "rms.google_scalings=[]"], "rms.google_scalings: expected a non-empty list"),
     (["--set", "rms.google_n=-5"], "rms.google_n: expected a value >= 0"),
+    (["--set", "autoscale.google_servers=0"], "autoscale.google_servers: expected a value >= 1, got 0"),
 ])
 def test_bad_options_are_clear_errors(args, message):
     code, out, err = _cli("reproduce", "rms-ec2-boundary", *args, "--json")
@@ -188,3 +192,27 @@ def test_a_fresh_process_knows_the_claims_of_every_paper():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == ["autoscale", "bfjs-vqs", "lotes", "mris", "rms"]
+
+
+def _google_slice() -> bool:
+    from clustergym.traces.paths import TraceNotFoundError, resolve_trace_dir
+
+    try:
+        return (resolve_trace_dir() / "google-clusterdata-2011-2" / "task_events").is_dir()
+    except TraceNotFoundError:
+        return False
+
+
+@pytest.mark.traces
+@pytest.mark.skipif(not _google_slice(), reason="the shared Google trace slice is absent (set CLUSTERGYM_TRACES)")
+def test_autoscale_trace_settings_reach_the_runs():
+    """autoscale.google_servers and autoscale.google_n size the Google-trace claim (issue #22: 1000 servers)."""
+    code, out, err = _cli("reproduce", "autoscale-google-trace-ordering", "--workers", "1", "--quiet", "--json",
+                          "--set", "autoscale.google_servers=20", "--set", "autoscale.google_n=500")
+    assert code == 0, err
+    (r,) = json.loads(out)
+    m = r["measured"]
+    assert (m["servers"], m["tasks"]) == (20, 500)
+    # 20 servers over 500 tasks are loaded: the bound and the policies differ, and it bounds them all
+    assert r["passed"] is True and all(v < m["reward_rate"]["upper-bound"] for k, v in m["reward_rate"].items()
+                                       if k != "upper-bound")

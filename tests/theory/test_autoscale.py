@@ -11,13 +11,37 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clustergym.theory.autoscale import (ConfigSpace, as_fraction, critical_loads, default_g, dual_bound, global_greedy, gpa, gpa_objective, greedy_value_per_server, instance_of, lp_bound_per_server, lp_upper_bound, lp_upper_bound_total, trace_upper_bound, worst_case_family)
-from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.errors import ScenarioError
+from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.scenarios import Scenario, make_preset
-from clustergym.scenarios.presets.autoscale import SYN4_REWARDS, SYN4_SERVER, SYN4_TYPES
-from clustergym.scenarios.presets.autoscale import (EX1_REWARDS, EX1_SERVER, EX1_TYPES, INTRO_REWARDS, INTRO_SERVER,
-                                                    INTRO_TYPES)
+from clustergym.scenarios.presets.autoscale import (
+    EX1_REWARDS,
+    EX1_SERVER,
+    EX1_TYPES,
+    INTRO_REWARDS,
+    INTRO_SERVER,
+    INTRO_TYPES,
+    SYN4_REWARDS,
+    SYN4_SERVER,
+    SYN4_TYPES,
+)
+from clustergym.theory.autoscale import (
+    ConfigSpace,
+    as_fraction,
+    critical_loads,
+    default_g,
+    dual_bound,
+    global_greedy,
+    gpa,
+    gpa_objective,
+    greedy_value_per_server,
+    instance_of,
+    lp_bound_per_server,
+    lp_upper_bound,
+    lp_upper_bound_total,
+    trace_upper_bound,
+    worst_case_family,
+)
 from clustergym.workloads import ReplaySource
 
 RHO = (F(2), F(1, 2), F(4, 3), F(1))

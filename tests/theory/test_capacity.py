@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from clustergym.errors import ScenarioError
 from clustergym.theory import capacity as capmod
 from clustergym.theory.capacity import (
     boundary_point,
@@ -20,7 +21,6 @@ from clustergym.theory.capacity import (
     maximal_configurations,
     product_form_law,
 )
-from clustergym.errors import ScenarioError
 
 # ---------------------------------------------------------------------------------------------
 # settings from the RMS paper

@@ -8,6 +8,15 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustergym.agent_api import make_agent, make_env_for
+from clustergym.core.commands import Cmd
+from clustergym.core.jobs import JobStatus
+from clustergym.errors import ConfigError, ScenarioError
+from clustergym.scenarios import Scenario, make_preset
+from clustergym.scenarios.presets.lotes import TABLE1, TABLE2
 from clustergym.theory.lotes import (
     LotesInputs,
     algorithm1_bins,
@@ -20,16 +29,6 @@ from clustergym.theory.lotes import (
     round_assignment,
     solve_lotes,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from clustergym.agent_api import make_agent
-from clustergym.core.commands import Cmd
-from clustergym.core.jobs import JobStatus
-from clustergym.errors import ConfigError, ScenarioError
-from clustergym.agent_api import make_env_for
-from clustergym.scenarios import Scenario, make_preset
-from clustergym.scenarios.presets.lotes import TABLE1, TABLE2
 from clustergym.workloads import ArrivalChunk, TypeInfo
 
 

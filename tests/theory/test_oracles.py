@@ -16,13 +16,13 @@ import math
 import numpy as np
 import pytest
 
-from clustergym.theory.capacity import boundary_point, capacity_scale, product_form_law
 from clustergym.core.commands import Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.envs import ClusterEnv
 from clustergym.runner import run_episode
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
+from clustergym.theory.capacity import boundary_point, capacity_scale, product_form_law
 from clustergym.workloads import Deterministic, Exponential, PoissonTypedSource, ReplaySource
 
 SIZES = np.array([[2.0], [5.0]])

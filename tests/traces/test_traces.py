@@ -542,8 +542,9 @@ def test_other_presets_on_fixtures():
     from clustergym.scenarios import PRESETS
 
     trace_presets = {name: p for name, p in PRESETS.items() if p.needs_traces}
+    # azure-vms (the suite's trace task) is covered by tests/workloads/test_windows.py and tests/suite
     assert set(trace_presets) == {"rms-google", "bfjs-google", "lotes-google", "autoscale-google", "alibaba-gpu",
-                                  "google-bf-replay", "mris-alibaba"}
+                                  "google-bf-replay", "mris-alibaba", "azure-vms"}
     for name, p in trace_presets.items():
         assert callable(p.build) and p.description and "\n" not in p.description
         assert "trace_dir" in p.defaults()

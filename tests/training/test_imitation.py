@@ -12,15 +12,15 @@ import torch as th
 from typer.testing import CliRunner
 
 from clustergym.agents import load_model_agent
-from clustergym.training.imitation import clone, collect_demonstrations, return_scale
 from clustergym.agents.policies import EquivariantMaskablePolicy
-from clustergym.training.train import make_train_env
 from clustergym.cli import app
 from clustergym.core.commands import Command
 from clustergym.envs import make_env
 from clustergym.errors import ConfigError
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
+from clustergym.training.imitation import clone, collect_demonstrations, return_scale
+from clustergym.training.train import make_train_env
 
 runner = CliRunner()
 

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.autoscale import default_g, type_rewards
-from clustergym.core.scores import score_ranks
 from clustergym.core.commands import Cmd, Command
+from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.autoscale import default_g, type_rewards
 from clustergym.validation import boolean, number
 
 __all__ = ["PowerOfD", "TrunkReservation", "least_loaded_order"]

@@ -54,11 +54,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.autoscale import Config, ConfigSpace, default_g, gpa, space_of
-from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.autoscale import Config, ConfigSpace, default_g, gpa, space_of
 from clustergym.validation import boolean, choice, number
 
 __all__ = ["DRA", "DRAPreemption", "DRANoMigration"]

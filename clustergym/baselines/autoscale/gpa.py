@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.autoscale import Config, ConfigSpace, as_fraction, gpa, lp_upper_bound, space_of
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.autoscale import Config, ConfigSpace, as_fraction, gpa, lp_upper_bound, space_of
 from clustergym.validation import choice
 
 __all__ = ["StaticReservation", "GPAStatic", "LPStatic", "static_partition_gpa", "static_partition_lp"]

@@ -97,10 +97,10 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.core.scores import argbest, score_tol
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.placement import ResidualIndex
+from clustergym.core.scores import argbest, score_tol
 from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice

@@ -81,10 +81,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from clustergym.baselines.bfjs.bfjs import SlottedAgent, first_by_id
 from scipy.optimize import linprog
 from sortedcontainers import SortedList
 
+from clustergym.baselines.bfjs.bfjs import SlottedAgent, first_by_id
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, number
 

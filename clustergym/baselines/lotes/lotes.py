@@ -49,13 +49,13 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
-from clustergym.validation import boolean, choice
-from clustergym.core.cluster import fit_limit
 from clustergym.theory.lotes import LotesPlan, plan_for
+from clustergym.validation import boolean, choice
 
 __all__ = ["ArrivalExitDispatcher", "LoTES", "QueueMirror"]
 
@@ -231,6 +231,11 @@ class LoTES(ArrivalExitDispatcher):
                 self._cand.append([ms[self._N[ms, k] > 0] for k in range(K)])
             else:
                 self._cand.append([ms for _ in range(K)])
+        # the fit limits of each candidate set, per resource (the same comparisons as np.all(load[idx] + d
+        # <= lim[idx], axis=1), without gathering the limits at every arrival), and of every machine
+        self._cand_lim = [[[np.ascontiguousarray(self._lim[idx, r]) for r in range(self._lim.shape[1])]
+                           for idx in self._cand[j]] for j in range(M)]
+        self._lim_col = [np.ascontiguousarray(self._lim[:, r]) for r in range(self._lim.shape[1])]
         self._exit_classes = [[int(k) for k in np.flatnonzero(plan.Delta[j] > 0)] for j in range(M)]
         self._bin_classes = [np.flatnonzero(self._N[m] > 0).tolist() for m in range(L)] if self.exit_scope == "bin" \
             else None
@@ -282,14 +287,20 @@ class LoTES(ArrivalExitDispatcher):
                     continue
                 examined.append(idx)
                 st["examined"] += int(idx.size)
-                ok = np.all(load[idx] + d <= self._lim[idx], axis=1)
+                lim = self._cand_lim[j][k]
+                here = load[idx]
+                ok = here[:, 0] + d[0] <= lim[0]
+                for r in range(1, d.shape[0]):
+                    ok &= here[:, r] + d[r] <= lim[r]
                 if ok.any():
                     cand = idx[ok]
                     ups = self._N[cand, k] - count[cand, k]
                     st["placed_level2"] += 1
                     return int(cand[int(np.argmax(ups))])
         # fallback: first fit over every machine not examined (canonical order)
-        fits = np.all(load + d <= self._lim, axis=1)
+        fits = load[:, 0] + d[0] <= self._lim_col[0]
+        for r in range(1, d.shape[0]):
+            fits &= load[:, r] + d[r] <= self._lim_col[r]
         unexamined = None
         if examined:
             unexamined = np.ones(v.num_servers, dtype=bool)

@@ -42,13 +42,12 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.validation import boolean, choice
-
-from clustergym.core.cluster import fit_limit
 
 __all__ = ["LotesGreedy"]
 
@@ -105,18 +104,21 @@ class LotesGreedy(Agent):
         st = self.stats
         st["arrivals"] += 1
         d = v.demand(job)
-        fits = np.all(v.load + d <= self._lim, axis=1)
-        qlen = self._queue_lengths()
-        if self.respect_queues:
-            fits &= qlen == 0
-        hit = np.flatnonzero(fits)
-        if hit.size:
-            s = int(hit[0])
+        if self.respect_queues or self.env.sim.cluster.any_slots:
+            fits = np.all(v.load + d <= self._lim, axis=1)
+            if self.respect_queues:
+                fits &= self._queue_lengths() == 0
+            hit = np.flatnonzero(fits)
+            s = int(hit[0]) if hit.size else -1
+        else:  # the kernel's first fit: the same fit test, from its placement index on large clusters
+            s = v.select_server("first-fit", job)
+        if s >= 0:
             st["immediate"] += 1
             st["examined"] += s + 1
             return [Command.route(job, s), Command.place(job, s)] if self.local else [Command.place(job, s)]
         st["examined"] += v.num_servers
         st["queued"] += 1
+        qlen = self._queue_lengths()
         hold = np.flatnonzero(np.all(d <= self._lim, axis=1))
         q = qlen[hold]
         best = hold[q == q.min()]

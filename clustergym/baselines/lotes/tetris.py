@@ -39,14 +39,13 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.core.scores import argbest
+from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
+from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd
+from clustergym.core.scores import argbest
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.validation import number, positive
-
-from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
-from clustergym.core.cluster import fit_limit
 
 __all__ = ["TetrisTran"]
 
@@ -77,6 +76,12 @@ class TetrisTran(ArrivalExitDispatcher):
             hpu = 1.0 / 3600.0 if is_trace else 1.0
         self._hpu = hpu
         self._speed = np.array(v.speed, dtype=float) / hpu   # oracle (L, J); p = work / speed in hours
+        # per type: its speed column, and the speed when every machine has the same (no Omega), so
+        # that an arrival computes p once; per resource: the fit limit column (exactly the same
+        # floating-point operations as the (L, R) expressions, without their temporaries)
+        self._speed_col = [np.ascontiguousarray(self._speed[:, k]) for k in range(self._speed.shape[1])]
+        self._speed_one = [float(c[0]) if c.size and np.all(c == c[0]) else None for c in self._speed_col]
+        self._lim_col = [np.ascontiguousarray(self._lim[:, r]) for r in range(self._lim.shape[1])]
         self._work = np.zeros(1024)                    # per job id, learnt at arrival (clairvoyance)
         self._type = np.zeros(1024, dtype=np.int64)
         # agent-side mirror of the central queue (arrival order), so that a completion scores the
@@ -101,15 +106,27 @@ class TetrisTran(ArrivalExitDispatcher):
         self.stats["examined"] += v.num_servers
         d = v.demand(job)
         load = v.load
-        fits = np.all(load + d <= self._lim, axis=1)
+        fits = load[:, 0] + d[0] <= self._lim_col[0]  # = np.all(load + d <= lim, axis=1), column by column
+        for r in range(1, d.shape[0]):
+            fits &= load[:, r] + d[r] <= self._lim_col[r]
         idx = np.flatnonzero(fits)
         if idx.size == 0:
             self.stats["queued"] += 1
             self._queue.push(job, d)
             return -1
-        free = self._cap[idx] - load[idx]
-        p = self._work[job] / self._speed[idx, self._type[job]]
-        align, work = self.w_align * (free @ d), self.w_work * p * float(d.sum())
+        # the score over the fitting machines, as one (n, R) @ (R,) product on exactly those rows
+        # (BLAS's rounding of a row may depend on the rows around it: the same rows, the same sums)
+        k = self._type[job]
+        free = self._cap - load
+        if idx.size < free.shape[0]:
+            free = free[idx]
+        align = self.w_align * (free @ d)
+        one = self._speed_one[k]
+        if one is not None:  # the same p on every machine: computed once, the same value
+            work = self.w_work * (self._work[job] / one) * float(d.sum())
+        else:
+            sp = self._speed_col[k] if idx.size == fits.shape[0] else self._speed_col[k][idx]
+            work = self.w_work * (self._work[job] / sp) * float(d.sum())
         return int(idx[argbest(align - work, scale=_magnitude(align, work))])
 
     def _on_exit(self, m: int) -> int:
@@ -131,6 +148,6 @@ class TetrisTran(ArrivalExitDispatcher):
         return q.pop_at(int(idx[argbest(align - work, scale=_magnitude(align, work))]))
 
 
-def _magnitude(align: np.ndarray, work: np.ndarray) -> float:
+def _magnitude(align: np.ndarray, work: np.ndarray | float) -> float:
     """The scale of a Tetris score ``align - work``: its terms' size (the difference can cancel)."""
     return float(max(np.max(np.abs(align)), np.max(np.abs(work))))

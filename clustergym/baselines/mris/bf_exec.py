@@ -20,13 +20,14 @@ chosen at random among them, seeded by the agent's generator).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from clustergym.baselines.mris.mris import EventTimeAgent
-from clustergym.core.scores import argbest
 from clustergym.core.commands import Command
+from clustergym.core.scores import argbest
 from clustergym.errors import ConfigError
 from clustergym.validation import choice
 

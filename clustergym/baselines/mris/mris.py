@@ -47,20 +47,20 @@ import dataclasses
 import heapq
 import math
 from abc import abstractmethod
-from typing import Any, ClassVar, Iterator
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.cluster import fit_limit
-from clustergym.core.scores import score_ranks
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
+from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
+from clustergym.theory.mris import KNAPSACKS, MRISInstance, select_batch
 from clustergym.validation import choice, number, positive
-from clustergym.theory.mris import KNAPSACKS, select_batch
-from clustergym.theory.mris import MRISInstance
 
 __all__ = ["TOL", "SORT_KEYS", "sort_scores", "priority_order", "check_key", "MRISResult", "mris_schedule",
            "check_schedule", "events_pending_now", "JobCache",

@@ -22,18 +22,27 @@ first fit, event-driven; ``offline=True`` releases every job at 0, PQ for makesp
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Iterator
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.baselines.mris.mris import (_NEEDS_DURATION, _WORK_EPOCHS, SORT_KEYS, TOL, EventTimeAgent, check_key,
-                                       priority_order, sort_scores)
+from clustergym.baselines.mris.mris import (
+    _NEEDS_DURATION,
+    _WORK_EPOCHS,
+    SORT_KEYS,
+    TOL,
+    EventTimeAgent,
+    check_key,
+    priority_order,
+    sort_scores,
+)
 from clustergym.core.cluster import score_ranks
 from clustergym.core.commands import Cmd, Command
 from clustergym.errors import ConfigError
-from clustergym.validation import number
 from clustergym.theory.mris import MRISInstance
+from clustergym.validation import number
 
 __all__ = ["PriorityQueue", "PQ_SVF", "PQ_WSVF", "PQ_SJF", "PQ_WSJF", "PQ_SDF", "PQ_WSDF", "PQ_ERF", "CollectAllPQ", "pq_schedule", "pq_schedule_machine_major"]
 

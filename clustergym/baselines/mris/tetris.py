@@ -20,13 +20,13 @@ the authors' code does.  Weights are not used.  A job of zero volume gets ``s_j 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from clustergym.baselines.mris.mris import EventTimeAgent
-from clustergym.core.scores import argbest
 from clustergym.core.commands import Command
+from clustergym.core.scores import argbest
 
 __all__ = ["TetrisMRIS", "ZERO_VOLUME_SCORE"]
 

@@ -64,14 +64,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.capacity import enumerate_configurations
-from clustergym.core.cluster import fit_limit
-from clustergym.core.scores import best_mask, score_ranks
-from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.core.simulator import EpochConfig
 from clustergym._cache import Cache
+from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.core.cluster import fit_limit
+from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.core.scores import best_mask, score_ranks
+from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError, ScenarioError
+from clustergym.theory.capacity import enumerate_configurations
 from clustergym.validation import choice, number
 
 __all__ = ["Knapsack", "knapsack_for", "MaxWeightRefresh", "MaxWeightStop"]

@@ -94,13 +94,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from clustergym._cache import Cache
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.theory.capacity import max_jobs_per_server
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
-from clustergym._cache import Cache
 from clustergym.errors import ConfigError
+from clustergym.theory.capacity import max_jobs_per_server
 from clustergym.validation import boolean, choice, matrix, number, positive, vector
 
 __all__ = [

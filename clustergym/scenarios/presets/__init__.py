@@ -58,6 +58,9 @@ register_preset("mris-lemma41", f"{_P}.mris:mris_lemma41",
                 "MRIS Lemma 4.1 adversarial instance: PQ/Tetris/BF-EXEC 4224, MRIS 256, OPT 161.5 (MRIS Sec. 4)")
 register_preset("mris-patience", f"{_P}.mris:mris_patience",
                 "MRIS Figure 7 'patience' instance: one long blocking job, 2499 small jobs just after (MRIS Sec. 7.5.4)")
+register_preset("mris-poisson", f"{_P}.mris:mris_poisson",
+                "MRIS model, stochastic: Poisson arrivals, 2 weight classes, log-normal processing times, M machines "
+                "(MRIS Sec. 3, Sec. 7)")
 register_preset("mris-alibaba", f"{_P}.mris:mris_alibaba",
                 "MRIS trace-driven weighted scenario: Alibaba GPU v2023 pods, weight from QoS (Azure substitute)",
                 needs_traces=True)
@@ -76,6 +79,9 @@ register_preset("autoscale-google", f"{_P}.traces:autoscale_google",
                 needs_traces=True)
 register_preset("alibaba-gpu", f"{_P}.traces:alibaba_gpu",
                 "Alibaba GPU v2023 pods (CPU, memory, GPU) on 1,523 heterogeneous nodes", needs_traces=True)
+register_preset("azure-vms", f"{_P}.traces:azure_vms",
+                "Azure V1 VMs (2017): a random thinned day of the trace per seed, flavours as types, on L hosts",
+                needs_traces=True)
 register_preset("google-bf-replay", f"{_P}.traces:google_bf_replay",
                 "Google 2011 completed tasks (CPU, memory) on 420 unit servers: the performance benchmark's "
                 "Best-Fit replay", needs_traces=True)

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.theory.autoscale import worst_case_family
 from clustergym.errors import ScenarioError
-from clustergym.validation import choice, positive
 from clustergym.scenarios.spec import Scenario
+from clustergym.theory.autoscale import worst_case_family
+from clustergym.validation import choice, positive
 from clustergym.workloads import Exponential, PoissonTypedSource
 
 __all__ = ["SYN4_TYPES", "SYN4_REWARDS", "SYN4_RHO", "SYN4_SERVER", "autoscale_4vm", "INTRO_TYPES", "INTRO_REWARDS", "INTRO_SERVER", "EX1_TYPES", "EX1_REWARDS", "EX1_SERVER",

@@ -48,8 +48,8 @@ import numpy as np
 
 from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
-from clustergym.validation import positive
 from clustergym.scenarios.spec import Scenario
+from clustergym.validation import positive
 from clustergym.workloads import Exponential, PoissonClassSource
 
 __all__ = [

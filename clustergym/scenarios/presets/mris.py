@@ -17,6 +17,9 @@ docs/papers/mris.md#awct); :func:`clustergym.reproduce.mris.paper_metrics` compu
 * ``mris-patience`` -- the Figure 7 synthetic input (Sec. 7.5.4, as the authors'
   generator builds it, docs/papers/mris.md#patience): one machine, R=3, a 14-unit job of demand 0.99 at r=0.01, then N-1
   small jobs at r=0.1 with demands U[0, 0.1) and p = U·2^floor(10 i/N)/100.  Seeded.
+* ``mris-poisson`` -- a stochastic instance family of the paper's model (Sec. 3): Poisson arrivals on
+  ``M`` machines, ``R`` resources, two weight classes, heavy-tailed processing times, a finite
+  horizon; each seed is a new instance (see :func:`mris_poisson`).
 * ``mris-alibaba`` -- the trace-driven weighted scenario.  The paper's Azure packing trace
   (2020, with priorities) is not available here; the substitute is the Alibaba GPU v2023 pod
   list of the trace directory (7,091 pods with a binary QoS class over 33.6 days), with the QoS
@@ -31,14 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.core.simulator import EpochConfig
 from clustergym._cache import Cache
+from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ScenarioError
-from clustergym.validation import choice, number, positive
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.mris import MRISInstance
+from clustergym.validation import choice, number, positive
 
-__all__ = ["instance_scenario", "lemma41_instance", "patience_instance", "mris_lemma41", "mris_patience", "mris_alibaba",
+__all__ = ["instance_scenario", "lemma41_instance", "patience_instance", "mris_lemma41", "mris_patience", "mris_poisson",
+           "mris_alibaba",
            "ALIBABA_WEIGHT_MAPS", "ALIBABA_MACHINE"]
 
 #: decision epochs of the presets (arrivals and completions; agents add wake-ups themselves)
@@ -119,6 +123,55 @@ def mris_patience(n: int = 2500, seed: int = 0) -> Scenario:
     """Figure 7 "patience" instance (Sec. 7.5.4); see :func:`patience_instance`."""
     return instance_scenario(
         patience_instance(n, seed), "mris-patience", "MRIS Figure 7: a 14-unit job of demand 0.99 at 0.01, then N-1 small jobs at 0.1 (M=1, R=3)")
+
+
+# ---------------------------------------------------------------------------------------------- stochastic
+
+def mris_poisson(num_servers: int = 4, num_resources: int = 3, load: float = 0.8, high_weight: float = 2.0,
+                 high_share: float = 0.5, demand_low: float = 0.02, demand_high: float = 0.5, sigma: float = 1.2,
+                 gamma0: float = 0.0625, horizon: float = 80.0) -> Scenario:
+    """A stochastic family of MRIS instances (the model of Sec. 3, on the scale of Sec. 7): a new instance per seed.
+
+    ``M`` identical machines with ``R`` resources of capacity 1; Poisson arrivals of two weight
+    classes (weight ``high_weight`` with probability ``high_share``, else 1: a binary priority, as the
+    trace's, Sec. 7.1); demands ``U[demand_low, demand_high]`` per resource; processing times
+    log-normal of mean 1 and log-standard deviation ``sigma`` (1.2: the median is 0.49, one job in a
+    hundred runs longer than 8), the same for both classes.  Clairvoyant: a job's processing time
+    and weight are known at its release (Sec. 3).  Arrival rate ``load x M / (E[p] E[d])``, so
+    ``load`` is the offered load of each resource.  The horizon is finite (the paper's instances
+    are finite job sets; here a seed's jobs are those released before the horizon), so the objective
+    ``weighted-system`` integrates the weighted number of jobs in the system over the horizon:
+    ``Σ_j w_j`` (time job ``j`` spent in the system before the horizon).
+    ``gamma0`` is MRIS's time unit (declared in ``params``, docs/papers/mris.md#gamma0): the
+    interval grid ``γ_k = gamma0 2^k``; 1/16 of the mean processing time.
+    """
+    from clustergym.workloads import LogNormal, PoissonClassSource, UniformDemand
+
+    M = positive(num_servers, "params.num_servers", integer=True)
+    R = positive(num_resources, "params.num_resources", integer=True)
+    load = positive(load, "params.load")
+    wh = positive(high_weight, "params.high_weight")
+    share = number(high_share, "params.high_share", lo=0.0, hi=1.0)
+    lo = positive(demand_low, "params.demand_low", allow_zero=True)
+    hi = number(demand_high, "params.demand_high", lo=lo, hi=1.0)
+    sigma = positive(sigma, "params.sigma", allow_zero=True)
+    g0 = positive(gamma0, "params.gamma0")
+    mean_d = 0.5 * (lo + hi)
+    if mean_d <= 0:
+        raise ScenarioError("params.demand_high", "the mean demand must be > 0")
+    rate = load * M / mean_d  # E[p] = 1
+    law = UniformDemand([lo] * R, [hi] * R)
+    src = PoissonClassSource(rate, [1.0 - share, share], np.full((2, R), mean_d), LogNormal(1.0, sigma),
+                             demand_laws=[law, law], names=("weight-1", f"weight-{wh:g}"), weights=[1.0, wh])
+    return Scenario(
+        name="mris-poisson", capacity=np.ones((M, R)), source=src, resources=tuple(f"r{l}" for l in range(R)),
+        horizon=positive(horizon, "params.horizon"), objective="weighted-system", epochs=MRIS_EPOCHS,
+        clairvoyant=True,
+        description="MRIS model (Sec. 3), stochastic: Poisson arrivals, two weight classes, log-normal processing times",
+        params={"num_servers": M, "num_resources": R, "load": load, "rate": rate, "high_weight": wh,
+                "high_share": share, "demand_low": lo, "demand_high": hi, "sigma": sigma, "gamma0": g0,
+                "horizon": horizon},
+    )
 
 
 # ---------------------------------------------------------------------------------------------- trace-driven

@@ -17,6 +17,8 @@ without them, building raises :class:`~clustergym.traces.paths.TraceNotFoundErro
   nodes of the trace (GPU as a third resource).
 * :func:`google_bf_replay` -- completed Google tasks on 420 unit servers: the performance benchmark's
   Best-Fit replay.
+* :func:`azure_vms` -- Azure V1 (2017) VM arrivals, flavours as job types, on a few hosts: each seed a
+  random day of the trace, thinned (:class:`~clustergym.workloads.windows.TraceWindowSource`).
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from clustergym.core.simulator import SLOT_EPOCHS
-from clustergym.validation import number, positive
+from clustergym.scenarios.spec import Scenario
 from clustergym.traces import transforms as T
 from clustergym.traces.alibaba import (
     load_alibaba_gpu_v2023,
     load_alibaba_gpu_v2023_nodes,
 )
+from clustergym.traces.cache import cached, file_stamp, google_table
 from clustergym.traces.google import (
     load_google_machines,
     machine_configurations,
@@ -41,12 +44,11 @@ from clustergym.traces.google import (
 )
 from clustergym.traces.paths import trace_path
 from clustergym.traces.table import TraceTable
+from clustergym.traces.transforms import pow_half_names
+from clustergym.validation import number, positive
 from clustergym.workloads.replay import ReplaySource
 
 PathLike = str | os.PathLike[str]
-from clustergym.scenarios.spec import Scenario
-from clustergym.traces.cache import cached, file_stamp, google_table
-from clustergym.traces.transforms import pow_half_names
 
 # ---------------------------------------------------------------------------------------------- helpers
 
@@ -328,3 +330,69 @@ def alibaba_gpu(node_scale: float = 1.0, clip_before: float | None = 10_000_000.
 
 
 #: name -> (builder, one-line description); registered into clustergym.scenarios.registry.PRESETS by the owner
+
+
+def azure_vms(num_servers: int = 8, host_vcpu: float = 64.0, host_memory: float = 256.0, thin: int = 100,
+              window_hours: float = 24.0, start_day: float = 2.0, min_share: float = 0.001, split: str = "test",
+              trace_dir: str | None = None) -> Scenario:
+    """Azure V1 VMs (the Azure Public Dataset V1, 2017, as the RNN trace generator of SOSP'21 preprocessed it):
+    each seed replays a random window of the trace on a few hosts.
+
+    Preprocessing: the ``split`` VM arrivals with binned lifetimes (:func:`~clustergym.traces.azure.load_azure_v1`,
+    arrivals spread over their 300 s bin, censored VMs run to the censoring time, lifetimes at the
+    middle of their bin); demand (vCPU, memory GB) of the VM's flavour; flavours with less than
+    ``min_share`` of the VMs dropped (counted), the others are the job types (exact demands).
+    Episodes (:class:`~clustergym.workloads.windows.TraceWindowSource`): a window of ``window_hours``
+    starting uniformly between ``start_day`` days (the trace starts empty: the VMs created before it
+    are missing, and the long-lived population takes about two days to build up) and the end of the
+    trace minus the window; every ``thin``-th VM (random phase), so ``num_servers`` hosts see the load
+    that ``thin x num_servers`` hosts saw; the VMs still running at the window start arrive at time 0
+    with their remaining lifetime.  Hosts: ``num_servers`` of (``host_vcpu``, ``host_memory``): a
+    clustergym choice (the trace has no host sizes), which puts the CPU near its capacity on most
+    windows.  Time in seconds; central queue; objective: mean queue length.
+    """
+    from clustergym.traces.azure import load_azure_v1
+    from clustergym.workloads.windows import TraceWindowSource
+
+    scope = dict(locals())
+    L = positive(num_servers, "params.num_servers", integer=True)
+    cap = np.array([positive(host_vcpu, "params.host_vcpu"), positive(host_memory, "params.host_memory")])
+    k = positive(thin, "params.thin", integer=True)
+    W = positive(window_hours, "params.window_hours") * 3600.0
+    start = positive(start_day, "params.start_day", allow_zero=True) * 86400.0
+    share = number(min_share, "params.min_share", lo=0.0, hi=1.0)
+    table = cached(("azure-v1", str(trace_dir), split), lambda: load_azure_v1(trace_dir, split=split, arrival="spread"))
+    jobs = table.jobs
+    counts = jobs["flavor"].value_counts()
+    kept = sorted(f for f, n in counts.items() if n >= share * len(jobs))
+    sel = jobs["flavor"].isin(kept).to_numpy()
+    jobs = jobs[sel]
+    index = {f: i for i, f in enumerate(kept)}
+    demand = jobs[["vcpu", "memory"]].to_numpy(dtype=np.float64)
+    too_big = ~np.all(demand <= cap, axis=1)
+    if too_big.any():
+        from clustergym.errors import ScenarioError
+
+        raise ScenarioError("params.host_vcpu", f"{int(too_big.sum())} VMs do not fit a host of {cap.tolist()}")
+    typ = jobs["flavor"].map(index).to_numpy(dtype=np.int64)
+    type_demand = np.array([demand[typ == i][0] for i in range(len(kept))])
+    tab = ReplaySource(jobs["arrival"].to_numpy(), demand, jobs["duration"].to_numpy(), type=typ,
+                       type_demand=type_demand, names=tuple(f"flavor-{f}" for f in kept), source=table.source,
+                       columns={"time": "arrival", "work": "duration", "type": "flavor", "demand": ["vcpu", "memory"]})
+    end = float(tab.time[-1])
+    if start > end - W:
+        from clustergym.errors import ScenarioError
+
+        raise ScenarioError("params.start_day", f"windows of {W / 3600:g} h starting after day {start / 86400:g} "
+                                                f"do not fit the {end / 86400:.2f}-day trace")
+    src = TraceWindowSource(tab, W, start_low=start, start_high=end - W, thin=k)
+    steps = [f"flavours kept: {''.join(kept)} (each >= {share:g} of the VMs); {int((~sel).sum())} VMs of other "
+             "flavours dropped", f"episodes: a {W / 3600:g} h window from day {start / 86400:g} on, every "
+             f"{k}-th VM, the VMs running at its start at time 0 with their remaining lifetime"]
+    return Scenario(
+        name="azure-vms", capacity=np.tile(cap, (L, 1)), source=src, resources=("vcpu", "memory"), horizon=W,
+        objective="queue", queue_cap=None,
+        description="Azure V1 VMs: random thinned windows of the trace, flavours as types, on L hosts",
+        params=_params(scope, table, steps, dropped_vms=int((~sel).sum()), flavors=kept,
+                       flavor_demand=type_demand.tolist()),
+    )

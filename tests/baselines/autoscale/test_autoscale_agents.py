@@ -7,21 +7,19 @@ also given in ``clustergym reproduce`` at full length.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from clustergym.agent_api import list_agents, make_agent
-from clustergym.theory.autoscale import (global_greedy, gpa, instance_of, lp_bound_per_server, lp_upper_bound)
-from clustergym.runner.stats import check_lp_bound, reward_per_server_table
-from clustergym.reproduce.autoscale import windowed_reward
+from clustergym.agent_api import list_agents, make_agent, make_env_for
 from clustergym.core.commands import Cmd, EventKind
 from clustergym.core.view import ClusterView
 from clustergym.errors import ConfigError
-from clustergym.agent_api import make_env_for
-from clustergym.runner import compare, run_episode
 from clustergym.reproduce import CLAIMS, run_claims
+from clustergym.reproduce.autoscale import windowed_reward
+from clustergym.runner import compare, run_episode
+from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.scenarios import Scenario, make_preset
+from clustergym.theory.autoscale import global_greedy, gpa, instance_of, lp_bound_per_server, lp_upper_bound
 from clustergym.workloads import ReplaySource
 
 AUTOSCALE_AGENTS = ("gpa-static", "lp-static", "dra", "dra-preemption", "dra-no-migration", "power-of-d",
@@ -97,7 +95,7 @@ def _check_dra_records(records, extended_rg=False, preemption=False):
         kinds = [c.kind for c in cmds[:-1]]
         J1 = rec["J"] + 1
 
-        def in_rg(s):
+        def in_rg(s, rec=rec, J1=J1):
             return s in rec["RG"] or (extended_rg and rec["rank"][s] == J1)
 
         if ev.kind == EventKind.ARRIVAL:
@@ -378,8 +376,8 @@ def test_exact_claims_pass():
 # =============================================================================== Google-trace setup (Sec. 7.2)
 @pytest.mark.traces
 def test_trace_setup_runs_and_the_upper_bound_holds():
-    from clustergym.theory.autoscale import trace_upper_bound
     from clustergym.reproduce.autoscale import _autoscale_google
+    from clustergym.theory.autoscale import trace_upper_bound
 
     try:
         sc = _autoscale_google(num_servers=10, first_n=3000)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from clustergym.baselines.bfjs.bfjs import SLOT_EPOCHS, first_by_id
-from clustergym.reproduce.bfjs import classify, run_slotted
 
-from clustergym.agent_api import Agent, list_agents, make_agent
+from clustergym.agent_api import Agent, list_agents, make_agent, make_env_for
+from clustergym.baselines.bfjs.bfjs import SLOT_EPOCHS, first_by_id
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.errors import ConfigError, InvalidCommandError
-from clustergym.agent_api import make_env_for
+from clustergym.reproduce.bfjs import classify, run_slotted
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import Geometric, ReplaySource, SlottedSource, UniformDemand
 
@@ -363,7 +362,7 @@ def test_agents_on_the_google_trace_preset():
     pytest.importorskip("clustergym.traces")
     try:
         sc = make_preset("bfjs-google", first_n=1500, num_servers=40, horizon=6_000.0)
-    except Exception as e:  # noqa: BLE001 - the shared traces are optional
+    except Exception as e:
         pytest.skip(f"Google trace unavailable: {e}")
     full = _invariants("maximal")
 

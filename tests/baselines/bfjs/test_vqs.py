@@ -8,8 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustergym.agent_api import Agent, make_agent, make_env_for
 from clustergym.baselines.bfjs.bfjs import SLOT_EPOCHS
-from clustergym.reproduce.bfjs import classify, run_slotted
 from clustergym.baselines.bfjs.vqs import (
     _max_rho,
     auto_J,
@@ -22,13 +25,9 @@ from clustergym.baselines.bfjs.vqs import (
     partition_probs,
     vq_type,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from clustergym.agent_api import Agent, make_agent
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.errors import ConfigError
-from clustergym.agent_api import make_env_for
+from clustergym.reproduce.bfjs import classify, run_slotted
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import Geometric, ReplaySource, SlottedSource, UniformDemand
 

@@ -11,10 +11,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from clustergym.agent_api import make_agent
+from clustergym.agent_api import make_agent, make_env_for
 from clustergym.core.commands import Cmd
 from clustergym.errors import ConfigError
-from clustergym.agent_api import make_env_for
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import ArrivalChunk, TypeInfo
 

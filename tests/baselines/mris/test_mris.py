@@ -10,12 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from clustergym.theory.mris import (knapsack_brute_force, knapsack_cadp, knapsack_exact, knapsack_greedy)
 from clustergym.baselines.mris.mris import check_schedule, mris_schedule
-from clustergym.reproduce.mris import run_on_instance
 from clustergym.baselines.mris.priority_queue import pq_schedule, pq_schedule_machine_major
+from clustergym.reproduce.mris import run_on_instance
 from clustergym.scenarios.presets.mris import instance_scenario, lemma41_instance, patience_instance
-from clustergym.theory.mris import MRISInstance
+from clustergym.theory.mris import MRISInstance, knapsack_brute_force, knapsack_cadp, knapsack_exact, knapsack_greedy
 
 
 def rand_instance(rng: np.random.Generator, n: int, M: int, R: int, grid: bool = True) -> MRISInstance:

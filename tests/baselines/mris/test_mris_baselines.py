@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from clustergym.agent_api import list_agents, make_agent
-from clustergym.reproduce.mris import run_on_instance
 from clustergym.core.commands import Command, EventKind
 from clustergym.envs.cluster_env import ClusterEnv
 from clustergym.errors import ConfigError, ScenarioError
+from clustergym.reproduce.mris import run_on_instance
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
 from clustergym.scenarios.presets.mris import instance_scenario, patience_instance

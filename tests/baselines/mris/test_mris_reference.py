@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from clustergym.baselines.mris.mris import check_schedule, mris_schedule
-from clustergym.reproduce.mris import run_on_instance
 from clustergym.baselines.mris.priority_queue import pq_schedule, pq_schedule_machine_major
+from clustergym.reproduce.mris import run_on_instance
 from clustergym.theory.mris import MRISInstance
 
 

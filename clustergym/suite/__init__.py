@@ -1,0 +1,67 @@
+"""The clustergym suite: named, versioned learning tasks with reference scores (issue #19).
+
+Each task (:mod:`.tasks`) is a Gymnasium id ``clustergym/<task>-v1`` built by :func:`make_task_env`
+(:mod:`.env`); importing this package registers them (``import clustergym`` does).  The reference
+scores of random and of every compatible baseline ship in ``reference.json`` (:mod:`.reference`);
+:mod:`.benchmark` scores an agent or saved models on the suite, normalised against them, with
+interquartile means and stratified bootstrap intervals (:mod:`.aggregate`)::
+
+    import gymnasium as gym
+    import clustergym  # noqa: F401
+
+    env = gym.make("clustergym/rms-trap-v1")      # invalid actions act as WAIT: no mask needed
+
+``clustergym benchmark AGENT|MODEL ...`` is the command line; ``docs/benchmark.md`` documents
+every task.
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+from clustergym.suite.tasks import (
+    EVAL_SEEDS,
+    REFERENCE_SEEDS,
+    SUITE_VERSION,
+    TASKS,
+    Task,
+    eval_seeds,
+    find_task,
+    task,
+    task_names,
+)
+
+__all__ = [
+    "EVAL_SEEDS",
+    "REFERENCE_SEEDS",
+    "SUITE_IDS",
+    "SUITE_VERSION",
+    "TASKS",
+    "Task",
+    "eval_seeds",
+    "find_task",
+    "make_task_env",
+    "register_suite",
+    "task",
+    "task_names",
+]
+
+
+def register_suite() -> list[str]:
+    """Register every task's Gymnasium id (idempotent); return the ids."""
+    for t in TASKS.values():
+        if t.id not in registry:
+            register(id=t.id, entry_point="clustergym.suite.env:make_task_env", kwargs={"task": t.name},
+                     max_episode_steps=t.max_episode_steps, disable_env_checker=False)
+    return [t.id for t in TASKS.values()]
+
+
+def make_task_env(task: str | Task, **kwargs):
+    """The environment of a suite task; see :func:`clustergym.suite.env.make_task_env`."""
+    from clustergym.suite.env import make_task_env as make
+
+    return make(task, **kwargs)
+
+
+#: the Gymnasium ids of the suite's tasks
+SUITE_IDS: list[str] = register_suite()

@@ -1,0 +1,222 @@
+"""The environment of a suite task: a :class:`~clustergym.envs.ClusterEnv` in :class:`TaskEnv`.
+
+``gymnasium.make("clustergym/<task>-v1")`` calls :func:`make_task_env`, which builds the task's
+scenario with the task's environment arguments (action mode, queue window, reward scale and timing,
+``invalid_action="wait"``, the invalid-action penalty) and wraps it in :class:`TaskEnv`; Gymnasium
+adds ``TimeLimit(max_episode_steps)``.
+
+:class:`TaskEnv` changes three things and nothing else (rewards and dynamics are the env's):
+
+* **the start**: with a warm start, the task's setup agent places the jobs that arrive at time 0
+  before the first decision (its commands are not steps of the episode);
+* **the observation**: no clock, and bounded features (:data:`OBSERVATION_TABLE`);
+* **info**: ``info["score"]``, the episode's score so far, at every step, and at the last step
+  ``info["task"]``, the window's metrics (:func:`window_metrics`).
+
+Observation (``L`` servers, ``R`` resources, ``J`` types, ``K`` window rows,
+``F = R + J + 3`` job features: demand / largest capacity (``R``), one-hot type (``J``),
+``log1p(weight)``, ``log1p(waited / time_unit)``, ``log1p(work / time_unit)`` if the task is
+clairvoyant else 0), keys in this order (the order of the ``Dict`` space, so
+``np.concatenate(list(obs.values()))`` and ``gymnasium.spaces.flatten`` agree):
+
+================== =========== =====================================================================
+key                shape       content
+================== =========== =====================================================================
+``free``           (L, R)      free capacity / capacity, in [0, 1]
+``running``        (L, J)      ``log1p`` of the real jobs of each type running on each server
+``dummies``        (L, J)      ``log1p`` of the dummy jobs and reservation slots of each type
+``queue_counts``   (J,)        ``log1p`` of the waiting jobs of each type
+``queue_jobs``     (K, F)      the first K waiting jobs (arrival order), job features as above
+``queue_mask``     (K,)        1 where a queue-window row holds a job
+``event``          (5 + F,)    one-hot event kind (completion, arrival, tick, wake-up, start), then
+                               the features of the event's job
+``event_server``   (L,)        one-hot server of the event (zeros if none)
+``arrival_rates``  (J,)        ``log1p`` of the arrival-rate estimate per type x time_unit / L
+``action_mask``    (M,)        1 for the valid actions of the action mode (int8)
+================== =========== =====================================================================
+
+Every float feature is clipped to ``[0, 10]`` (``log1p`` reaches 10 at 22,025).  There is no
+``time`` key: the elapsed time would be a clock (a policy could learn the horizon).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from clustergym.core.commands import Command
+from clustergym.core.objectives import objective
+from clustergym.envs import make_env
+from clustergym.suite.tasks import Task
+from clustergym.suite.tasks import task as get_task
+
+__all__ = ["FEATURE_CAP", "OBSERVATION_KEYS", "TaskEnv", "make_task_env", "window_metrics"]
+
+#: the observation's keys, in order
+OBSERVATION_KEYS = ("free", "running", "dummies", "queue_counts", "queue_jobs", "queue_mask", "event", "event_server",
+                    "arrival_rates", "action_mask")
+#: every float feature is clipped to [0, FEATURE_CAP]
+FEATURE_CAP = 10.0
+_N_EVENT_KINDS = 5
+
+
+def window_metrics(env: Any) -> dict[str, Any]:
+    """The score and metrics of a task episode so far, from its environment (``env.unwrapped``).
+
+    The window is ``[0, now]``; once the episode has ended by its horizon or by draining (a trace
+    window whose jobs have all left), ``[0, horizon]``: nothing happens after a drain, so the time
+    integrals are final.  ``complete`` is False for an episode cut short (by the step bound).
+
+    Returns ``score`` (``sign x integral / window``), ``metric`` (its name), ``value`` (the metric),
+    ``window``, ``complete``, and ``arrivals``, ``started``, ``completed``, ``rejected``,
+    ``queued_at_end``.
+    """
+    inner = env.unwrapped
+    sim = inner.sim
+    obj = objective(inner.objective)
+    integral = float(getattr(sim.integrals, obj.integral))
+    horizon = float(sim.horizon)
+    complete = bool(sim.truncated or sim.terminated)
+    window = horizon if complete and math.isfinite(horizon) else float(sim.now)
+    value = integral / window if window > 0 else 0.0
+    return {"score": obj.sign * value, "metric": obj.metric, "value": value, "window": window, "complete": complete,
+            "arrivals": int(sim.n_arrivals), "started": int(sim.n_started), "completed": int(sim.n_completed),
+            "rejected": int(sim.n_rejected), "queued_at_end": int(sim.n_queued)}
+
+
+class TaskEnv(gym.Wrapper):
+    """A suite task's environment: the start, the observation and ``info`` of the task (module docstring).
+
+    Args:
+        env: the task's :class:`~clustergym.envs.ClusterEnv`.
+        task: the :class:`~clustergym.suite.tasks.Task`.
+    """
+
+    def __init__(self, env: gym.Env, task: Task):
+        super().__init__(env)
+        self.task = task
+        inner = env.unwrapped
+        sim = inner.sim
+        self._L, self._R, self._J = sim.num_servers, sim.num_resources, sim.num_types
+        self._K = inner.queue_window
+        self._F = self._R + self._J + 3
+        self._tau = float(task.time_unit)
+        base = env.observation_space
+        cap = FEATURE_CAP
+        f32 = np.float32
+
+        def box(shape: tuple[int, ...], high: float = cap) -> spaces.Box:
+            return spaces.Box(0.0, high, shape, f32)
+
+        self.observation_space = spaces.Dict(OrderedDict(
+            (k, base[k] if k == "action_mask" else box(base[k].shape, 1.0 if k in (
+                "free", "queue_mask", "event_server") else cap)) for k in OBSERVATION_KEYS))
+        self._carry = 0.0
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._carry = 0.0
+        if self.task.warm_start is not None:
+            obs, info = self._warm_start(obs, info, seed)
+        info["score"] = 0.0
+        return self._observe(obs), info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self._carry:
+            reward, self._carry = reward + self._carry, 0.0
+        m = window_metrics(self.env)
+        info["score"] = m["score"]
+        if terminated or truncated:
+            info["task"] = {"id": self.task.id, **m}
+        return self._observe(obs), reward, terminated, truncated, info
+
+    def task_metrics(self) -> dict[str, Any]:
+        """The window's score and metrics so far (:func:`window_metrics`)."""
+        return {"id": self.task.id, **window_metrics(self.env)}
+
+    # ------------------------------------------------------------------ the start
+    def _warm_start(self, obs: Any, info: dict, seed: int | None) -> tuple[Any, dict]:
+        """The setup agent acts at every epoch at time 0 (the env shows it every epoch); the rewards
+        earned meanwhile are paid with the first step.  Its decisions depend on the state only, so
+        every agent's episode starts from the same state."""
+        from clustergym.agent_api import make_agent
+
+        inner = self.env.unwrapped
+        sim = inner.sim
+        setup = make_agent(self.task.warm_start)
+        skip = inner.skip_trivial
+        inner.skip_trivial = False
+        try:
+            setup.reset(inner, seed=seed)
+            while not sim.done and sim.now <= 0.0:
+                obs, reward, _, _, info = inner.step(setup.predict(obs)[0])
+                self._carry += reward
+        finally:
+            inner.skip_trivial = skip
+        if skip and not sim.done and inner.mode.only_wait(inner.action_masks()):
+            obs, reward, _, _, info = inner.step(Command.wait())  # on to the first epoch with a choice
+            self._carry += reward
+        info.pop("invalid_action", None)
+        return obs, info
+
+    # ------------------------------------------------------------------ the observation
+    def _jobs(self, x: np.ndarray) -> np.ndarray:
+        """Job feature rows (..., F): weight, waited time and work through log1p (times in time units)."""
+        a = self._R + self._J
+        out = x.copy()
+        out[..., a] = np.log1p(x[..., a])
+        out[..., a + 1:a + 3] = np.log1p(x[..., a + 1:a + 3] / self._tau)
+        return np.minimum(out, FEATURE_CAP, out=out)
+
+    def _observe(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
+        if obs is None:  # observe=False: agents that read the state through env.view
+            return None
+        cap = FEATURE_CAP
+
+        def counts(x: np.ndarray) -> np.ndarray:
+            return np.minimum(np.log1p(x), cap).astype(np.float32)
+
+        event = obs["event"].copy()
+        event[_N_EVENT_KINDS:] = self._jobs(event[_N_EVENT_KINDS:])
+        rates = np.log1p(obs["arrival_rates"] * (self._tau / self._L))
+        return OrderedDict((
+            ("free", obs["free"]),
+            ("running", counts(obs["running"])),
+            ("dummies", counts(obs["dummies"])),
+            ("queue_counts", counts(obs["queue_counts"])),
+            ("queue_jobs", self._jobs(obs["queue_jobs"])),
+            ("queue_mask", obs["queue_mask"]),
+            ("event", event),
+            ("event_server", obs["event_server"]),
+            ("arrival_rates", np.minimum(rates, cap).astype(np.float32)),
+            ("action_mask", obs["action_mask"]),
+        ))
+
+
+def make_task_env(task: str | Task, **kwargs: Any) -> TaskEnv:
+    """The environment of a suite task (the entry point of ``clustergym/<task>-v1``).
+
+    ``kwargs`` are :class:`~clustergym.envs.ClusterEnv` arguments; the task's own
+    (:meth:`Task.env_kwargs`: action mode, queue window, reward scale and timing, invalid-action
+    policy and penalty) are the defaults.  The scenario and its horizon are the task's: preset
+    parameters and ``horizon`` are refused.  Agents that read the state through ``env.view`` pass
+    ``observe=False`` (the runner does) and rule-based agents add their decision epochs.
+    """
+    from clustergym.envs.factory import ENV_KWARGS
+    from clustergym.errors import ConfigError
+
+    t = task if isinstance(task, Task) else get_task(task)
+    bad = sorted(k for k in kwargs if k not in ENV_KWARGS or k == "horizon")
+    if bad:
+        raise ConfigError(bad[0], f"suite task {t.name!r} fixes its scenario and horizon; {bad[0]!r} is not an "
+                                  "environment argument it takes (train on the preset "
+                                  f"{t.preset!r} to change them)")
+    env_kwargs = {**t.env_kwargs(), **kwargs}
+    return TaskEnv(make_env(t.scenario(), **env_kwargs), t)
