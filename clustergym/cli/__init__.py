@@ -20,7 +20,7 @@ from rich.table import Table
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli.values import parse_pairs, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
-from clustergym.validation import number
+from clustergym.validation import choice, number
 
 #: click's UsageError as typer raises it (typer >= 0.24 vendors click)
 _USAGE_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
@@ -260,6 +260,12 @@ def compare_cmd(
     ),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=_WARMUP_HELP),
+    p_adjust: str | None = typer.Option(
+        None,
+        "--p-adjust",
+        help="correction of the paired tests' p-values for comparing many agents with the reference: "
+        "holm (default; family-wise error), bh (Benjamini-Hochberg; false discovery rate) or none",
+    ),
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals.
 
@@ -280,7 +286,8 @@ def compare_cmd(
         worker_count,
         write_results,
     )
-    from clustergym.runner.stats import SUMMARY_METRICS
+    from clustergym.runner.metric_info import metric_info
+    from clustergym.runner.stats import P_ADJUST_METHODS, SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
 
     workers = worker_count(workers, "--workers")
@@ -293,6 +300,7 @@ def compare_cmd(
         "--sweep": sweep_,
         "--reference": reference,
         "--warmup": warmup,
+        "--p-adjust": p_adjust,
     }
     folder = None
     if resume is not None:
@@ -318,12 +326,14 @@ def compare_cmd(
             given["--horizon"],
         )
         sweep_, reference, warmup = given["--sweep"], given["--reference"], given.get("--warmup")
+        p_adjust = given.get("--p-adjust")
     if scenario is None or agents is None:
         raise ConfigError(
             "SCENARIO" if scenario is None else "--agents",
             "a scenario and --agents are required (or --resume DIR of an earlier run)",
         )
     seeds = 5 if seeds is None else seeds
+    p_adjust = choice("holm" if p_adjust is None else p_adjust, "--p-adjust", P_ADJUST_METHODS, error=ConfigError)
 
     # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
     param, values, skipped = None, [None], {}
@@ -450,7 +460,9 @@ def compare_cmd(
         rows = folder.ordered_rows(len(cells))  # the kept rows: a resumed run gives the same tables
     runs = pd_frame(rows)
     metric = headline_metric(sc.objective)
-    summary = summarize(runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param)
+    summary = summarize(
+        runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param, p_adjust=p_adjust
+    )
     if param is None:
         add_lp_bound(summary, sc)
     written: list[Path] = []
@@ -461,7 +473,7 @@ def compare_cmd(
             summary,
             metric=metric,
             param=param,
-            title=f"{sc.name}: {metric} (mean ± 95% CI, {seeds} seeds)",
+            title=f"{sc.name}: {metric_info(metric).label.lower()} (mean ± 95% CI, {seeds} seeds)",
         )
         folder.add_files([p.name for p in written])
         folder.set_status("complete")
@@ -477,25 +489,42 @@ def compare_cmd(
                 "sweep": param,
                 "values": values if param else None,
                 "metric": metric,
+                "p_adjust": p_adjust,
                 "summary": summary.to_dict("records"),
                 "runs": runs.to_dict("records"),
             }
         )
         return
-    t = Table(title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)")
+    n_tests = len(names) - 1
+    t = Table(
+        title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)",
+        caption=f"paired Δ: agent - {reference} on the same seeds, 95% CI; p: paired t-test adjusted for "
+        f"{n_tests} comparison{'s' if n_tests != 1 else ''} ({P_ADJUST_METHODS[p_adjust]}); "
+        "oracle: reads information a learned agent does not get",
+    )
     if param is not None:
         t.add_column(param)
-    t.add_column("agent")
-    cols = ["mean_queue_length", "mean_wait", "p99_wait", "reward_rate"]
+    t.add_column("agent", no_wrap=True, min_width=max(len(str(a)) for a in summary["agent"]))
+    t.add_column("oracle")
+    cols = list(dict.fromkeys([metric, "mean_queue_length", "mean_wait"]))  # every metric: --json, summary.csv
     for c in cols:
         t.add_column(c, justify="right")
     t.add_column(f"paired Δ {metric} vs {reference}", justify="right")
+    t.add_column("p (adj.)", justify="right")
     t.add_column("unstable runs", justify="right")
     for _, r in summary.iterrows():
         lead = [str(r[param])] if param is not None else []
-        diff = "" if r["agent"] == reference else f"{r[metric + '_diff']:+.4g} ± {r[metric + '_diff_ci95']:.2g}"
+        ref = r["agent"] == reference
+        diff = "" if ref else f"{r[metric + '_diff']:+.4g} ± {r[metric + '_diff_ci95']:.2g}"
+        p_adj = "" if ref else f"{r[metric + '_diff_p_adj']:.3g}"
         t.add_row(
-            *lead, r["agent"], *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols], diff, str(r["unstable_runs"])
+            *lead,
+            r["agent"],
+            "yes" if r.get("uses_oracle", False) else "",
+            *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols],
+            diff,
+            p_adj,
+            str(r["unstable_runs"]),
         )
     out.print(t)
     if "lp_bound_per_server" in summary:

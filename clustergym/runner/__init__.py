@@ -27,14 +27,24 @@ from clustergym.runner.cells import (
 )
 from clustergym.runner.episode import RUN_FIELDS, Probe, run_episode
 from clustergym.runner.journal import RunFolder
-from clustergym.runner.outputs import flat_results, missing_outputs, plot_agents, plot_sweep, write_results
+from clustergym.runner.outputs import (
+    flat_results,
+    missing_outputs,
+    plot_agents,
+    plot_paired,
+    plot_sweep,
+    write_results,
+)
 from clustergym.runner.stats import (
     add_lp_bound,
+    adjust_p_values,
+    bounded_ci,
     check_lp_bound,
     headline_metric,
     mean_ci,
     reward_per_server_table,
     summarize,
+    summary_long,
 )
 
 __all__ = [
@@ -57,12 +67,16 @@ __all__ = [
     "missing_outputs",
     "RunFolder",
     "plot_agents",
+    "plot_paired",
     "plot_sweep",
     "write_results",
     "add_lp_bound",
     "check_lp_bound",
     "headline_metric",
     "mean_ci",
+    "bounded_ci",
+    "adjust_p_values",
     "reward_per_server_table",
     "summarize",
+    "summary_long",
 ]

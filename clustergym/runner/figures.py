@@ -147,20 +147,23 @@ def plot_agents(summary: pd.DataFrame, metric: str, ax: Any = None) -> Any:
     return ax
 
 
-def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = None) -> Any:
+def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = None, alpha: float = 0.05) -> Any:
     """The paired difference ``agent - reference`` (same seeds) per agent with its 95% interval and a
-    line at 0; the adjusted p-value method is in the label.  Returns the axes."""
+    line at 0; markers are filled where the adjusted p-value is below ``alpha`` (the method is in the
+    label) and hollow elsewhere.  Returns the axes."""
     d = figure_data(summary, metric, kind="paired")
     ax = _new_axes(len(d), ax)
     y = np.arange(len(d))[::-1]
     for yi, row in zip(y, d.itertuples()):
         color = "C1" if row.uses_oracle else "C0"
+        significant = bool(row.p_adj < alpha)  # NaN (no test): hollow
         ax.errorbar(
             row.diff,
             yi,
             xerr=[[row.diff - row.lo], [row.hi - row.diff]],
             fmt="s" if row.uses_oracle else "o",
             color=color,
+            mfc=color if significant else "white",
             capsize=3,
             markersize=4,
         )
@@ -175,6 +178,9 @@ def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = No
     handles = [Line2D([], [], marker="o", color="C0", linestyle="", label="no oracle")]
     if d["uses_oracle"].any():
         handles.append(Line2D([], [], marker="s", color="C1", linestyle="", label="uses an oracle"))
+    handles.append(
+        Line2D([], [], marker="o", color="0.3", mfc="white", linestyle="", label=f"hollow: adjusted p >= {alpha:g}")
+    )
     ax.legend(handles=handles, fontsize=7, loc="best")
     return ax
 

@@ -1,22 +1,24 @@
-"""What a comparison writes: flat result tables, the summary and its plot.
+"""What a comparison writes: flat result tables, the summary (wide and long) and its figures.
 
 ``results.csv`` and ``results.parquet`` hold one row per episode (list-valued metrics spread over
 columns, :func:`flat_results`), ``summary.csv`` the :func:`~clustergym.runner.stats.summarize`
-table, and one figure: the headline metric per agent with 95% intervals, or against the swept
-parameter.
+table and ``summary_long.csv`` the same in long format; the figures (:mod:`clustergym.runner.figures`)
+show the headline metric per agent, its paired difference against the reference, or the metric
+against the swept parameter, in PNG, SVG and PDF.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from clustergym.runner.figures import plot_agents, plot_sweep
+from clustergym.runner.figures import FIGURE_FORMATS, plot_agents, plot_paired, plot_sweep
 
-__all__ = ["flat_results", "missing_outputs", "plot_agents", "plot_sweep", "write_results"]
+__all__ = ["flat_results", "missing_outputs", "plot_agents", "plot_paired", "plot_sweep", "write_results"]
 
 
 def flat_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -55,27 +57,38 @@ def write_results(
     metric: str,
     param: str | None = None,
     title: str = "",
+    formats: tuple[str, ...] = FIGURE_FORMATS,
 ) -> list[Path]:
-    """Write ``results.csv``, ``results.parquet``, ``summary.csv`` and the plot, each atomically
-    (a temporary file renamed over the target).
+    """Write the tables and figures of a comparison, each atomically (a temporary file renamed over
+    the target).
 
-    ``results.*`` hold :func:`flat_results` (one row per episode).  The plot is ``metric``
-    per agent with 95% intervals, or against ``param`` for a sweep.  ``results.parquet`` needs
-    the ``parquet`` extra and the plot the ``plot`` extra: without them those files are not
-    written (:func:`missing_outputs` says so, and the returned list leaves them out).
+    - ``results.csv`` and ``results.parquet``: :func:`flat_results`, one row per episode;
+    - ``summary.csv``: the :func:`~clustergym.runner.stats.summarize` table (wide: one row per agent);
+    - ``summary_long.csv``: the same in long format (one row per agent and metric,
+      :func:`~clustergym.runner.stats.summary_long`);
+    - ``<metric>.<fmt>``: ``metric`` per agent with 95% intervals within the metric's bounds, oracle
+      agents marked; with paired differences in the summary, ``<metric>_paired.<fmt>`` as well; for a
+      sweep, ``<metric>_vs_<param>.<fmt>`` (:mod:`clustergym.runner.figures`), in each of ``formats``.
+
+    ``results.parquet`` needs the ``parquet`` extra and the figures the ``plot`` extra: without them
+    those files are not written (:func:`missing_outputs` says so, and the returned list leaves them out).
 
     Returns:
         The paths written.
     """
     from clustergym.runner.journal import atomic_write
+    from clustergym.runner.stats import summary_long
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     missing = missing_outputs()
     flat = flat_results(results)
-    paths = [out / "results.csv", out / "summary.csv"]
+    metrics = [c for c in summary.columns if f"{c}_ci95" in summary.columns]
+    long = summary_long(summary, metrics, by=param)
+    paths = [out / "results.csv", out / "summary.csv", out / "summary_long.csv"]
     atomic_write(paths[0], lambda tmp: flat.to_csv(tmp, index=False))
     atomic_write(paths[1], lambda tmp: summary.to_csv(tmp, index=False))
+    atomic_write(paths[2], lambda tmp: long.to_csv(tmp, index=False))
     if "results.parquet" not in missing:
         paths.insert(1, out / "results.parquet")
         atomic_write(paths[1], lambda tmp: flat.to_parquet(tmp, index=False))
@@ -86,16 +99,25 @@ def write_results(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def save(fig: Any, stem: str) -> None:
+        fig.tight_layout()
+        for fmt in formats:
+            path = out / f"{stem}.{fmt}"
+            atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, dpi=200, format=fmt, bbox_inches="tight"))
+            paths.append(path)
+        plt.close(fig)
+
     if param is None:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        plot_agents(summary, metric, ax=ax)
-        paths.append(out / f"{metric}.png")
+        ax = plot_agents(summary, metric)
+        ax.set_title(title, fontsize=9)
+        save(ax.figure, metric)
+        reference = summary.attrs.get("reference")
+        if reference is not None and f"{metric}_diff" in summary:
+            ax = plot_paired(summary, metric, reference)
+            ax.set_title(f"{title.split(' (')[0]}: difference from {reference} on the same seeds", fontsize=9)
+            save(ax.figure, f"{metric}_paired")
     else:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        plot_sweep(summary, param, metric, ax=ax)
-        paths.append(out / f"{metric}_vs_{param}.png")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    atomic_write(paths[-1], lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+        ax = plot_sweep(summary, param, metric)
+        ax.set_title(title, fontsize=9)
+        save(ax.figure, f"{metric}_vs_{param}")
     return paths

@@ -207,6 +207,7 @@ def summarize(
                 adj[g] = adjust_p_values(table.loc[g, col].to_numpy(dtype=float), p_adjust)
             table[f"{m}_diff_p_adj"] = adj
     table.attrs["p_adjust"] = p_adjust
+    table.attrs["reference"] = reference
     return table
 
 

@@ -272,9 +272,15 @@ def test_compare_json_writes_files(tmp_path):
     summ = pd.read_csv(out_dir / "summary.csv")
     assert list(summ["agent"]) == ["first-fit", "best-fit"]
     assert "mean_queue_length_ci95" in summ.columns
-    pngs = list(out_dir.glob("*.png"))
-    assert len(pngs) == 1
-    assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pngs = sorted(p.name for p in out_dir.glob("*.png"))
+    assert pngs == ["mean_queue_length.png", "mean_queue_length_paired.png"]  # agents, and paired differences
+    assert (out_dir / "mean_queue_length.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out_dir / "mean_queue_length.pdf").read_bytes()[:5] == b"%PDF-"
+    assert b"<svg" in (out_dir / "mean_queue_length.svg").read_bytes()[:500]
+    assert doc["p_adjust"] == "holm" and "mean_queue_length_diff_p_adj" in summ.columns
+    assert summ.set_index("agent")["uses_oracle"].to_dict() == {"first-fit": False, "best-fit": False}
+    long = pd.read_csv(out_dir / "summary_long.csv")
+    assert len(long) == 2 * long["metric"].nunique() and {"mean", "lo", "hi", "diff_p_adj"} <= set(long.columns)
 
 
 def test_compare_table_form():

@@ -89,6 +89,7 @@ CASES = [
     ("compare: agent twice", CMP[:2] + ["--agents", "best-fit,best-fit", "--seeds", "1"], "listed twice", True),
     ("compare: zero seeds", CMP[:4] + ["--seeds", "0"], "--seeds", True),
     ("compare: zero workers", CMP + ["--workers", "0"], "--workers", True),
+    ("compare: unknown p-value correction", CMP + ["--p-adjust", "bonferroni"], "--p-adjust", True),
     ("compare: bad sweep value", CMP + ["--sweep", "num_servers=5,10,0"], "num_servers=0", True),
     ("compare: sweep without =", CMP + ["--sweep", "zeta"], "expected key=v1", True),
     ("compare: --out a file", CMP + ["--out", "{file}"], "existing file", True),

@@ -130,7 +130,8 @@ def test_parquet_round_trip_equals_the_csv_frame(tmp_path):
     results = compare("ec2", AGENTS_2, seeds=range(2), horizon=10, params={"num_servers": 5})
     summary = summarize(results, reference="first-fit")
     paths = write_results(tmp_path, results, summary, metric="mean_queue_length", title="t")
-    assert {p.name for p in paths} == {"results.csv", "results.parquet", "summary.csv", "mean_queue_length.png"}
+    figures = {f"mean_queue_length{kind}.{fmt}" for kind in ("", "_paired") for fmt in ("png", "svg", "pdf")}
+    assert {p.name for p in paths} == {"results.csv", "results.parquet", "summary.csv", "summary_long.csv", *figures}
     from_csv = pd.read_csv(tmp_path / "results.csv", float_precision="round_trip")
     from_parquet = pd.read_parquet(tmp_path / "results.parquet")
     pd.testing.assert_frame_equal(from_csv, from_parquet, check_exact=True, check_dtype=False)
