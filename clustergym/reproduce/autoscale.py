@@ -128,19 +128,23 @@ def _windowed(cells: list[Cell], t0: float, config: ReproduceConfig) -> list[dic
     return [_add_window(r, t0) for r in episodes(cells, config)]
 
 
+#: the admission policies of the paper's tables (§7), in their order
+POLICY_AGENTS = (
+    "dra",
+    "dra-no-migration",
+    "dra-preemption",
+    "gpa-static",
+    "lp-static",
+    "best-fit-admit",
+    "first-fit-admit",
+    "power-of-d",
+    "trunk-reservation",
+)
+
+
 def policy_table(
     Ls: tuple[int, ...] = (30, 180, 500),
-    agents: tuple[str, ...] = (
-        "dra",
-        "dra-no-migration",
-        "dra-preemption",
-        "gpa-static",
-        "lp-static",
-        "best-fit-admit",
-        "first-fit-admit",
-        "power-of-d",
-        "trunk-reservation",
-    ),
+    agents: tuple[str, ...] = POLICY_AGENTS,
     *,
     seeds: int = 3,
     horizon: float = _T_DEFAULT,
@@ -480,18 +484,7 @@ def _static_oracles(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     )
 
 
-_BOUND_AGENTS = (
-    "dra",
-    "dra-no-migration",
-    "dra-preemption",
-    "gpa-static",
-    "lp-static",
-    "best-fit-admit",
-    "first-fit-admit",
-    "power-of-d",
-    "trunk-reservation",
-    "random",
-)
+_BOUND_AGENTS = (*POLICY_AGENTS, "random")
 
 
 @claim(

@@ -73,25 +73,6 @@ from clustergym.workloads import (
 
 __all__ = ["load_scenario_file", "scenario_from_dict"]
 
-_TOP = {
-    "name",
-    "description",
-    "resources",
-    "servers",
-    "workload",
-    "horizon",
-    "objective",
-    "queueing",
-    "routing",
-    "epochs",
-    "queue_cap",
-    "impossible",
-    "clairvoyant",
-    "job_memory",
-    "warmup",
-    "preset",
-    "params",
-}
 _OVERRIDABLE = (
     "horizon",
     "objective",
@@ -104,6 +85,17 @@ _OVERRIDABLE = (
     "job_memory",
     "warmup",
 )
+
+_TOP = {
+    "name",
+    "description",
+    "resources",
+    "servers",
+    "workload",
+    *_OVERRIDABLE,
+    "preset",
+    "params",
+}
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
