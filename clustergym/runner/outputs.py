@@ -103,7 +103,11 @@ def write_results(
         fig.tight_layout()
         for fmt in formats:
             path = out / f"{stem}.{fmt}"
-            atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, dpi=200, format=fmt, bbox_inches="tight"))
+
+            def draw(tmp: Path, fmt: str = fmt) -> None:
+                fig.savefig(tmp, dpi=200, format=fmt, bbox_inches="tight")
+
+            atomic_write(path, draw)
             paths.append(path)
         plt.close(fig)
 
