@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -176,12 +175,22 @@ def _eval_callback(
     csv = out / "eval.csv"
 
     class PeriodicEval(BaseCallback):
+        """Evaluations after policy updates: at the start of a rollout (the previous update done) once
+        ``eval_every`` steps have passed since the last one, and at the end of training; never before
+        the first update of the run, so no two rows evaluate the same policy."""
+
         def __init__(self) -> None:
             super().__init__()
-            self.last = -math.inf
+            self.last = 0
+            self.t0 = 0.0
             self.baselines: list[dict[str, Any]] = []
 
+        def _on_training_start(self) -> None:
+            self.last = self.model.num_timesteps  # a resumed run: its checkpoint was evaluated before
+            self.t0 = time.perf_counter()
+
         def _evaluate(self) -> None:
+            self.num_timesteps = self.model.num_timesteps
             vn = self.model.get_vec_normalize_env()
             agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None, name="learned")
             if not self.baselines:  # baselines do not change: run them once
@@ -191,10 +200,13 @@ def _eval_callback(
             self.model.policy.set_training_mode(False)
             df = pd.DataFrame(rows + self.baselines)[["agent", "seed", metric, "unstable"]]
             df.insert(0, "step", self.num_timesteps)
+            df.insert(1, "wall_seconds", time.perf_counter() - self.t0)  # training time so far (this run)
             df.to_csv(csv, mode="a", header=not csv.exists(), index=False)
             means = df.groupby("agent", sort=False)[metric].mean()
             for name, value in means.items():
                 self.logger.record(f"eval/{metric}/{name}", float(value))
+            # written now, at the step of the evaluated policy, with the train/* scalars of its update
+            self.logger.dump(self.num_timesteps)
             if verbose:
                 episodes = [ep["r"] for ep in self.model.ep_info_buffer or []]
                 train_return = f" (training ep_rew_mean {sum(episodes) / len(episodes):.4g})" if episodes else ""
@@ -206,15 +218,49 @@ def _eval_callback(
                 )
 
         def _on_step(self) -> bool:
-            if self.num_timesteps - self.last >= eval_every:
-                self.last = self.num_timesteps
-                self._evaluate()
             return True
 
+        def _on_rollout_start(self) -> None:
+            if self.model.num_timesteps - self.last >= eval_every:
+                self.last = self.model.num_timesteps
+                self._evaluate()
+
         def _on_training_end(self) -> None:
-            self._evaluate()
+            if self.model.num_timesteps > self.last or not csv.exists():
+                self.last = self.model.num_timesteps
+                self._evaluate()  # also writes the last update's train/* scalars to TensorBoard
 
     return PeriodicEval()
+
+
+def _checkpoint_callback(every: int, path: Path) -> Any:
+    """Checkpoints after policy updates, at least ``every`` steps apart (SB3's checkpoint files, with
+    the VecNormalize statistics): taken at the start of a rollout, so each holds a new policy."""
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    class UpdateCheckpoint(CheckpointCallback):
+        def __init__(self) -> None:
+            super().__init__(save_freq=1, save_path=str(path), save_vecnormalize=True)
+            self.last = 0
+
+        def _on_training_start(self) -> None:
+            self.last = self.model.num_timesteps
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_start(self) -> None:
+            if self.model.num_timesteps - self.last >= every:
+                self.last = self.num_timesteps = self.model.num_timesteps
+                super()._on_step()  # save_freq 1: saves now
+
+        def _on_training_end(self) -> None:
+            # SB3 writes a rollout's scalars before its update: the last update's train/* would be lost
+            # (on a run of one rollout, every train/* scalar)
+            if self.logger.name_to_value:
+                self.logger.dump(self.model.num_timesteps)
+
+    return UpdateCheckpoint()
 
 
 #: what a training run writes in its folder (``--overwrite`` removes these, and nothing else)
@@ -362,7 +408,7 @@ def train(
     """
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     import torch as th
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
     # ---- 1. arguments: scenario (or suite task), env and algorithm settings (a resumed run's own, from model.json)
@@ -532,7 +578,7 @@ def train(
 
     # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
     every = checkpoint_every or max(timesteps // 10, 1)
-    callbacks = [CheckpointCallback(max(every // n_envs, 1), str(out / "checkpoints"), save_vecnormalize=True)]
+    callbacks = [_checkpoint_callback(every, out / "checkpoints")]
     if eval_agents or eval_every:
         callbacks.append(
             _eval_callback(

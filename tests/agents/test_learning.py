@@ -163,7 +163,8 @@ def test_permuting_servers_permutes_logits_and_keeps_value(mode):
 # ============================================================== training, saving, loading
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    """A tiny masked-PPO run on ec2 (20 servers), equivariant policy, with a final evaluation."""
+    """A tiny masked-PPO run on ec2 (20 servers), equivariant policy, evaluated every 512 steps (two
+    rollouts of 256) and at the end."""
     out = tmp_path_factory.mktemp("ec2-run")
     return train(
         "ec2",
@@ -174,6 +175,7 @@ def trained(tmp_path_factory) -> Path:
         seed=0,
         out=out,
         eval_agents=["best-fit"],
+        eval_every=512,
         eval_seeds=range(2),
         eval_horizon=3.0,
         verbose=False,
@@ -194,6 +196,24 @@ def test_training_writes_model_metadata_checkpoints_eval_and_tensorboard(trained
     assert list((out / "tb").rglob("events.out.tfevents.*"))
     ev = pd.read_csv(out / "eval.csv")
     assert set(ev["agent"]) == {"learned", "best-fit"} and set(ev["seed"]) == {0, 1}
+
+
+def test_evaluations_and_checkpoints_follow_policy_updates(trained):
+    """Evaluations and checkpoints are taken after an update (never of the initial policy, never two of
+    one policy), and TensorBoard gets the learner's train/* scalars and the evaluations at their steps."""
+    out = trained.parent
+    ev = pd.read_csv(out / "eval.csv")
+    assert sorted(set(ev["step"])) == [512, 1024]  # every 512 steps, after 2 and 4 rollouts of 256
+    assert ev.groupby("step")["wall_seconds"].first().is_monotonic_increasing
+    steps = sorted(int(p.stem.split("_")[-2]) for p in (out / "checkpoints").glob("rl_model_*_steps.zip"))
+    assert steps == [256, 512, 768]  # every 102 steps, at the rollouts' ends; the last one is model.zip
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (run,) = [p for p in (out / "tb").iterdir() if p.is_dir()]
+    acc = EventAccumulator(str(run))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("eval/mean_queue_length/learned")] == [512, 1024]
+    assert 1024 in {e.step for e in acc.Scalars("train/loss")}  # the last update's scalars are written
 
 
 def test_reloaded_model_reproduces_training_evaluation_exactly(trained):
