@@ -286,6 +286,7 @@ def compare_cmd(
         worker_count,
         write_results,
     )
+    from clustergym.runner.figures import SLOTTED_MARK
     from clustergym.runner.metric_info import metric_info
     from clustergym.runner.stats import P_ADJUST_METHODS, SUMMARY_METRICS
     from clustergym.scenarios import resolve_scenario
@@ -496,15 +497,22 @@ def compare_cmd(
         )
         return
     n_tests = len(names) - 1
+    slotted = [bool(summary.get("slotted_on_continuous", {}).get(i, False)) for i in summary.index]
+    shown = {i: str(a) + (f" {SLOTTED_MARK}" if s else "") for i, a, s in zip(summary.index, summary["agent"], slotted)}
     t = Table(
         title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)",
         caption=f"paired Δ: agent - {reference} on the same seeds, 95% CI; p: paired t-test adjusted for "
         f"{n_tests} comparison{'s' if n_tests != 1 else ''} ({P_ADJUST_METHODS[p_adjust]}); "
-        "oracle: reads information a learned agent does not get",
+        "oracle: reads information a learned agent does not get"
+        + (
+            f"; {SLOTTED_MARK}: a slotted-time agent, acting once per period on continuous arrivals"
+            if any(slotted)
+            else ""
+        ),
     )
     if param is not None:
         t.add_column(param)
-    t.add_column("agent", no_wrap=True, min_width=max(len(str(a)) for a in summary["agent"]))
+    t.add_column("agent", no_wrap=True, min_width=max(len(a) for a in shown.values()))
     t.add_column("oracle")
     cols = list(dict.fromkeys([metric, "mean_queue_length", "mean_wait"]))  # every metric: --json, summary.csv
     for c in cols:
@@ -519,7 +527,7 @@ def compare_cmd(
         p_adj = "" if ref else f"{r[metric + '_diff_p_adj']:.3g}"
         t.add_row(
             *lead,
-            r["agent"],
+            shown[r.name],
             "yes" if r.get("uses_oracle", False) else "",
             *[f"{r[c]:.4g} ± {r[c + '_ci95']:.2g}" for c in cols],
             diff,

@@ -74,6 +74,17 @@ def _as_probe(p: Probe | Callable[[Any], Any]) -> Probe:
     return p if isinstance(p, Probe) else Probe(p)
 
 
+def _slotted_on_continuous(agent: Any, sc: Scenario, env: Any) -> bool:
+    """Whether ``agent`` is a slotted-time agent (it decides only at a periodic clock, the BF-J/S
+    paper's model, §II) run on a scenario whose arrivals are not slotted: it then acts once per
+    period, after every arrival of the period, which figures and tables mark."""
+    from clustergym.workloads.slotted import SlottedSource
+
+    ep = getattr(requirements_of(agent, sc), "epochs", None)
+    slotted_agent = ep is not None and ep.tick_period > 0 and not ep.arrivals and not ep.completions
+    return bool(slotted_agent and not isinstance(getattr(env.sim, "source", None), SlottedSource))
+
+
 def run_episode(
     scenario: Scenario | str,
     agent: Any,
@@ -104,7 +115,8 @@ def run_episode(
 
     Returns:
         The ``clustergym run`` fields (:data:`RUN_FIELDS`) first, then every kernel metric,
-        ``return`` (the sum of rewards), ``steps``, ``uses_oracle`` and one entry per probe.
+        ``return`` (the sum of rewards), ``steps``, ``uses_oracle``, ``slotted_on_continuous`` and one
+        entry per probe.
     """
     sc = resolve_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
     sc = sc.with_horizon(horizon).check_run_size()
@@ -156,6 +168,7 @@ def run_episode(
         "return": total,
         "steps": steps,
         "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False)),
+        "slotted_on_continuous": _slotted_on_continuous(agent, sc, inner),
     }
     for name, p in probes_.items():
         out[name] = samples[name] if p.at else measure(p)

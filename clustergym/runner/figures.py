@@ -19,12 +19,14 @@ import pandas as pd
 
 from clustergym.runner.metric_info import metric_info
 
-__all__ = ["FIGURE_FORMATS", "figure_data", "plot_agents", "plot_paired", "plot_sweep", "save_figure"]
+__all__ = ["FIGURE_FORMATS", "SLOTTED_MARK", "figure_data", "plot_agents", "plot_paired", "plot_sweep", "save_figure"]
 
 #: the formats :func:`save_figure` writes by default (PNG for screens, SVG and PDF for papers)
 FIGURE_FORMATS = ("png", "svg", "pdf")
 
 _ORACLE_HATCH = "///"
+#: appended to the name of a slotted-time agent run on continuous-time arrivals
+SLOTTED_MARK = "(slotted)"
 
 
 def _interval(summary: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -43,14 +45,23 @@ def _interval(summary: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarra
 def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", param: str | None = None) -> pd.DataFrame:
     """The values a figure draws, one row per bar or point, in drawing order.
 
-    ``kind="agents"``: ``agent, mean, lo, hi, uses_oracle``, best first (the metric's direction).
-    ``kind="paired"``: ``agent, diff, lo, hi, p_adj, uses_oracle`` for every agent but the reference,
-    best first; the interval is the paired difference's Student-t interval.
-    ``kind="sweep"``: ``agent, <param>, x, mean, lo, hi, uses_oracle``, where ``x`` is the position
-    after the dodge (each agent shifted by a small fraction of the spacing between swept values).
+    ``kind="agents"``: ``agent, mean, lo, hi, uses_oracle, slotted, label``, best first (the metric's
+    direction).
+    ``kind="paired"``: ``agent, diff, lo, hi, p_adj, uses_oracle, slotted, label`` for every agent but
+    the reference, best first; the interval is the paired difference's Student-t interval.
+    ``kind="sweep"``: ``agent, <param>, x, mean, lo, hi, uses_oracle, slotted, label``, where ``x`` is
+    the position after the dodge (each agent shifted by a small fraction of the spacing between swept
+    values).  ``slotted``: a slotted-time agent on a scenario with continuous-time arrivals (it acts
+    once per period); ``label`` is the agent's name, marked with :data:`SLOTTED_MARK` when slotted.
     """
     info = metric_info(metric)
     oracle = summary["uses_oracle"].astype(bool) if "uses_oracle" in summary else pd.Series(False, summary.index)
+    slotted = (
+        summary["slotted_on_continuous"].astype(bool)
+        if "slotted_on_continuous" in summary
+        else pd.Series(False, summary.index)
+    )
+    label = summary["agent"].astype(str) + np.where(slotted, f" {SLOTTED_MARK}", "")
     if kind == "agents":
         lo, hi = _interval(summary, metric)
         d = pd.DataFrame(
@@ -60,6 +71,8 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", par
                 "lo": lo,
                 "hi": hi,
                 "uses_oracle": oracle.to_numpy(),
+                "slotted": slotted.to_numpy(),
+                "label": label.to_numpy(),
             }
         )
         return d.sort_values("mean", ascending=info.lower_is_better, kind="stable", na_position="last").reset_index(
@@ -80,6 +93,8 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", par
                 "hi": diff + half,
                 "p_adj": s.get(f"{metric}_diff_p_adj", pd.Series(math.nan, s.index)).to_numpy(dtype=float),
                 "uses_oracle": oracle[keep].to_numpy(),
+                "slotted": slotted[keep].to_numpy(),
+                "label": label[keep].to_numpy(),
             }
         )
         return d.sort_values("diff", ascending=info.lower_is_better, kind="stable").reset_index(drop=True)
@@ -101,6 +116,8 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", par
                 "lo": lo,
                 "hi": hi,
                 "uses_oracle": oracle.to_numpy(),
+                "slotted": slotted.to_numpy(),
+                "label": label.to_numpy(),
             }
         )
     raise ValueError(f"kind must be 'agents', 'paired' or 'sweep', not {kind!r}")
@@ -114,12 +131,21 @@ def _new_axes(n_rows: int, ax: Any) -> Any:
     return plt.subplots(figsize=(6.4, max(2.2, 0.28 * n_rows + 1.0)))[1]
 
 
-def _oracle_legend(ax: Any, any_oracle: bool) -> None:
+def _slotted_note() -> Any:
+    """A legend entry without a mark that explains :data:`SLOTTED_MARK`."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="none", edgecolor="none", label=f"{SLOTTED_MARK}: slotted-time agent, acts once per period")
+
+
+def _oracle_legend(ax: Any, any_oracle: bool, any_slotted: bool = False) -> None:
     from matplotlib.patches import Patch
 
     handles = [Patch(facecolor="C0", label="no oracle")]
     if any_oracle:
         handles.append(Patch(facecolor="C1", hatch=_ORACLE_HATCH, label="uses an oracle"))
+    if any_slotted:
+        handles.append(_slotted_note())
     ax.legend(handles=handles, fontsize=7, loc="best")
 
 
@@ -141,9 +167,9 @@ def plot_agents(summary: pd.DataFrame, metric: str, ax: Any = None) -> Any:
     for bar, oracle in zip(bars, d["uses_oracle"]):
         if oracle:
             bar.set_hatch(_ORACLE_HATCH)
-    ax.set_yticks(y, d["agent"], fontsize=7 if len(d) > 15 else 8)
+    ax.set_yticks(y, d["label"], fontsize=7 if len(d) > 15 else 8)
     ax.set_xlabel(metric_info(metric).axis_label + " (95% CI)", fontsize=8)
-    _oracle_legend(ax, bool(d["uses_oracle"].any()))
+    _oracle_legend(ax, bool(d["uses_oracle"].any()), bool(d["slotted"].any()))
     return ax
 
 
@@ -168,7 +194,7 @@ def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = No
             markersize=4,
         )
     ax.axvline(0.0, color="0.4", linewidth=0.8)
-    ax.set_yticks(y, d["agent"], fontsize=7 if len(d) > 15 else 8)
+    ax.set_yticks(y, d["label"], fontsize=7 if len(d) > 15 else 8)
     info = metric_info(metric)
     unit = f" ({info.unit})" if info.unit else ""
     method = summary.attrs.get("p_adjust", "holm")
@@ -181,6 +207,8 @@ def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = No
     handles.append(
         Line2D([], [], marker="o", color="0.3", mfc="white", linestyle="", label=f"hollow: adjusted p >= {alpha:g}")
     )
+    if d["slotted"].any():
+        handles.append(_slotted_note())
     ax.legend(handles=handles, fontsize=7, loc="best")
     return ax
 
@@ -193,7 +221,7 @@ def plot_sweep(summary: pd.DataFrame, param: str, metric: str, ax: Any = None) -
 
     d = figure_data(summary, metric, kind="sweep", param=param)
     ax = ax if ax is not None else plt.subplots(figsize=(6.4, 4))[1]
-    for agent, grp in d.groupby("agent", sort=False):
+    for _, grp in d.groupby("agent", sort=False):
         oracle = bool(grp["uses_oracle"].any())
         ax.errorbar(
             grp["x"],
@@ -203,13 +231,16 @@ def plot_sweep(summary: pd.DataFrame, param: str, metric: str, ax: Any = None) -
             linestyle="--" if oracle else "-",
             capsize=3,
             markersize=4,
-            label=f"{agent} (oracle)" if oracle else agent,
+            label=f"{grp['label'].iloc[0]} (oracle)" if oracle else grp["label"].iloc[0],
         )
     ax.set_xlabel(param.replace("_", " "))
     ax.set_ylabel(metric_info(metric).axis_label, fontsize=8)
     if (d["lo"] > 0).all() and d["hi"].max() / d["lo"].min() > 50:
         ax.set_yscale("log")
-    ax.legend(fontsize=7, ncol=2 if d["agent"].nunique() > 8 else 1)
+    handles, _ = ax.get_legend_handles_labels()
+    if d["slotted"].any():
+        handles.append(_slotted_note())
+    ax.legend(handles=handles, fontsize=7, ncol=2 if d["agent"].nunique() > 8 else 1)
     return ax
 
 

@@ -149,7 +149,7 @@ def summarize(
     p-value, adjusted for the number of agents compared with the reference (``p_adjust``:
     :data:`P_ADJUST_METHODS`; within each value of ``by``).
 
-    Columns: ``[by,] agent, runs, unstable_runs[, uses_oracle], <metric>, <metric>_ci95, <metric>_lo,
+    Columns: ``[by,] agent, runs, unstable_runs[, uses_oracle, slotted_on_continuous], <metric>, <metric>_ci95, <metric>_lo,
     <metric>_hi[, <metric>_diff, <metric>_diff_ci95, <metric>_diff_p, <metric>_diff_p_adj]``.  The
     ``_lo``/``_hi`` bounds are the interval within the metric's range (:func:`bounded_ci`); the
     ``_ci95`` half-width is the symmetric Student-t one.  ``df.attrs["p_adjust"]`` names the method.
@@ -171,8 +171,9 @@ def summarize(
         agent = key[-1]
         row: dict[str, Any] = dict(zip(keys, key))
         row.update({"runs": len(grp), "unstable_runs": int(grp["unstable"].sum())})
-        if "uses_oracle" in grp:
-            row["uses_oracle"] = bool(grp["uses_oracle"].astype(bool).any())
+        for flag in ("uses_oracle", "slotted_on_continuous"):
+            if flag in grp:
+                row[flag] = bool(grp[flag].astype(bool).any())
         for m in metrics:
             info = metric_info(m)
             values = grp[m].to_numpy(dtype=float)
@@ -215,7 +216,7 @@ def summary_long(summary: pd.DataFrame, metrics: Iterable[str], by: str | None =
     """The :func:`summarize` table in long format: one row per (``by`` value,) agent and metric, with
     columns ``metric, mean, ci95, lo, hi[, diff, diff_ci95, diff_p, diff_p_adj]``."""
     ident = ([by] if by is not None else []) + [
-        c for c in ("agent", "runs", "unstable_runs", "uses_oracle") if c in summary
+        c for c in ("agent", "runs", "unstable_runs", "uses_oracle", "slotted_on_continuous") if c in summary
     ]
     rows = []
     for _, r in summary.iterrows():

@@ -122,3 +122,25 @@ def test_figures_render_many_agents_in_three_formats(tmp_path):
     assert ax.get_yscale() == "linear"  # intervals reach 0: no log axis
     assert any("(oracle)" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close("all")
+
+
+def test_slotted_agents_on_continuous_arrivals_are_marked():
+    """A slotted-time agent (BF-J/S paper, one decision per slot) on continuous Poisson arrivals is
+    flagged in the rows, the summary and the figures; on its own slotted scenario it is not."""
+    import matplotlib.pyplot as plt
+
+    from clustergym.runner import compare
+    from clustergym.runner.figures import SLOTTED_MARK
+
+    rows = compare("bf-trap", ["best-fit", "bf-j"], seeds=range(2), horizon=20)
+    flags = rows.groupby("agent")["slotted_on_continuous"].all().to_dict()
+    assert flags == {"best-fit": False, "bf-j": True}
+    s = summarize(rows, ["mean_queue_length"], reference="best-fit")
+    d = figure_data(s, "mean_queue_length").set_index("agent")
+    assert d.loc["bf-j", "label"] == f"bf-j {SLOTTED_MARK}" and d.loc["best-fit", "label"] == "best-fit"
+    ax = plot_agents(s, "mean_queue_length")
+    assert f"bf-j {SLOTTED_MARK}" in [t.get_text() for t in ax.get_yticklabels()]
+    assert any(SLOTTED_MARK in t.get_text() for t in ax.get_legend().get_texts())
+    plt.close("all")
+    own = compare("two-sizes", ["bf-j"], seeds=range(1), horizon=20)
+    assert not own["slotted_on_continuous"].any()
