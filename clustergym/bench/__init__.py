@@ -503,7 +503,11 @@ SCALE_SERVERS = (20, 200, 2_000, 20_000)
 SCALE_AGENTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("best-fit", "best-fit", {}),
     ("first-fit", "first-fit", {}),
-    ("rms-bf", "rms-bf", {"total_rate": "1.5 L"}),  # 30 ticks per time unit per 20 servers (rms.md §2.6)
+    (
+        "rms-bf",
+        "rms-bf",
+        {"total_rate": "1.5 L"},
+    ),  # 30 ticks per time unit per 20 servers (docs/papers/rms.md, parameters the simulations do not state)
 )
 
 
@@ -555,18 +559,23 @@ def _scale_kernel_row(
         steps += 1
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     row = _row(label, "ec2", L, sim.n_events - e0, steps, wall, cpu)
-    per_server, index = _per_server_bytes(env)
-    row.update(
-        {
-            "queued": sim.n_queued,
-            "running": sim.n_running,
-            "sim_time": sim.now,
-            "digest": _digest(sim),
-            "bytes_per_server": per_server,
-            "index_bytes_per_server": index,
-        }
-    )
+    row.update(_end_state(env))
     return row
+
+
+def _end_state(env: Any) -> dict[str, Any]:
+    """The state a scale row ends in (queued and running jobs, time, a digest of the schedule) and
+    the memory per server of the env and of the placement index."""
+    sim = env.unwrapped.sim
+    per_server, index = _per_server_bytes(env)
+    return {
+        "queued": sim.n_queued,
+        "running": sim.n_running,
+        "sim_time": sim.now,
+        "digest": _digest(sim),
+        "bytes_per_server": per_server,
+        "index_bytes_per_server": index,
+    }
 
 
 def _scale_env_row(L: int, steps: int, warmup: float, seed: int = 0) -> dict[str, Any]:
@@ -604,17 +613,7 @@ def _scale_env_row(L: int, steps: int, warmup: float, seed: int = 0) -> dict[str
     # the policy's own O(L) work (flatnonzero over the mask) is in the rates above; this is env.step alone
     row["env_steps_per_second"] = steps / inside[0]
     row["env_steps_per_cpu_second"] = steps / inside[1]
-    per_server, index = _per_server_bytes(env)
-    row.update(
-        {
-            "queued": sim.n_queued,
-            "running": sim.n_running,
-            "sim_time": sim.now,
-            "digest": _digest(sim),
-            "bytes_per_server": per_server,
-            "index_bytes_per_server": index,
-        }
-    )
+    row.update(_end_state(env))
     return row
 
 
