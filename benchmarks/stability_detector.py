@@ -47,7 +47,7 @@ QUICK_HORIZON_CAP = 200
 
 
 def old_rule(times: np.ndarray, values: np.ndarray, total_rate: float | None) -> bool:
-    """The previous heuristic (rms.md §6 item 18 as first implemented)."""
+    """The previous heuristic (the slope rule the run summary used before the instability test of docs/metrics.md)."""
     if total_rate is None or total_rate <= 0 or len(times) < 20:
         return False
     half = len(times) // 2

@@ -18,7 +18,7 @@ completion:
 Metrics: mean wait (start - arrival, over all jobs) and the time-average queue length
 (exact integral of the number of waiting jobs, over [0, last completion]).
 
-    python benchmarks/simpy_bestfit.py [--servers 420] [--first-n N] [--scan 64] [--json]
+    python -m clustergym.bench.simpy_bestfit [--servers 420] [--first-n N] [--scan 64] [--json]
 
 It prints the metrics and the simulation's wall time (trace loading excluded) and peak RSS.
 clustergym's equivalent: ``clustergym run google-bf-replay --agent best-fit --set agent.scan=64``.

@@ -250,7 +250,7 @@ def compare_cmd(
         "--out",
         help="a new or empty folder: run.json and cells.jsonl "
         "(every episode as it finishes), then results.csv, "
-        "results.parquet, summary.csv and a plot",
+        "results.parquet, summary.csv, summary_long.csv and figures (PNG, SVG, PDF)",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
     resume: Path | None = typer.Option(

@@ -923,7 +923,7 @@ class Simulator:
         return out
 
     def summary(self) -> dict:
-        """Metrics of the episode so far (DESIGN §6 ``run`` fields, totals over the cluster).
+        """Metrics of the episode so far (the ``clustergym run`` fields of docs/metrics.md, totals over the cluster).
 
         Time averages and per-job statistics cover the metrics window (``warmup``, see the class);
         counts cover the whole run."""

@@ -607,7 +607,9 @@ def type_rewards(source: Any) -> np.ndarray:
 def _identical_capacity(capacity: np.ndarray) -> np.ndarray:
     cap = np.asarray(capacity, dtype=np.float64)
     if not np.all(cap == cap[0]):
-        raise ScenarioError("cluster.capacity", "the auto-scaling model needs identical servers (autoscale.md §1.1)")
+        raise ScenarioError(
+            "cluster.capacity", "the auto-scaling model needs identical servers (docs/papers/autoscale.md)"
+        )
     return cap[0]
 
 

@@ -184,7 +184,7 @@ def _single_type_counts(demand: NDArray[np.float64], capacity: NDArray[np.float6
             raise ScenarioError(
                 f"type_demand[{j}]",
                 f"a job of this type (demand {demand[j].tolist()}) does not fit an empty server of capacity "
-                f"{capacity.tolist()} (exceeds resource(s) {over}); every type must fit every server (rms.md §1.4)",
+                f"{capacity.tolist()} (exceeds resource(s) {over}); every type must fit every server (docs/papers/rms.md)",
             )
     return counts
 
@@ -429,7 +429,7 @@ def _supportable_lp(
             method="highs",
         )
         if res.status != 0:
-            raise RuntimeError(f"HiGHS failed on the capacity-region LP (rms.md §5.3): {res.message}")
+            raise RuntimeError(f"HiGHS failed on the capacity-region LP (Psychas & Ghaderi 2018, §II): {res.message}")
         value = float(-res.fun)
         if all(complete):
             return value

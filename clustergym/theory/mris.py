@@ -91,11 +91,13 @@ class MRISInstance:
         if np.any(~np.isfinite(r)) or np.any(r < 0):
             raise ScenarioError("instance.release", "release times must be finite and >= 0")
         if np.any(~np.isfinite(p)) or np.any(p <= 0):
-            raise ScenarioError("instance.proc", "processing times must be finite and > 0 (mris.md §2.0)")
+            raise ScenarioError("instance.proc", "processing times must be finite and > 0 (Fan & Liang 2024, Sec. 3)")
         if np.any(~np.isfinite(w)) or np.any(w < 0):
             raise ScenarioError("instance.weight", "weights must be finite and >= 0")
         if np.any(~np.isfinite(d)) or np.any(d < 0) or np.any(d > 1 + 1e-9):
-            raise ScenarioError("instance.demand", "demands must lie in [0, 1] (fractions of a machine; mris.md §2.0)")
+            raise ScenarioError(
+                "instance.demand", "demands must lie in [0, 1] (fractions of a machine; Fan & Liang 2024, Sec. 3)"
+            )
         if int(self.machines) < 1:
             raise ScenarioError("instance.machines", f"must be >= 1, got {self.machines}")
         order = np.argsort(r, kind="stable")

@@ -248,7 +248,9 @@ class VQSAgent(SlottedAgent):
     # ------------------------------------------------------------------ episode state
     def setup(self) -> None:
         if not self.homogeneous:
-            raise ConfigError("agent", f"{self.name} needs identical servers (one VQ set; bfjs-vqs.md §5 A26)")
+            raise ConfigError(
+                "agent", f"{self.name} needs identical servers (one set of virtual queues; docs/papers/bfjs.md)"
+            )
         self.J = self.J_param if self.J_param is not None else auto_J(self._min_size())
         self.tiny = 2.0**-self.J
         self.configs = k_red(self.J)
