@@ -566,7 +566,14 @@ def train_cmd(
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
     policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant (default)"),
-    envs: int | None = typer.Option(None, "--envs", help="parallel envs (default: the available cores)"),
+    envs: int | None = typer.Option(
+        None, "--envs", help="envs per rollout (default: 16 in-process, the available cores with --vec-env subproc)"
+    ),
+    vec_env: str = typer.Option(
+        "dummy",
+        "--vec-env",
+        help="dummy (in-process, one batched forward pass; default) or subproc (a process per env)",
+    ),
     seed: int | None = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
@@ -608,6 +615,7 @@ def train_cmd(
         algo,
         timesteps=timesteps,
         n_envs=envs,
+        vec_env=vec_env,
         policy=policy,
         seed=seed,
         out=out_dir,

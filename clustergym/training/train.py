@@ -53,7 +53,22 @@ from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
 
-__all__ = ["train", "make_train_env", "split_params", "POLICIES"]
+__all__ = ["train", "make_train_env", "split_params", "ppo_defaults", "POLICIES", "VEC_ENVS", "DEFAULT_ENVS"]
+
+#: how the training envs run (``--vec-env``)
+VEC_ENVS = ("dummy", "subproc")
+#: in-process training envs by default: one batched policy forward pass steps all of them
+DEFAULT_ENVS = 16
+
+
+def ppo_defaults(n_envs: int) -> dict[str, Any]:
+    """PPO's (and MaskablePPO's) settings unless ``--set algo.<name>`` says otherwise: rollouts of
+    2,048 steps over the ``n_envs`` envs, minibatches of 512 and 4 epochs (SB3's defaults are
+    minibatches of 64 and 10 epochs: 20 times the gradient steps per rollout, and the learner was
+    80% of the time).  ``clustergym bench --training`` measures both; ``docs/learning_results.md``
+    compares their learning curves."""
+    return {"n_steps": max(2048 // n_envs, 16), "batch_size": 512, "n_epochs": 4}
+
 
 #: policy kinds accepted by ``--policy``
 POLICIES = ("mlp", "equivariant")
@@ -351,6 +366,7 @@ def train(
     *,
     timesteps: int = 100_000,
     n_envs: int | None = None,
+    vec_env: str = "dummy",
     policy: str | None = None,
     seed: int | None = None,
     out: str | Path | None = None,
@@ -384,7 +400,11 @@ def train(
         algo: ``ppo``, ``maskable-ppo`` (default), ``dqn`` or ``a2c``.
         timesteps: total env steps (decision epochs x commands) to train for, counting the
             steps of the checkpoint when resuming.
-        n_envs: parallel envs (``SubprocVecEnv`` above 1; default: the available cores).
+        n_envs: environments per rollout (default: :data:`DEFAULT_ENVS` in-process ones, the available
+            cores with ``vec_env="subproc"``).
+        vec_env: ``dummy`` (the envs step in this process and the policy runs one batched forward
+            pass over all of them: the fastest here, ``clustergym bench --training``) or ``subproc``
+            (one process per env, for envs whose steps cost more than the policy).
         policy: ``mlp`` (flattened observation) or ``equivariant`` (default).
         seed: seeds the model and the training envs (evaluation uses seeds ``eval_seeds``); default 0.
         out: output folder (default ``runs/train``; with ``resume``, the run's own folder).
@@ -452,8 +472,13 @@ def train(
         sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
     env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
-    n_envs = worker_count(n_envs, "envs")
+    choice(vec_env, "vec_env", VEC_ENVS, error=ConfigError)
+    if resume is not None:
+        n_envs, vec_env = previous.get("n_envs", n_envs), previous.get("vec_env", "subproc")
+    n_envs = worker_count(n_envs, "envs") if n_envs is not None or vec_env == "subproc" else DEFAULT_ENVS
     _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
+    if algo in ("ppo", "maskable-ppo") and resume is None:  # measured defaults (module docstring); --set overrides
+        algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
     mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time"), error=ConfigError)
     import inspect
 
@@ -508,6 +533,7 @@ def train(
         "train_env_kwargs": env_kwargs,
         "seed": seed,
         "n_envs": n_envs,
+        "vec_env": vec_env,
         "normalize_reward": normalize_reward,
         "normalize_obs": policy == "mlp",
         "hidden": hidden,
@@ -520,7 +546,7 @@ def train(
     factories = [
         functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy) for _ in range(n_envs)
     ]
-    venv = SubprocVecEnv(factories) if n_envs > 1 else DummyVecEnv(factories)
+    venv = SubprocVecEnv(factories) if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
     venv.seed(10_000 + 100 * seed)  # training episodes never reuse the evaluation seeds 0, 1, ...
     vn_path = vecnormalize_path(Path(resume)) if resume else None
     if vn_path is not None:

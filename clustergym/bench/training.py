@@ -1,0 +1,180 @@
+"""Training throughput (``clustergym bench --training``): environment steps per second of an SB3 learner,
+split into rollout (policy forward passes + environment steps) and update (PPO's gradient epochs).
+
+One configuration is one short ``learn`` run on a suite task or a scenario with the settings of
+``clustergym train`` (vectorized environments, VecNormalize, the chosen policy and algorithm); a
+callback timestamps every rollout's start and end, so
+
+* ``rollout_steps_per_s`` = environment steps collected / seconds spent collecting them,
+* ``update_steps_per_s`` = environment steps collected / seconds spent in the updates,
+* ``steps_per_s`` = environment steps / whole ``learn`` time (what a training run sees).
+
+Each row also gives the CPU seconds of the learner's process (with ``vec_env="subproc"`` the
+environment workers' CPU time is not in it), because wall times on a shared machine are noisy.  The figures are measured,
+never asserted (the tests check only that a row is produced and self-consistent).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+__all__ = ["TrainingConfig", "TRAINING_CONFIGS", "bench_training", "bench_training_configs"]
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One learner configuration to time.
+
+    Attributes:
+        name: a short label for the row.
+        task: suite task or scenario preset (the default ``ec2`` task at 20 servers).
+        algo: ``maskable-ppo``, ``ppo`` or ``a2c``.
+        policy: ``equivariant`` or ``mlp``.
+        n_envs: environments stepped per policy forward pass.
+        vec_env: ``dummy`` (in-process, one batched forward pass over the ``n_envs`` envs) or
+            ``subproc`` (one process per env).
+        n_steps: rollout length per env (a rollout holds ``n_envs x n_steps`` steps).
+        batch_size: PPO minibatch size.
+        n_epochs: passes over each rollout.
+        hidden: width of the policy's layers.
+        torch_threads: torch CPU threads of the learner.
+    """
+
+    name: str
+    task: str = "ec2"
+    algo: str = "maskable-ppo"
+    policy: str = "equivariant"
+    n_envs: int = 1
+    vec_env: str = "dummy"
+    n_steps: int = 2048
+    batch_size: int = 64
+    n_epochs: int = 10
+    hidden: int = 64
+    torch_threads: int = 1
+
+
+#: the rows of ``clustergym bench --training``: the settings before issue #20 (SB3's PPO defaults,
+#: one env per core in subprocesses) and the levers one at a time, then together
+TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
+    TrainingConfig("before: SB3 defaults, 2 subproc envs", n_envs=2, vec_env="subproc", n_steps=1024),
+    TrainingConfig("1 env, SB3 defaults", n_envs=1),
+    TrainingConfig("16 in-process envs", n_envs=16, n_steps=128),
+    TrainingConfig("batch 512, 4 epochs", n_envs=1, batch_size=512, n_epochs=4),
+    TrainingConfig("2 torch threads", n_envs=1, torch_threads=2),
+    TrainingConfig("hidden 32", n_envs=1, hidden=32),
+    TrainingConfig("after: 16 envs, batch 512, 4 epochs", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
+    TrainingConfig("mlp policy, after's settings", policy="mlp", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
+)
+
+
+def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
+    """The SB3 model and its vectorized env, built as ``clustergym train`` builds them."""
+    import functools
+
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+    from clustergym.agents.model_agent import algo_classes
+    from clustergym.envs.actions import default_action_mode
+    from clustergym.scenarios import resolve_scenario
+    from clustergym.suite import find_task
+    from clustergym.training.train import _policy_spec, make_train_env
+
+    t = find_task(cfg.task)
+    if t is not None:
+        env_kwargs = t.env_kwargs()
+        name = t.name
+    else:
+        env_kwargs = {"action_mode": default_action_mode(resolve_scenario(cfg.task).queueing), "horizon": 200.0}
+        name = cfg.task
+    factories = [functools.partial(make_train_env, name, {}, env_kwargs, cfg.policy) for _ in range(cfg.n_envs)]
+    venv = SubprocVecEnv(factories) if cfg.vec_env == "subproc" else DummyVecEnv(factories)
+    venv.seed(10_000 + 100 * seed)
+    venv = VecNormalize(venv, norm_obs=cfg.policy == "mlp", norm_reward=True)
+    policy_cls, policy_kwargs = _policy_spec(cfg.algo, cfg.policy, env_kwargs["action_mode"], cfg.hidden, {})
+    if cfg.policy == "mlp":
+        policy_kwargs = {"net_arch": [cfg.hidden, cfg.hidden]}
+    algo_kwargs: dict[str, Any] = {"n_steps": cfg.n_steps}
+    if cfg.algo != "a2c":
+        algo_kwargs.update(batch_size=cfg.batch_size, n_epochs=cfg.n_epochs)
+    model = algo_classes()[cfg.algo](
+        policy_cls, venv, seed=seed, device="cpu", policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs
+    )
+    return model, venv
+
+
+def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dict[str, Any]:
+    """Time ``rollouts`` rollouts and updates of one configuration (after one untimed warm-up
+    rollout and update: torch's first calls and the envs' first episodes are slower).
+
+    Returns the configuration's fields and ``steps``, ``rollout_seconds``, ``update_seconds``,
+    ``wall_seconds``, ``cpu_seconds`` (this process),
+    ``rollout_steps_per_s``, ``update_steps_per_s`` and ``steps_per_s``.
+    """
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.torch_threads)
+    try:
+        model, venv = _learner(cfg, seed)
+        per_rollout = cfg.n_envs * cfg.n_steps
+        model.learn(per_rollout)  # warm-up, untimed
+
+        class Clock(BaseCallback):
+            def __init__(self) -> None:
+                super().__init__()
+                self.rollout = 0.0
+                self.start = 0.0
+
+            def _on_rollout_start(self) -> None:
+                self.start = time.perf_counter()
+
+            def _on_rollout_end(self) -> None:
+                self.rollout += time.perf_counter() - self.start
+
+            def _on_step(self) -> bool:
+                return True
+
+        clock = Clock()
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        model.learn(rollouts * per_rollout, callback=clock, reset_num_timesteps=False)
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        venv.close()
+    finally:
+        torch.set_num_threads(threads)
+    steps = rollouts * per_rollout
+    update = max(wall - clock.rollout, 1e-9)
+    return {
+        **asdict(cfg),
+        "steps": steps,
+        "rollout_seconds": clock.rollout,
+        "update_seconds": update,
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "rollout_steps_per_s": steps / max(clock.rollout, 1e-9),
+        "update_steps_per_s": steps / update,
+        "steps_per_s": steps / wall,
+    }
+
+
+def bench_training_configs(
+    configs: Sequence[TrainingConfig] = TRAINING_CONFIGS,
+    *,
+    task: str | None = None,
+    rollouts: int = 3,
+    log: Callable[[str], Any] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`bench_training` of each configuration (on ``task`` if given), one after the other."""
+    rows = []
+    for cfg in configs:
+        if task is not None:
+            cfg = replace(cfg, task=task)
+        if log:
+            log(f"training: {cfg.name} ({cfg.algo}/{cfg.policy} on {cfg.task})")
+        rows.append(bench_training(cfg, rollouts=rollouts))
+    return rows
