@@ -80,7 +80,7 @@ def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
     from clustergym.envs.actions import default_action_mode
     from clustergym.scenarios import resolve_scenario
     from clustergym.suite import find_task
-    from clustergym.training.train import _policy_spec, make_train_env
+    from clustergym.training.train import policy_spec, make_train_env
 
     t = find_task(cfg.task)
     if t is not None:
@@ -93,7 +93,7 @@ def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
     venv = SubprocVecEnv(factories) if cfg.vec_env == "subproc" else DummyVecEnv(factories)
     venv.seed(10_000 + 100 * seed)
     venv = VecNormalize(venv, norm_obs=cfg.policy == "mlp", norm_reward=True)
-    policy_cls, policy_kwargs = _policy_spec(cfg.algo, cfg.policy, env_kwargs["action_mode"], cfg.hidden, {})
+    policy_cls, policy_kwargs = policy_spec(cfg.algo, cfg.policy, env_kwargs["action_mode"], cfg.hidden, {})
     if cfg.policy == "mlp":
         policy_kwargs = {"net_arch": [cfg.hidden, cfg.hidden]}
     algo_kwargs: dict[str, Any] = {"n_steps": cfg.n_steps}

@@ -801,10 +801,21 @@ def bench_cmd(
         False, "--scale", help="only the scale benchmark: rates against L = 20, 200, 2,000, 20,000 servers"
     ),
     plot: Path | None = typer.Option(None, "--plot", help="with --scale: write a log-log plot of the rates here"),
+    training: bool = typer.Option(
+        False, "--training", help="only training throughput: rollout and update steps/s per learner setting"
+    ),
+    task: str = typer.Option(
+        "ec2", "--task", help="with --training: the suite task or scenario preset the learners train on"
+    ),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.bench import run_benchmarks
 
+    if training:
+        _bench_training(json_out, quick, task)
+        return
+    if task != "ec2":
+        raise ConfigError("--task", "is the task of the training benchmark: give it with --training")
     if scale:
         _bench_scale(json_out, quick, plot)
         return
@@ -911,6 +922,36 @@ def bench_cmd(
                 f"{mm['rss_end_mb']:.0f} MB at the end; "
                 f"growth {slope} bytes/job"
             )
+
+
+def _bench_training(json_out: bool, quick: bool, task: str) -> None:
+    from clustergym.errors import require_extra
+
+    require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "clustergym bench --training")
+    from clustergym.bench.training import bench_training_configs
+    from clustergym.scenarios import resolve_scenario
+    from clustergym.suite import find_task
+
+    if find_task(task) is None:
+        resolve_scenario(task)  # a ConfigError names an unknown task or preset
+    rows = bench_training_configs(task=task, rollouts=1 if quick else 3, log=None if json_out else err.print)
+    if json_out:
+        _print_json({"training": rows})
+        return
+    t = Table(title=f"clustergym bench --training ({rows[0]['task']}; steps/s of one learn run per row)")
+    for c in ("setting", "algo/policy", "envs", "rollout steps/s", "update steps/s", "steps/s", "CPU s"):
+        t.add_column(c, justify="left" if c in ("setting", "algo/policy") else "right")
+    for r in rows:
+        t.add_row(
+            r["name"],
+            f"{r['algo']}/{r['policy']}",
+            f"{r['n_envs']} {r['vec_env']}",
+            f"{r['rollout_steps_per_s']:,.0f}",
+            f"{r['update_steps_per_s']:,.0f}",
+            f"{r['steps_per_s']:,.0f}",
+            f"{r['cpu_seconds']:.1f}",
+        )
+    out.print(t)
 
 
 def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:

@@ -32,14 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from clustergym.core.commands import Cmd, Command
 from clustergym.errors import ConfigError
 
-__all__ = ["Demonstrations", "collect_demonstrations", "return_scale", "clone"]
+__all__ = ["Demonstrations", "collect_demonstrations", "equivalent_command", "return_scale", "clone"]
 
 
 @dataclass
 class Demonstrations:
-    """A teacher's decisions: ``obs[key]`` of shape ``(N, *space.shape)``, ``actions (N,)``,
+    """A teacher's decisions: ``obs[key]`` of shape ``(N, *space.shape)``, ``actions (N,)`` (-1 where
+    the action mode cannot express the teacher's decision: it ran, and is not imitated),
     ``rewards (N,)`` (reward after each decision, raw units), ``episode_end (N,)`` (True at the
     last decision of an episode) and ``teacher``'s name."""
 
@@ -74,6 +76,36 @@ def teacher_params(teacher: str, action_mode: str, queue_window: int) -> dict[st
     return {"scan": scan}
 
 
+def equivalent_command(env: Any, command: Command) -> Command:
+    """``command`` with its job replaced by the first job the action mode can address that the policy
+    cannot tell from it (same type, demand and weight, and same work in a clairvoyant scenario), or
+    ``command`` itself.
+
+    A rule that scans the whole queue (MaxWeight picks a job *type* and takes the oldest job of it)
+    may choose a job beyond the queue window that the ``head`` and ``slot`` modes address.  Placing an
+    indistinguishable job from the window instead is the same decision for a policy that sees only
+    job features, so that teacher can still be imitated; its next choice is made on the state the
+    substituted command produced (the teacher reads the live state at every call).
+    """
+    if command.kind != Cmd.PLACE or command.job < 0:
+        return command
+    jobs = env.sim.jobs
+    j = int(command.job)
+    clairvoyant = bool(env.scenario.clairvoyant)
+    window = env.mode.window()
+    if env.action_mode == "head":
+        window = window[:1]
+    for k in window:
+        if (
+            jobs.type[k] == jobs.type[j]
+            and jobs.weight[k] == jobs.weight[j]
+            and np.array_equal(jobs.demand[k], jobs.demand[j])
+            and (not clairvoyant or jobs.work[k] == jobs.work[j])
+        ):
+            return Command.place(int(k), int(command.server))
+    return command
+
+
 def collect_demonstrations(
     env: Any, teacher: str, steps: int, seed: int, params: dict[str, Any] | None = None
 ) -> Demonstrations:
@@ -105,17 +137,24 @@ def collect_demonstrations(
         command = agent.act(obs)
         action = base.mode.encode(command)
         if action is None:
+            action = base.mode.encode(equivalent_command(base, command))
+        step_with: Any = action
+        if action is None and command.kind == Cmd.PLACE:
+            # a job the mode cannot address (beyond the window, none like it inside): the teacher's own
+            # command runs (its trajectory stays its own), the decision is not imitated (action -1)
+            action, step_with = -1, command
+        if action is None:
             raise ConfigError(
                 "warm_start",
                 f"teacher {teacher!r} issued {command}, which the "
-                f"{base.action_mode!r} action mode cannot express; teachers that "
-                "fit: the greedy rules (best-fit, first-fit, random-fit: scanned "
-                "to the queue window) in head and slot modes, best-fit-admit and "
-                "first-fit-admit in admit mode",
+                f"{base.action_mode!r} action mode cannot express, nor a job it cannot tell from "
+                "the chosen one in place of it; teachers that fit: the greedy rules (best-fit, "
+                "first-fit, random-fit: scanned to the queue window) and rules that choose by job "
+                "type (mwr) in head and slot modes, best-fit-admit and first-fit-admit in admit mode",
             )
         for k in keys:
             obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
-        obs, reward, terminated, truncated, _ = env.step(action)
+        obs, reward, terminated, truncated, _ = env.step(step_with)
         actions.append(action)
         rewards.append(float(reward))
         done = terminated or truncated
@@ -125,6 +164,12 @@ def collect_demonstrations(
             obs, _ = env.reset(seed=seed + episode)
             agent.reset(env, seed=seed + episode)
     ends[-1] = True
+    if all(a < 0 for a in actions):
+        raise ConfigError(
+            "warm_start",
+            f"teacher {teacher!r} placed only jobs the {base.action_mode!r} action mode cannot address "
+            "(beyond its queue window): nothing to imitate; raise queue_window or choose another teacher",
+        )
     return Demonstrations(
         {k: np.stack(v) for k, v in obs_rows.items()},
         np.asarray(actions, dtype=np.int64),
@@ -188,7 +233,9 @@ def clone(
     the critic is then left to PPO).
 
     Teacher actions the policy masks (WAIT under ``policy.work_conserving`` while a job can
-    start) are dropped from the actor loss and counted in ``dropped``.
+    start), and decisions the action mode cannot express (action ``-1``, counted in
+    ``inexpressible``), are dropped from the actor loss and counted in ``dropped``; their rewards
+    still count in the critic's returns.
     """
     import torch as th
 
@@ -202,7 +249,9 @@ def clone(
     critic_mask = th.as_tensor(far)
     with th.no_grad():
         logits, _ = net(obs)
-    allowed = logits.gather(1, actions[:, None]).squeeze(1) > MASKED_LOGIT / 2
+    imitated = actions >= 0  # -1: a teacher decision the action mode cannot express (not imitated)
+    actions = actions.clamp(min=0)
+    allowed = imitated & (logits.gather(1, actions[:, None]).squeeze(1) > MASKED_LOGIT / 2)
     n = len(demos)
     optimizer = th.optim.Adam(policy.parameters(), lr=learning_rate)
     gen = th.Generator().manual_seed(seed)
@@ -241,4 +290,5 @@ def clone(
         "samples": float(n),
         "critic_samples": float(critic_mask.sum()),
         "dropped": float(n - kept),
+        "inexpressible": float(n - int(imitated.sum())),
     }

@@ -53,7 +53,7 @@ from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
 
-__all__ = ["train", "make_train_env", "split_params", "ppo_defaults", "POLICIES", "VEC_ENVS", "DEFAULT_ENVS"]
+__all__ = ["train", "make_train_env", "split_params", "ppo_defaults", "policy_spec", "POLICIES", "VEC_ENVS", "DEFAULT_ENVS"]
 
 #: how the training envs run (``--vec-env``)
 VEC_ENVS = ("dummy", "subproc")
@@ -141,9 +141,10 @@ def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> Non
     number(timesteps, "timesteps", lo=1, integer=True, error=ConfigError)
 
 
-def _policy_spec(
+def policy_spec(
     algo: str, policy: str, action_mode: str, hidden: int, policy_params: dict[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
+    """The SB3 policy class (or name) and its keyword arguments for ``--policy`` in an action mode."""
     from clustergym.agents.policies import EquivariantMaskablePolicy, EquivariantPolicy
 
     if policy == "mlp":
@@ -562,7 +563,7 @@ def train(
     if resume:
         model = load_sb3(Algo, Path(resume), algo, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
     else:
-        policy_cls, policy_kwargs = _policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
+        policy_cls, policy_kwargs = policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
         model = Algo(
             policy_cls,
             venv,
@@ -598,7 +599,9 @@ def train(
         }
         if verbose:
             print(
-                f"warm start: imitated {warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} decisions, accuracy {stats['accuracy']:.3f}",
+                f"warm start: imitated {warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} decisions "
+                f"({stats['inexpressible']:.0f} of them not expressible in the action mode: run, not imitated), "
+                f"accuracy {stats['accuracy']:.3f}",
                 flush=True,
             )
 

@@ -1,0 +1,58 @@
+"""``clustergym bench --training``: one row per learner setting, self-consistent, on the settings given
+(figures are measured, never asserted); ``clustergym train``'s measured PPO defaults."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from clustergym.bench.training import TRAINING_CONFIGS, TrainingConfig, bench_training
+from clustergym.cli import app
+from clustergym.training.train import DEFAULT_ENVS, ppo_defaults, train
+
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
+
+
+@pytest.mark.parametrize("policy", ["equivariant", "mlp"])
+def test_bench_training_row(policy):
+    cfg = TrainingConfig("tiny", task="rms-trap", policy=policy, n_envs=4, n_steps=32, batch_size=64, n_epochs=2)
+    row = bench_training(cfg, rollouts=2)
+    assert row["steps"] == 2 * 4 * 32
+    assert row["task"] == "rms-trap" and row["policy"] == policy and row["n_envs"] == 4
+    assert 0 < row["rollout_seconds"] < row["wall_seconds"]
+    assert row["update_seconds"] == pytest.approx(row["wall_seconds"] - row["rollout_seconds"])
+    assert row["steps_per_s"] == pytest.approx(row["steps"] / row["wall_seconds"])
+    # the two phases share the run's time: 1 / total rate = 1 / rollout rate + 1 / update rate
+    assert 1 / row["steps_per_s"] == pytest.approx(1 / row["rollout_steps_per_s"] + 1 / row["update_steps_per_s"])
+
+
+def test_configs_compare_before_and_after():
+    names = [c.name for c in TRAINING_CONFIGS]
+    assert names[0].startswith("before") and any(n.startswith("after") for n in names)
+    before = TRAINING_CONFIGS[0]
+    assert (before.batch_size, before.n_epochs, before.vec_env) == (64, 10, "subproc")  # SB3's defaults
+    assert len(set(names)) == len(names)
+
+
+def test_cli_bench_training_json(monkeypatch):
+    import clustergym.bench.training as bt
+
+    tiny = (TrainingConfig("a", n_envs=2, n_steps=32, batch_size=32, n_epochs=1),)
+    monkeypatch.setattr(bt, "TRAINING_CONFIGS", tiny)
+    monkeypatch.setattr(bt.bench_training_configs, "__defaults__", (tiny,))
+    res = CliRunner().invoke(app, ["bench", "--training", "--quick", "--json", "--task", "rms-trap"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["training"]
+    assert [r["name"] for r in rows] == ["a"] and rows[0]["task"] == "rms-trap" and rows[0]["steps"] == 64
+
+
+def test_ppo_defaults_and_overrides(tmp_path):
+    d = ppo_defaults(DEFAULT_ENVS)
+    assert d["n_steps"] * DEFAULT_ENVS == 2048 and d["batch_size"] == 512 and d["n_epochs"] == 4
+    train("rms-trap", timesteps=64, n_envs=2, out=tmp_path / "r", verbose=False, **{"algo.n_steps": 32})
+    meta = json.loads((tmp_path / "r" / "model.json").read_text())
+    # --set wins over the defaults; the rest of the defaults are recorded
+    assert meta["algo_kwargs"] == {"n_steps": 32, "batch_size": 512, "n_epochs": 4}
+    assert meta["vec_env"] == "dummy" and meta["n_envs"] == 2
