@@ -593,7 +593,7 @@ def train_cmd(
         "--set",
         help="scenario parameter k=v; env: action_mode, queue_window, "
         "horizon, reward_scale; algo.<name>=v for the algorithm; "
-        "policy.work_conserving=true",
+        "policy.work_conserving=true; semi_markov=true|T (gamma per T of simulated time)",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
     warm_start: str | None = typer.Option(

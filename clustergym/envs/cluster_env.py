@@ -203,6 +203,7 @@ class ClusterEnv(gym.Env):
         sim = self.sim
         if not sim._seeded:
             raise ResetNeeded("step() called before reset(); call reset(seed=...) first")
+        t_start = sim.now
         if sim.done:
             if self._end_reported:
                 raise RuntimeError("step() called after the episode ended; call reset()")
@@ -210,6 +211,7 @@ class ClusterEnv(gym.Env):
             self._end_reported = True
             reward, self._carry = self._carry, 0.0
             info = self._info()
+            info["dt"] = 0.0
             info["invalid_action"] = False
             info["metrics"] = self.metrics()
             return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
@@ -242,6 +244,7 @@ class ClusterEnv(gym.Env):
             if self.invalid_action == "wait" or self._invalid_in_epoch >= self.max_invalid_per_epoch:
                 reward += self._advance_to_choice()  # time moves on (and never loops forever on invalid actions)
         info = self._info()
+        info["dt"] = sim.now - t_start
         info["invalid_action"] = invalid
         if reason is not None:
             info["invalid_reason"] = reason

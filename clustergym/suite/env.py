@@ -191,6 +191,7 @@ class TaskEnv(gym.Wrapper):
             obs, reward, _, _, info = inner.step(Command.wait())  # on to the first epoch with a choice
             self._carry += reward
         info.pop("invalid_action", None)
+        info.pop("dt", None)  # reset's info, as the env's: no step-only keys
         return obs, info
 
     # ------------------------------------------------------------------ the observation

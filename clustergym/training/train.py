@@ -334,7 +334,11 @@ def _resumed_settings(
     recorded = {
         "algo.": meta.get("algo_kwargs", {}),
         "policy.": meta.get("policy_kwargs", {}),
-        "": {**meta.get("scenario_params", {}), **meta.get("train_env_kwargs", meta.get("env_kwargs", {}))},
+        "": {
+            **meta.get("scenario_params", {}),
+            **meta.get("train_env_kwargs", meta.get("env_kwargs", {})),
+            **{k: v for k, v in meta.items() if k == "semi_markov"},
+        },
     }
     flat = {prefix + k: v for prefix, d in recorded.items() for k, v in d.items()}
     for name, value in (("scenario", scenario), ("algo", algo), ("policy", policy)):
@@ -424,8 +428,10 @@ def train(
             over them.
         algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
         **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
-            ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``
-            and ``policy.*`` (``policy.work_conserving=true``).
+            ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``,
+            ``policy.*`` (``policy.work_conserving=true``) and ``semi_markov`` (``true`` or a
+            time unit: ``gamma`` per unit of simulated time instead of per decision, PPO,
+            MaskablePPO and A2C; :mod:`clustergym.training.semi_markov`).
     """
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     import torch as th
@@ -453,6 +459,7 @@ def train(
     algo = "maskable-ppo" if algo is None else algo
     policy = "equivariant" if policy is None else policy
     seed = 0 if seed is None else seed
+    semi_markov = params.pop("semi_markov", False)  # a training setting, not a scenario parameter
     scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
     algo_kwargs = {**(algo_kwargs or {}), **more_algo}
     task = find_task(scenario)
@@ -478,6 +485,17 @@ def train(
         n_envs, vec_env = previous.get("n_envs", n_envs), previous.get("vec_env", "subproc")
     n_envs = worker_count(n_envs, "envs") if n_envs is not None or vec_env == "subproc" else DEFAULT_ENVS
     _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
+    time_unit = None
+    if semi_markov is not False:  # --set semi_markov=true|T: gamma per time unit (clustergym.training.semi_markov)
+        from clustergym.training.semi_markov import semi_markov_time_unit
+
+        time_unit = semi_markov_time_unit(semi_markov, algo, task.time_unit if task is not None else None)
+        if warm_start:
+            raise ConfigError(
+                "semi_markov",
+                "the warm start fits the critic to per-decision discounted returns; "
+                "train with semi_markov without --warm-start",
+            )
     if algo in ("ppo", "maskable-ppo") and resume is None:  # measured defaults (module docstring); --set overrides
         algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
     mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time"), error=ConfigError)
@@ -540,6 +558,8 @@ def train(
         "hidden": hidden,
         "algo_kwargs": algo_kwargs,
         "policy_kwargs": policy_params,
+        "semi_markov": semi_markov,
+        "semi_markov_time_unit": time_unit,
     }
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
 
@@ -560,8 +580,15 @@ def train(
 
     # ---- 3. the model: new, or resumed from a checkpoint
     Algo = algo_classes()[algo]
+    buffer_kwargs: dict[str, Any] = {}
+    if time_unit is not None:
+        from clustergym.training.semi_markov import semi_markov_buffer_kwargs
+
+        buffer_kwargs = semi_markov_buffer_kwargs(algo, venv.observation_space, time_unit)
     if resume:
-        model = load_sb3(Algo, Path(resume), algo, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+        model = load_sb3(
+            Algo, Path(resume), algo, env=venv, device="cpu", tensorboard_log=str(out / "tb"), **buffer_kwargs
+        )
     else:
         policy_cls, policy_kwargs = policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
         model = Algo(
@@ -573,6 +600,7 @@ def train(
             policy_kwargs=policy_kwargs or None,
             verbose=0,
             **algo_kwargs,
+            **buffer_kwargs,
         )
 
     # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
@@ -608,6 +636,10 @@ def train(
     # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
     every = checkpoint_every or max(timesteps // 10, 1)
     callbacks = [_checkpoint_callback(every, out / "checkpoints")]
+    if time_unit is not None:
+        from clustergym.training.semi_markov import SemiMarkovCallback
+
+        callbacks.append(SemiMarkovCallback())
     if eval_agents or eval_every:
         callbacks.append(
             _eval_callback(
