@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from clustergym.bench.training import TRAINING_CONFIGS, TrainingConfig, bench_training
+from clustergym.training.throughput import TRAINING_CONFIGS, TrainingConfig, bench_training
 from clustergym.cli import app
 from clustergym.training.train import DEFAULT_ENVS, ppo_defaults, train
 
@@ -37,7 +37,7 @@ def test_configs_compare_before_and_after():
 
 
 def test_cli_bench_training_json(monkeypatch):
-    import clustergym.bench.training as bt
+    import clustergym.training.throughput as bt
 
     tiny = (TrainingConfig("a", n_envs=2, n_steps=32, batch_size=32, n_epochs=1),)
     monkeypatch.setattr(bt, "TRAINING_CONFIGS", tiny)
