@@ -93,6 +93,10 @@ class Agent(ABC):
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     requirements: ClassVar[AgentRequirements] = AgentRequirements()
+    #: its decisions at an epoch depend on the state at that epoch only (no record kept across epochs,
+    #: such as a mirror of the queue or counters of arrivals), so it may be driven at some epochs and
+    #: not others: the rules a learned policy chooses among (:mod:`clustergym.agents.rule_select`)
+    epoch_local: ClassVar[bool] = False
 
     def __init__(self, **params: Any):
         if params:

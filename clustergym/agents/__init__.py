@@ -7,7 +7,8 @@ there by ``pyproject.toml``).
   actor-critic (:class:`~.policies.EquivariantMaskablePolicy`) for SB3;
 * :mod:`.train`: ``clustergym train`` (vectorised envs, normalisation,
   checkpoints, TensorBoard, periodic evaluation against baselines, resume);
-* :mod:`.model_agent`: a saved model as an agent (``--agent path/model.zip``).
+* :mod:`.model_agent`: a saved model as an agent (``--agent path/model.zip``);
+* :mod:`.rule_select`: the ``rule`` mode, a policy choosing a rule-based agent per decision epoch.
 """
 
 from __future__ import annotations

@@ -146,6 +146,11 @@ class ModelAgent:
     or DQN with the ``mlp`` policy on a suite task) acts as it was trained: the
     argmax of all its logits, an invalid choice then waiting.  An equivariant policy is rebuilt for the
     env's spaces at :meth:`reset`, so it runs on any number of servers.
+
+    A model trained in the ``rule`` mode (``model.json``: ``env_kwargs.action_mode == "rule"`` and
+    ``env_kwargs.rules``; :mod:`clustergym.agents.rule_select`) chooses a rule at the first call of
+    each decision epoch and returns that rule's commands until its WAIT; it needs every epoch its
+    rules need, and is an oracle if one of them is.
     """
 
     description = "a trained Stable-Baselines3 model"
@@ -161,6 +166,17 @@ class ModelAgent:
         self._obs_space: Any = None
         self.rng = np.random.default_rng(0)
         env_kwargs = meta.get("env_kwargs", {})
+        self.rules: list[str] | None = None
+        if env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
+            from clustergym.agents.rule_select import RuleDriver, make_rule, parse_rules
+
+            self.rules = parse_rules(env_kwargs.get("rules", ()), "agent")
+            self._allow_oracle = bool(meta.get("allow_oracle", False))
+            self._rule_agents = [make_rule(r, "agent") for r in self.rules]
+            self._driver = RuleDriver(self._rule_agents, self.rules)
+            self._chosen = -1
+            self._epoch = -1
+            env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("action_mode", "rules")}
         self.requirements = AgentRequirements(
             action_mode=env_kwargs.get("action_mode"),
             skip_trivial=True,
@@ -170,6 +186,11 @@ class ModelAgent:
         )
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
+        if self.rules is not None:
+            from clustergym.agents.rule_select import check_rules, rules_requirements
+
+            agents = check_rules(self.rules, scenario, allow_oracle=self._allow_oracle, field="agent")
+            return replace(rules_requirements(agents, scenario), env_kwargs=self.requirements.env_kwargs)
         return (
             replace(self.requirements, queueing=(scenario.queueing,))
             if scenario.queueing in ("central", "loss")
@@ -182,6 +203,15 @@ class ModelAgent:
         # the spaces of the env as the agent sees it (a wrapper may change the observation, as a suite task's does)
         obs_space, act_space = env.observation_space, env.action_space
         self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
+        if self.rules is not None:
+            from gymnasium.spaces import Discrete
+
+            from clustergym.agents.rule_select import rule_observation_space
+
+            obs_space, act_space = rule_observation_space(obs_space, len(self.rules)), Discrete(len(self.rules))
+            self._driver.reset(env, seed)
+            self._view = env.unwrapped.view
+            self._epoch, self._chosen = -1, -1
         if self.meta["policy"] == "mlp":
             from gymnasium.spaces import flatten_space
 
@@ -228,13 +258,43 @@ class ModelAgent:
         state: Any = None,
         episode_start: Any = None,
         deterministic: bool = True,
-    ) -> tuple[int, None]:
-        """The action for one observation: masked argmax, or a masked sample when not deterministic."""
+    ) -> tuple[Any, None]:
+        """The action for one observation: masked argmax, or a masked sample when not deterministic.
+
+        A policy choosing among rules (``action_mode: rule``) returns commands: at the first call of
+        a decision epoch it asks every rule for its first command (WAIT when all WAIT: nothing to
+        choose), else picks rule ``i`` by its policy on the observation with the rule mask and
+        returns rule ``i``'s commands, one per call, until its WAIT -- the steps of
+        :class:`~clustergym.agents.rule_select.RuleSelectEnv`, so the episodes are the same."""
+        if self.rules is not None:
+            return self._rule_command(observation, deterministic), None
+        return self._choose(observation, deterministic), None
+
+    def _rule_command(self, observation: dict[str, np.ndarray], deterministic: bool) -> Any:
+        from clustergym.agents.rule_select import RuleDriver, rule_observation
+        from clustergym.core.commands import Command
+
+        epoch = self._view.epoch
+        if epoch != self._epoch:
+            self._epoch = epoch
+            first = self._driver.probe(observation)
+            if RuleDriver.all_wait(first):
+                self._chosen = -1
+                return Command.wait()
+            assert self.rules is not None
+            self._chosen = self._choose(rule_observation(observation, len(self.rules)), deterministic)
+            return first[self._chosen]
+        if self._chosen < 0:
+            return Command.wait()
+        cmd, _ = self._rule_agents[self._chosen].predict(observation)
+        return cmd
+
+    def _choose(self, observation: dict[str, np.ndarray], deterministic: bool) -> int:
         z = self.logits(observation)
         if deterministic or self.meta["algo"] == "dqn":
-            return int(np.argmax(z)), None
+            return int(np.argmax(z))
         p = np.exp(z - z.max())
-        return int(self.rng.choice(z.size, p=p / p.sum())), None
+        return int(self.rng.choice(z.size, p=p / p.sum()))
 
 
 def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:

@@ -22,9 +22,11 @@ mode       logits                job scored against the L servers
 ``head``   ``(B, L + 1)``        the head of the queue window (row 0)
 ``slot``   ``(B, K * L + 1)``    every window row ``k`` (index ``k * L + l``)
 ``admit``  ``(B, L + 1)``        the arriving job (``obs["event"][5:]``)
+``rule``   ``(B, N)``            none: one logit per rule, a linear head on
+                                 the global context (:mod:`.rule_select`)
 ========== ===================== ===========================================
 
-The last logit is WAIT (head, slot) or REJECT (admit).  Invalid actions get
+The last logit is WAIT (head, slot) or REJECT (admit); in ``rule`` mode every logit is a rule.  Invalid actions get
 ``-1e8`` from ``obs["action_mask"]`` inside the network, so plain PPO/A2C
 never samples them; MaskablePPO masks the same way through ``action_masks()``.
 """
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 #: action modes the equivariant policy speaks
-EQUIVARIANT_MODES = ("head", "slot", "admit")
+EQUIVARIANT_MODES = ("head", "slot", "admit", "rule")
 #: logit given to invalid actions (the value MaskablePPO uses)
 MASKED_LOGIT = -1e8
 #: number of event kinds before the event job's features in ``obs["event"]``
@@ -127,6 +129,8 @@ class PairScorer(nn.Module):
         self.pair_residual = nn.Linear(R, hidden, bias=False)
         self.pair_out = nn.Sequential(nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         self.wait_head = nn.Linear(hidden, 1)
+        if action_mode == "rule":  # one logit per rule (N = the size of the rule mask), from the context
+            self.rule_head = nn.Linear(hidden, observation_space["action_mask"].shape[0])
         # start near work-conserving: WAIT (REJECT in admit mode) is unlikely until learning says otherwise
         nn.init.constant_(self.wait_head.bias, wait_bias)
         self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
@@ -153,7 +157,7 @@ class PairScorer(nn.Module):
         parts += [th.log1p(obs["event"]), th.log1p(n_jobs), h_s.mean(dim=1), h_jobs]
         glob = th.cat(parts, dim=-1)
         g = self.global_net(glob)  # (B, H)
-        if self.action_mode == "head":
+        if self.action_mode in ("head", "rule"):
             scored = jobs[:, :1]
             h_j = h_all[:, :1]
         elif self.action_mode == "slot":
@@ -165,6 +169,10 @@ class PairScorer(nn.Module):
 
     def forward(self, obs: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor]:
         h_s, scored, h_j, g = self._context(obs)
+        if self.action_mode == "rule":
+            logits = self.rule_head(g)
+            logits = th.where(obs["action_mask"] > 0.5, logits, th.full_like(logits, MASKED_LOGIT))
+            return logits, self.value_head(g)
         B = h_s.shape[0]
         residual = obs["free"].unsqueeze(1) - scored[..., : self.R].unsqueeze(2)  # (B, K', L, R)
         pre = (
@@ -225,6 +233,8 @@ class _EquivariantMixin:
         self.work_conserving = boolean(work_conserving, "policy.work_conserving", error=ConfigError)
         self.wait_bias = number(wait_bias, "policy.wait_bias", error=ConfigError)
         self.use_time = boolean(use_time, "policy.use_time", error=ConfigError)
+        if self.work_conserving and action_mode == "rule":
+            raise ConfigError("policy.work_conserving", "the rule mode has no WAIT to forbid: it chooses among rules")
         if self.work_conserving and action_mode == "admit":
             raise ConfigError(
                 "policy.work_conserving",

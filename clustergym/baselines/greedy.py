@@ -76,6 +76,7 @@ class GreedyAgent(Agent):
 
     server_rule: ClassVar[str] = "first-fit"
     default_job_rule: ClassVar[str] = "fifo"
+    epoch_local = True  # only the current epoch's sweep is kept
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=True, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.PLACE}),
@@ -227,6 +228,7 @@ class RandomFit(GreedyAgent):
 
 class _AdmitAgent(Agent):
     server_rule: ClassVar[str] = "best-fit"
+    epoch_local = True
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}),

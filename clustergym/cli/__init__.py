@@ -591,8 +591,8 @@ def train_cmd(
     set_: list[str] = typer.Option(
         [],
         "--set",
-        help="scenario parameter k=v; env: action_mode, queue_window, "
-        "horizon, reward_scale; algo.<name>=v for the algorithm; "
+        help="scenario parameter k=v; env: action_mode (head, slot, admit, rule), rules (rule mode: "
+        "comma-separated agents), queue_window, horizon, reward_scale; algo.<name>=v for the algorithm; "
         "policy.work_conserving=true; semi_markov=true|T (gamma per T of simulated time)",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),

@@ -1,5 +1,8 @@
 """Behaviour-cloning warm start: imitate a rule-based agent before reinforcement learning.
 
+In the rule mode (``--set action_mode=rule``, :mod:`clustergym.agents.rule_select`) the teacher is
+one of the rules and its action is that rule's index at every decision.
+
 ``clustergym train SCENARIO --warm-start best-fit-admit`` runs the named
 baseline (the *teacher*) in a training environment for ``--warm-start-steps``
 decisions, records ``(observation, action)`` pairs in the action mode being
@@ -119,6 +122,9 @@ def collect_demonstrations(
     """
     from clustergym.agent_api import make_agent
 
+    rules = _rules_of(env)
+    if rules is not None:
+        return _rule_demonstrations(env, rules, teacher, steps, seed)
     base = env.unwrapped
     agent = make_agent(teacher, **(params or {}))
     req = agent.requirements_for(base.scenario)
@@ -173,6 +179,48 @@ def collect_demonstrations(
     return Demonstrations(
         {k: np.stack(v) for k, v in obs_rows.items()},
         np.asarray(actions, dtype=np.int64),
+        np.asarray(rewards),
+        np.asarray(ends),
+        teacher,
+    )
+
+
+def _rules_of(env: Any) -> list[str] | None:
+    """The rules of a rule-mode env (a :class:`~clustergym.agents.rule_select.RuleSelectEnv` in the
+    wrapper chain), else ``None``."""
+    from clustergym.agents.rule_select import RuleSelectEnv
+
+    e = env
+    while e is not None:
+        if isinstance(e, RuleSelectEnv):
+            return e.rules
+        e = getattr(e, "env", None)
+    return None
+
+
+def _rule_demonstrations(env: Any, rules: list[str], teacher: str, steps: int, seed: int) -> Demonstrations:
+    """In the rule mode the teacher is one of the rules, and its action at every decision is its index."""
+    if teacher not in rules:
+        raise ConfigError("warm_start", f"in the rule mode the teacher is one of the rules {rules}; {teacher!r} is not")
+    action = rules.index(teacher)
+    keys = list(env.observation_space.spaces)
+    obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    rewards, ends = [], []
+    episode = 0
+    obs, _ = env.reset(seed=seed)
+    while len(rewards) < steps:
+        for k in keys:
+            obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
+        obs, reward, terminated, truncated, _ = env.step(action)
+        rewards.append(float(reward))
+        ends.append(bool(terminated or truncated))
+        if ends[-1]:
+            episode += 1
+            obs, _ = env.reset(seed=seed + episode)
+    ends[-1] = True
+    return Demonstrations(
+        {k: np.stack(v) for k, v in obs_rows.items()},
+        np.full(len(rewards), action, dtype=np.int64),
         np.asarray(rewards),
         np.asarray(ends),
         teacher,

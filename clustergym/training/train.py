@@ -81,6 +81,7 @@ ENV_KEYS = (
     "reward_timing",
     "invalid_penalty",
     "invalid_action",
+    "rules",
 )
 
 
@@ -104,7 +105,8 @@ def make_train_env(
     scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str, seed: int | None = None
 ) -> Any:
     """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
-    task: ``gymnasium.make`` of its id), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
+    task: ``gymnasium.make`` of its id; ``action_mode="rule"``: a
+    :class:`~clustergym.agents.rule_select.RuleSelectEnv` on it, choosing among ``rules``), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
     in SB3's ``Monitor`` (episode stats)."""
     from gymnasium.wrappers import FlattenObservation
     from stable_baselines3.common.monitor import Monitor
@@ -113,7 +115,19 @@ def make_train_env(
     from clustergym.suite import find_task
 
     t = find_task(scenario) if not scenario_params else None
-    if t is not None:
+    if env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
+        from clustergym.agents.rule_select import make_rule_select_env
+
+        rest = {k: v for k, v in env_kwargs.items() if k not in ("action_mode", "rules")}
+        bound = t.max_episode_steps if t is not None else None
+        env = make_rule_select_env(
+            t if t is not None else scenario,
+            env_kwargs.get("rules"),
+            max_episode_steps=bound,
+            **rest,
+            **scenario_params,
+        )
+    elif t is not None:
         import gymnasium
 
         env = gymnasium.make(t.id, **env_kwargs)
@@ -480,6 +494,18 @@ def train(
         sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
     env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
+    if env_kwargs["action_mode"] == "rule" or "rules" in env_kwargs:  # the rules, named in model.json
+        from clustergym.agents.rule_select import default_rules, parse_rules
+
+        if env_kwargs["action_mode"] != "rule":
+            raise ConfigError("rules", "rules are chosen among in the rule mode: add --set action_mode=rule")
+        rules = env_kwargs.get("rules")
+        env_kwargs["rules"] = parse_rules(rules) if rules is not None else default_rules(task or sc)
+        if warm_start and warm_start not in env_kwargs["rules"]:
+            raise ConfigError(
+                "warm_start",
+                f"in the rule mode the teacher is one of the rules {env_kwargs['rules']}, not {warm_start!r}",
+            )
     choice(vec_env, "vec_env", VEC_ENVS, error=ConfigError)
     if resume is not None:
         n_envs, vec_env = previous.get("n_envs", n_envs), previous.get("vec_env", "subproc")
@@ -548,7 +574,9 @@ def train(
         "scenario_params": scenario_params,
         "task": task.id if task is not None else None,
         "masked": masked,
-        "env_kwargs": {k: env_kwargs[k] for k in ("action_mode", "queue_window", "invalid_action") if k in env_kwargs},
+        "env_kwargs": {
+            k: env_kwargs[k] for k in ("action_mode", "rules", "queue_window", "invalid_action") if k in env_kwargs
+        },
         "train_env_kwargs": env_kwargs,
         "seed": seed,
         "n_envs": n_envs,
