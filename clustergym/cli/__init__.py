@@ -928,9 +928,9 @@ def _bench_training(json_out: bool, quick: bool, task: str) -> None:
     from clustergym.errors import require_extra
 
     require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "clustergym bench --training")
-    from clustergym.training.throughput import bench_training_configs
     from clustergym.scenarios import resolve_scenario
     from clustergym.suite import find_task
+    from clustergym.training.throughput import bench_training_configs
 
     if find_task(task) is None:
         resolve_scenario(task)  # a ConfigError names an unknown task or preset

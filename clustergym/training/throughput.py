@@ -80,7 +80,7 @@ def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
     from clustergym.envs.actions import default_action_mode
     from clustergym.scenarios import resolve_scenario
     from clustergym.suite import find_task
-    from clustergym.training.train import policy_spec, make_train_env
+    from clustergym.training.train import make_train_env, policy_spec
 
     t = find_task(cfg.task)
     if t is not None:

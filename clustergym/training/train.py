@@ -53,7 +53,16 @@ from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
 from clustergym.validation import choice, mapping, number
 
-__all__ = ["train", "make_train_env", "split_params", "ppo_defaults", "policy_spec", "POLICIES", "VEC_ENVS", "DEFAULT_ENVS"]
+__all__ = [
+    "train",
+    "make_train_env",
+    "split_params",
+    "ppo_defaults",
+    "policy_spec",
+    "POLICIES",
+    "VEC_ENVS",
+    "DEFAULT_ENVS",
+]
 
 #: how the training envs run (``--vec-env``)
 VEC_ENVS = ("dummy", "subproc")

@@ -120,7 +120,12 @@ CASES = [
     ("reproduce: bad setting", ["reproduce", "rms-ec2-boundary", "--set", "rms.google_n=-5"], "rms.google_n", True),
     ("bench: negative events", ["bench", "--no-ppo", "--no-replay", "--memory-events", "-1"], "--memory-events", True),
     ("bench: --plot without --scale", ["bench", "--no-ppo", "--no-replay", "--plot", "{tmp}/x.png"], "--scale", True),
-    ("bench: --task without --training", ["bench", "--no-ppo", "--no-replay", "--task", "rms-trap"], "--training", True),
+    (
+        "bench: --task without --training",
+        ["bench", "--no-ppo", "--no-replay", "--task", "rms-trap"],
+        "--training",
+        True,
+    ),
     ("bench: training on an unknown task", ["bench", "--training", "--task", "nope-task"], "nope-task", True),
     ("train: unknown vec env", TRAIN + ["--vec-env", "ray", "--out", "{tmp}/t7"], "vec_env", False),
     ("bench: scale plot to a bad path", ["bench", "--scale", "--quick", "--plot", "/proc/x.png"], "cannot write", True),

@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from clustergym.training.throughput import TRAINING_CONFIGS, TrainingConfig, bench_training
 from clustergym.cli import app
+from clustergym.training.throughput import TRAINING_CONFIGS, TrainingConfig, bench_training
 from clustergym.training.train import DEFAULT_ENVS, ppo_defaults, train
 
 pytestmark = pytest.mark.usefixtures("quiet_warnings")
