@@ -24,6 +24,7 @@ import numpy as np
 
 from clustergym.agent_api import AgentRequirements
 from clustergym.errors import ConfigError, require_extra
+from clustergym.validation import choice
 
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
 
@@ -134,6 +135,31 @@ def vecnormalize_path(model_path: Path) -> Path | None:
     return next((c for c in cands if c.is_file()), None)
 
 
+#: how a model acts when asked for its deterministic action (``model.json``'s ``decoding``, or the
+#: model's parameter ``agent.decoding``): ``argmax`` of the masked logits; ``two-level``
+#: (:func:`two_level_argmax`); ``sample``: a draw from the masked softmax with the agent's own
+#: generator, seeded by the episode's seed (a stochastic policy, reproducible seed by seed)
+DECODINGS = ("argmax", "two-level", "sample")
+#: action modes whose last action (WAIT or REJECT) stands against all the placements together
+TWO_LEVEL_MODES = ("head", "slot", "admit")
+
+
+def two_level_argmax(logits: np.ndarray) -> int:
+    """The deterministic action of a policy over ``placements + [WAIT or REJECT]``: the last action if
+    the policy gives it at least as much probability as all the placements together, else the most
+    probable placement.
+
+    The plain argmax compares WAIT (or REJECT) with each placement on its own: a policy that places
+    a job with probability 0.8, spread over ten servers, and waits with 0.2 would always wait.  The
+    two-level rule decides "place or not" first, then where, as the stochastic policy does in effect.
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    p = np.exp(z - z.max())
+    if p[-1] >= p[:-1].sum():
+        return int(z.size - 1)
+    return int(np.argmax(z[:-1]))
+
+
 class ModelAgent:
     """A trained policy driven through the agent protocol.
 
@@ -144,7 +170,9 @@ class ModelAgent:
     with the agent's own generator.  A model trained without masks where an
     invalid action acts as WAIT (``model.json``: ``"masked": false``; PPO, A2C
     or DQN with the ``mlp`` policy on a suite task) acts as it was trained: the
-    argmax of all its logits, an invalid choice then waiting.  An equivariant policy is rebuilt for the
+    argmax of all its logits, an invalid choice then waiting.  A model whose ``model.json`` says
+    ``"decoding": "two-level"`` (every model trained since issue #20) decides deterministically with
+    :func:`two_level_argmax` in the placement modes.  An equivariant policy is rebuilt for the
     env's spaces at :meth:`reset`, so it runs on any number of servers.
 
     A model trained in the ``rule`` mode (``model.json``: ``env_kwargs.action_mode == "rule"`` and
@@ -167,6 +195,7 @@ class ModelAgent:
         self.rng = np.random.default_rng(0)
         env_kwargs = meta.get("env_kwargs", {})
         self.rules: list[str] | None = None
+        self._mode = env_kwargs.get("action_mode") or "head"  # unset: the default, head or admit (both two-level)
         if env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
             from clustergym.agents.rule_select import RuleDriver, make_rule, parse_rules
 
@@ -291,7 +320,12 @@ class ModelAgent:
 
     def _choose(self, observation: dict[str, np.ndarray], deterministic: bool) -> int:
         z = self.logits(observation)
-        if deterministic or self.meta["algo"] == "dqn":
+        if self.meta["algo"] == "dqn":
+            return int(np.argmax(z))
+        decoding = self.meta.get("decoding", "argmax")
+        if deterministic and decoding == "two-level" and self._mode in TWO_LEVEL_MODES:
+            return two_level_argmax(z)
+        if deterministic and decoding != "sample":
             return int(np.argmax(z))
         p = np.exp(z - z.max())
         return int(self.rng.choice(z.size, p=p / p.sum()))
@@ -302,8 +336,14 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
 
     Sets torch to one CPU thread (``torch.set_num_threads(1)``) for per-step inference.
     """
+    decoding = params.pop("decoding", None)
     if params:
-        raise ConfigError(f"agent.{next(iter(params))}", f"a trained model takes no parameter {next(iter(params))!r}")
+        raise ConfigError(
+            f"agent.{next(iter(params))}",
+            f"a trained model takes no parameter {next(iter(params))!r} (its one parameter is decoding)",
+        )
+    if decoding is not None:
+        choice(decoding, "agent.decoding", DECODINGS, error=ConfigError)
     require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     import torch as th
 
@@ -335,4 +375,6 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
         if stats.norm_obs:
             obs_rms = stats.obs_rms
             meta = {**meta, "clip_obs": stats.clip_obs, "norm_epsilon": stats.epsilon}
+    if decoding is not None:
+        meta = {**meta, "decoding": decoding}
     return ModelAgent(model, meta, obs_rms, name=str(path))

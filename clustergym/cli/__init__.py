@@ -599,6 +599,12 @@ def train_cmd(
     warm_start: str | None = typer.Option(
         None, "--warm-start", help="baseline to imitate before RL (behaviour cloning), e.g. best-fit"
     ),
+    decoding: str = typer.Option(
+        "two-level",
+        "--decoding",
+        help="how the model acts when evaluated: two-level (WAIT against all placements, then the best "
+        "placement), argmax, or sample (a seeded draw: a stochastic policy)",
+    ),
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
 ) -> None:
@@ -627,6 +633,7 @@ def train_cmd(
         resume=resume,
         progress_bar=progress,
         warm_start=warm_start,
+        decoding=decoding,
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
         **params,

@@ -41,6 +41,7 @@ import pandas as pd
 from clustergym.agent_api import AgentRequirements
 from clustergym.agents.model_agent import (
     ALGOS,
+    DECODINGS,
     META_NAME,
     VECNORM_NAME,
     ModelAgent,
@@ -411,6 +412,7 @@ def train(
     torch_threads: int = 1,
     verbose: bool = True,
     warm_start: str | None = None,
+    decoding: str = "two-level",
     warm_start_steps: int = 20_000,
     warm_start_epochs: int = 10,
     algo_kwargs: dict[str, Any] | None = None,
@@ -449,6 +451,9 @@ def train(
             :mod:`clustergym.training.imitation`); equivariant policy, new runs only.
         warm_start_steps, warm_start_epochs: the teacher's decisions recorded, and the passes
             over them.
+        decoding: how the saved model acts when evaluated (``model.json``; the periodic
+            evaluations use it too): ``two-level`` (default), ``argmax`` or ``sample``
+            (:data:`clustergym.agents.model_agent.DECODINGS`).
         algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
         **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
             ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``,
@@ -516,6 +521,7 @@ def train(
                 f"in the rule mode the teacher is one of the rules {env_kwargs['rules']}, not {warm_start!r}",
             )
     choice(vec_env, "vec_env", VEC_ENVS, error=ConfigError)
+    choice(decoding, "decoding", DECODINGS, error=ConfigError)
     if resume is not None:
         n_envs, vec_env = previous.get("n_envs", n_envs), previous.get("vec_env", "subproc")
     n_envs = worker_count(n_envs, "envs") if n_envs is not None or vec_env == "subproc" else DEFAULT_ENVS
@@ -579,6 +585,7 @@ def train(
         **{k: v for k, v in previous.items() if k == "warm_start"},
         "algo": algo,
         "policy": policy,
+        "decoding": previous.get("decoding", "argmax") if previous else decoding,
         "scenario": scenario,
         "scenario_params": scenario_params,
         "task": task.id if task is not None else None,

@@ -179,3 +179,19 @@ def test_the_documented_warm_start_works_on_ec2_and_bf_trap(tmp_path, scenario, 
     assert rc == 0, stderr
     ws = json.loads((out / "model.json").read_text())["warm_start"]
     assert ws["teacher"] == "best-fit" and ws["teacher_params"] == {"scan": 1 if mode == "head" else 8}
+
+
+def test_two_level_argmax_decides_place_or_not_first():
+    import numpy as np
+
+    from clustergym.agents.model_agent import two_level_argmax
+
+    # placing has probability 0.8 spread over 4 servers (0.2 each), waiting 0.2: the plain argmax ties
+    # or waits; the two-level rule places, on the most probable server
+    p = np.array([0.19, 0.21, 0.2, 0.2, 0.2])
+    assert two_level_argmax(np.log(p)) == 1
+    # waiting with more probability than all placements together: wait
+    assert two_level_argmax(np.log(np.array([0.1, 0.2, 0.15, 0.55]))) == 3
+    # masked placements (logit -1e8) carry no probability
+    assert two_level_argmax(np.array([-1e8, -1e8, 0.0])) == 2
+    assert two_level_argmax(np.array([-1e8, 1.0, 0.0])) == 1

@@ -224,3 +224,54 @@ def test_bad_warm_start_exits_2_naming_the_problem(tmp_path, args, message):
 def test_collect_demonstrations_refuses_a_teacher_for_another_queueing_mode():
     with pytest.raises(ConfigError, match="works with queueing"):
         collect_demonstrations(_admit_env(), "best-fit", steps=10, seed=0)
+
+
+# ============================================================== teachers beyond the queue window
+def test_mwr_teaches_in_slot_mode_through_equivalent_jobs():
+    """MaxWeight picks a job *type* and takes the oldest job of it anywhere in the queue: the
+    demonstrations imitate an indistinguishable job of the window instead, and run (without
+    imitating) the teacher's command when the window holds no such job."""
+    from clustergym.suite import find_task
+    from clustergym.training.imitation import equivalent_command
+
+    t = find_task("rms-trap")
+    env = make_train_env("rms-trap", {}, t.env_kwargs(), "equivariant")
+    demos = collect_demonstrations(env, "mwr", 1500, seed=3)
+    assert len(demos) == 1500
+    a = demos.actions
+    assert (a >= -1).all() and (a >= 0).any()
+    mask = demos.obs["action_mask"]
+    ok = a >= 0
+    assert mask[np.flatnonzero(ok), a[ok]].all()  # every imitated action is valid where it was taken
+    # the substitution keeps what the policy sees: same type, same demand; a WAIT is unchanged
+    base = env.unwrapped
+    obs, _ = env.reset(seed=11)
+    sim = base.sim
+    for _ in range(200):  # run until the queue is longer than the window
+        obs, *_ = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))  # WAIT: the queue grows
+        if len(sim.queue) > base.mode.queue_window:
+            break
+    queue = list(sim.queue)
+    assert len(queue) > base.mode.queue_window
+    deep = queue[-1]
+    cmd = equivalent_command(base, Command.place(deep, 0))
+    if cmd.job != deep:
+        assert cmd.job in base.mode.window()
+        assert sim.jobs.type[cmd.job] == sim.jobs.type[deep]
+        assert np.array_equal(sim.jobs.demand[cmd.job], sim.jobs.demand[deep])
+    assert equivalent_command(base, Command.wait()).kind == Command.wait().kind
+
+
+def test_clone_ignores_inexpressible_decisions():
+    from clustergym.suite import find_task
+
+    t = find_task("rms-trap")
+    env = make_train_env("rms-trap", {}, t.env_kwargs(), "equivariant")
+    demos = collect_demonstrations(env, "mwr", 600, seed=4)
+    demos.actions[::3] = -1  # as if every third decision had been beyond the window
+    policy = EquivariantMaskablePolicy(
+        env.observation_space, env.action_space, lambda _: 1e-3, action_mode="slot", hidden=16, use_time=False
+    )
+    stats = clone(policy, demos, gamma=0.99, scale=1.0, epochs=1, seed=0)
+    n = int((demos.actions < 0).sum())
+    assert n >= 200 and stats["inexpressible"] == n and stats["dropped"] >= n
