@@ -195,3 +195,27 @@ def test_two_level_argmax_decides_place_or_not_first():
     # masked placements (logit -1e8) carry no probability
     assert two_level_argmax(np.array([-1e8, -1e8, 0.0])) == 2
     assert two_level_argmax(np.array([-1e8, 1.0, 0.0])) == 1
+
+
+def test_decodings_recorded_and_overridable(run_dir):
+    """New models record two-level decoding; ``agent.decoding`` overrides it; ``sample`` is a seeded
+    draw (the same seed, the same episode) and differs from the deterministic decodings."""
+    from clustergym.runner import run_episode
+    from clustergym.scenarios import resolve_scenario
+
+    assert json.loads((run_dir / "model.json").read_text())["decoding"] == "two-level"
+    sc = resolve_scenario("ec2", num_servers=6)
+
+    def episode(decoding: str, seed: int) -> tuple:
+        agent = load_model_agent(run_dir, decoding=decoding)
+        assert agent.meta["decoding"] == decoding
+        row = run_episode(sc, agent, seed=seed, horizon=3.0)
+        return (row["mean_queue_length"], row["completed"])
+
+    assert episode("sample", 5) == episode("sample", 5)
+    outcomes = {episode(d, 5) for d in ("sample", "argmax", "two-level")} | {episode("sample", s) for s in (6, 7)}
+    assert len(outcomes) > 1
+    with pytest.raises(ConfigError, match="agent.decoding"):
+        load_model_agent(run_dir, decoding="median")
+    rc, stdout, _ = _cli("run", "ec2", "--agent", str(run_dir), "--set", "agent.decoding=x", "--json")
+    assert rc == 2 and "decoding" in json.loads(stdout)["error"]["message"]

@@ -127,6 +127,7 @@ CASES = [
         True,
     ),
     ("bench: training on an unknown task", ["bench", "--training", "--task", "nope-task"], "nope-task", True),
+    ("train: unknown decoding", TRAIN + ["--decoding", "median", "--out", "{tmp}/t8"], "decoding", False),
     ("train: unknown vec env", TRAIN + ["--vec-env", "ray", "--out", "{tmp}/t7"], "vec_env", False),
     ("bench: scale plot to a bad path", ["bench", "--scale", "--quick", "--plot", "/proc/x.png"], "cannot write", True),
     ("unknown command", ["nope"], "No such command", True),
