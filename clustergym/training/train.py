@@ -692,7 +692,7 @@ def train(
         )
 
     # ---- 5. learn, then save the model, the normalisation stats and the budget
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     remaining = max(timesteps - model.num_timesteps, 0)
     if remaining:
         model.learn(
@@ -702,10 +702,16 @@ def train(
             reset_num_timesteps=not resume,
             tb_log_name=algo,
         )
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     model.save(out / "model.zip")
     venv.save(str(out / VECNORM_NAME))
-    meta.update(timesteps=int(model.num_timesteps), wall_seconds_last_run=wall, resumed_from=str(resume or ""))
+    # CPU seconds of this process (the learner and in-process envs; not subprocess envs' workers)
+    meta.update(
+        timesteps=int(model.num_timesteps),
+        wall_seconds_last_run=wall,
+        cpu_seconds_last_run=cpu,
+        resumed_from=str(resume or ""),
+    )
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
     venv.close()
     if verbose:
