@@ -297,7 +297,17 @@ def _benchmark(
     for k, why in res["skipped"].items():
         _err.print(f"skipped {k}: {why}", highlight=False)
     t = Table(title=f"clustergym suite, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
-    for c in ("task", "agent", "score", "random", "best baseline", "normalized", "vs best oracle", "complete"):
+    for c in (
+        "task",
+        "agent",
+        "score",
+        "random",
+        "best baseline",
+        "normalized",
+        "paired Δ vs best",
+        "vs best oracle",
+        "complete",
+    ):
         t.add_column(c, justify="left" if c in ("task", "agent", "best baseline") else "right")
     for name, v in res["tasks"].items():
         for spec, r in v["runs"].items():
@@ -308,6 +318,7 @@ def _benchmark(
                 f"{v['random']:.4g}",
                 f"{v['best']} {v['best_score']:.4g}",
                 f"{_fmt(r['normalized'], 3)} ± {_fmt(r['normalized_ci95'], 2)}",
+                f"{_fmt(r['paired_vs_best'], 3)} ± {_fmt(r['paired_vs_best_ci95'], 2)}" if r["paired_seeds"] else "n/a",
                 _fmt(r["vs_oracle"], 3),
                 f"{r['complete']}/{len(res['seeds'])}",
             )

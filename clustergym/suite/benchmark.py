@@ -157,6 +157,7 @@ def evaluate(
                 else math.nan,
                 "vs_oracle": normalized(mean, entry, oracle=True),
                 "normalized_per_seed": per_seed,
+                **_paired_with_best(scores, seed_list, entry),
                 "complete": sum(r["complete"] for r in out["rows"] if r["task"] == t.name and r["agent"] == spec),
             }
         if runs:
@@ -172,6 +173,22 @@ def evaluate(
             }
     out["aggregate"] = _aggregates(out["tasks"], specs)
     return out
+
+
+def _paired_with_best(scores: Sequence[float], seeds: Sequence[int], entry: dict[str, Any]) -> dict[str, Any]:
+    """The paired difference with the best non-oracle baseline on the same evaluation seeds (common
+    random numbers: the same arrivals, sizes and durations): ``paired_vs_best`` (mean of score minus
+    the baseline's score, seed by seed; positive: better than the baseline), ``paired_vs_best_ci95``
+    (its Student-t half-width) and ``paired_seeds``; NaN when the reference holds no per-seed scores
+    of the baseline on these seeds (the reference's seeds are the first evaluation seeds)."""
+    best = entry.get("agents", {}).get(entry.get("best") or "", {})
+    ref_scores = best.get("scores") or []
+    n = min(len(scores), len(ref_scores))
+    ref_seeds = eval_seeds(len(ref_scores)) if ref_scores else []
+    if n < 2 or list(seeds[:n]) != ref_seeds[:n]:
+        return {"paired_vs_best": math.nan, "paired_vs_best_ci95": math.nan, "paired_seeds": 0}
+    diff, half = mean_ci([a - b for a, b in zip(scores[:n], ref_scores[:n])])
+    return {"paired_vs_best": diff, "paired_vs_best_ci95": half, "paired_seeds": n}
 
 
 def _aggregates(tasks: dict[str, Any], specs: list[str]) -> dict[str, Any]:

@@ -80,9 +80,23 @@ def test_benchmark_json_scores_and_normalizes_against_the_reference():
         for spec in ("best-fit", "random"):
             assert runs[spec]["scores"] == entry["agents"][spec]["scores"][:3]
             assert runs[spec]["normalized"] == pytest.approx(normalized(runs[spec]["mean"], entry))
+        # the paired difference with the best baseline, seed by seed on the same seeds
+        best = entry["agents"][entry["best"]]["scores"][:3]
+        for spec in ("best-fit", "random"):
+            diffs = [a - b for a, b in zip(runs[spec]["scores"], best)]
+            assert runs[spec]["paired_seeds"] == 3
+            assert runs[spec]["paired_vs_best"] == pytest.approx(sum(diffs) / 3)
+            assert runs[spec]["paired_vs_best_ci95"] > 0
     agg = doc["aggregate"]
     assert set(agg["per_spec"]) == {"best-fit", "random"} and "over_specs" in agg
     assert agg["per_spec"]["best-fit"]["tasks"] == 2 and agg["per_spec"]["best-fit"]["runs"] == 3
+
+
+def test_the_best_baseline_paired_with_itself_differs_by_nothing():
+    res = evaluate(["mwr"], ["rms-trap"], seeds=2, workers=1)
+    r = res["tasks"]["rms-trap"]["runs"]["mwr"]
+    assert res["tasks"]["rms-trap"]["best"] == "mwr"
+    assert r["paired_vs_best"] == 0.0 and r["paired_vs_best_ci95"] == 0.0 and r["paired_seeds"] == 2
 
 
 def test_evaluate_reports_tasks_an_agent_cannot_run():
