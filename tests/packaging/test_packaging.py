@@ -23,6 +23,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: modules that may import an optional dependency at module level, and the extra that brings it
 EXTRA_MODULES = {
     "clustergym/agents/policies.py": "train",  # torch, SB3: imported only by model loading and training
+    "clustergym/training/semi_markov.py": "train",  # SB3 rollout buffers: imported lazily by train() only
     "clustergym/bench/simpy_bestfit.py": "bench",  # the SimPy reference, run as its own process
     "clustergym/core/accel.py": "fast",  # numba, imported under try (the NumPy path otherwise)
 }
