@@ -75,7 +75,7 @@ def ppo_defaults(n_envs: int) -> dict[str, Any]:
     """PPO's (and MaskablePPO's) settings unless ``--set algo.<name>`` says otherwise: rollouts of
     2,048 steps over the ``n_envs`` envs, minibatches of 512 and 4 epochs (SB3's defaults are
     minibatches of 64 and 10 epochs: 20 times the gradient steps per rollout, on a learner that
-    already took most of the time).  ``clustergym bench --training`` measures both, 4.9x apart in
+    already took most of the time).  ``clustergym bench --training`` measures both, 3.9x apart in
     steps per second on ec2; ``docs/performance.md`` compares their learning curves, where SB3's
     settings learned more per sample (``--set algo.batch_size=64 --set algo.n_epochs=10``)."""
     return {"n_steps": max(2048 // n_envs, 16), "batch_size": 512, "n_epochs": 4}
