@@ -80,15 +80,17 @@ def teacher_params(teacher: str, action_mode: str, queue_window: int) -> dict[st
 
 
 def equivalent_command(env: Any, command: Command) -> Command:
-    """``command`` with its job replaced by the first job the action mode can address that the policy
-    cannot tell from it (same type, demand and weight, and same work in a clairvoyant scenario), or
-    ``command`` itself.
+    """``command`` with its job replaced by the first job the action mode can address whose features
+    equal it in everything but the time waited (same type, demand and weight, and same work in a
+    clairvoyant scenario), or ``command`` itself.
 
-    A rule that scans the whole queue (MaxWeight picks a job *type* and takes the oldest job of it)
-    may choose a job beyond the queue window that the ``head`` and ``slot`` modes address.  Placing an
-    indistinguishable job from the window instead is the same decision for a policy that sees only
-    job features, so that teacher can still be imitated; its next choice is made on the state the
-    substituted command produced (the teacher reads the live state at every call).
+    A rule that scans the whole queue (a priority rule, or one that skips jobs) may choose a job
+    beyond the queue window that the ``head`` and ``slot`` modes address.  When a job like it waits
+    in the window, placing that one is the same choice of *what* to place and where, so the decision
+    can still be imitated; the teacher's next choice is made on the state the substituted command
+    produced (it reads the live state at every call).  A rule that takes the *oldest* job of a type
+    (MaxWeight) never needs this: its job is in the window whenever any of that type is; its other
+    picks are the ones :func:`collect_demonstrations` runs without imitating.
     """
     if command.kind != Cmd.PLACE or command.job < 0:
         return command
@@ -153,10 +155,11 @@ def collect_demonstrations(
             raise ConfigError(
                 "warm_start",
                 f"teacher {teacher!r} issued {command}, which the "
-                f"{base.action_mode!r} action mode cannot express, nor a job it cannot tell from "
-                "the chosen one in place of it; teachers that fit: the greedy rules (best-fit, "
-                "first-fit, random-fit: scanned to the queue window) and rules that choose by job "
-                "type (mwr) in head and slot modes, best-fit-admit and first-fit-admit in admit mode",
+                f"{base.action_mode!r} action mode cannot express (only placements of jobs beyond "
+                "the queue window are run without being imitated); teachers that fit: the greedy "
+                "rules (best-fit, first-fit, random-fit: scanned to the queue window) and priority "
+                "rules (mwr, pq) in head and slot modes, best-fit-admit and first-fit-admit in "
+                "admit mode",
             )
         for k in keys:
             obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
