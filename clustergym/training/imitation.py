@@ -30,6 +30,7 @@ observation statistics need to be learnt first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,22 +136,16 @@ def collect_demonstrations(
             "warm_start",
             f"teacher {teacher!r} works with queueing {list(req.queueing)}, the scenario is {base.scenario.queueing!r}",
         )
-    keys = list(env.observation_space.spaces)  # as the policy sees them (a suite task's wrapper changes them)
-    obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
-    actions, rewards, ends = [], [], []
-    episode = 0
-    obs, _ = env.reset(seed=seed)
-    agent.reset(env, seed=seed)
-    while len(actions) < steps:
+
+    def choose(obs: Any) -> tuple[int, Any]:
         command = agent.act(obs)
         action = base.mode.encode(command)
         if action is None:
             action = base.mode.encode(equivalent_command(base, command))
-        step_with: Any = action
         if action is None and command.kind == Cmd.PLACE:
             # a job the mode cannot address (beyond the window, none like it inside): the teacher's own
             # command runs (its trajectory stays its own), the decision is not imitated (action -1)
-            action, step_with = -1, command
+            return -1, command
         if action is None:
             raise ConfigError(
                 "warm_start",
@@ -161,24 +156,47 @@ def collect_demonstrations(
                 "rules (mwr, pq) in head and slot modes, best-fit-admit and first-fit-admit in "
                 "admit mode",
             )
-        for k in keys:
-            obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
-        obs, reward, terminated, truncated, _ = env.step(step_with)
-        actions.append(action)
-        rewards.append(float(reward))
-        done = terminated or truncated
-        ends.append(done)
-        if done:
-            episode += 1
-            obs, _ = env.reset(seed=seed + episode)
-            agent.reset(env, seed=seed + episode)
-    ends[-1] = True
-    if all(a < 0 for a in actions):
+        return action, action
+
+    demos = _record(env, teacher, choose, lambda s: agent.reset(env, seed=s), steps, seed)
+    if (demos.actions < 0).all():
         raise ConfigError(
             "warm_start",
             f"teacher {teacher!r} placed only jobs the {base.action_mode!r} action mode cannot address "
             "(beyond its queue window): nothing to imitate; raise queue_window or choose another teacher",
         )
+    return demos
+
+
+def _record(
+    env: Any,
+    teacher: str,
+    choose: Callable[[Any], tuple[int, Any]],
+    on_reset: Callable[[int], None],
+    steps: int,
+    seed: int,
+) -> Demonstrations:
+    """``steps`` decisions of ``env``, episodes seeded ``seed``, ``seed + 1``, ...: ``choose(obs)`` gives
+    the recorded action and what is stepped with; ``on_reset(seed)`` follows every reset."""
+    keys = list(env.observation_space.spaces)  # as the policy sees them (a suite task's wrapper changes them)
+    obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    actions, rewards, ends = [], [], []
+    episode = 0
+    obs, _ = env.reset(seed=seed)
+    on_reset(seed)
+    while len(actions) < steps:
+        action, step_with = choose(obs)
+        for k in keys:
+            obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
+        obs, reward, terminated, truncated, _ = env.step(step_with)
+        actions.append(action)
+        rewards.append(float(reward))
+        ends.append(bool(terminated or truncated))
+        if ends[-1]:
+            episode += 1
+            obs, _ = env.reset(seed=seed + episode)
+            on_reset(seed + episode)
+    ends[-1] = True
     return Demonstrations(
         {k: np.stack(v) for k, v in obs_rows.items()},
         np.asarray(actions, dtype=np.int64),
@@ -206,28 +224,7 @@ def _rule_demonstrations(env: Any, rules: list[str], teacher: str, steps: int, s
     if teacher not in rules:
         raise ConfigError("warm_start", f"in the rule mode the teacher is one of the rules {rules}; {teacher!r} is not")
     action = rules.index(teacher)
-    keys = list(env.observation_space.spaces)
-    obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
-    rewards, ends = [], []
-    episode = 0
-    obs, _ = env.reset(seed=seed)
-    while len(rewards) < steps:
-        for k in keys:
-            obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
-        obs, reward, terminated, truncated, _ = env.step(action)
-        rewards.append(float(reward))
-        ends.append(bool(terminated or truncated))
-        if ends[-1]:
-            episode += 1
-            obs, _ = env.reset(seed=seed + episode)
-    ends[-1] = True
-    return Demonstrations(
-        {k: np.stack(v) for k, v in obs_rows.items()},
-        np.full(len(rewards), action, dtype=np.int64),
-        np.asarray(rewards),
-        np.asarray(ends),
-        teacher,
-    )
+    return _record(env, teacher, lambda obs: (action, action), lambda s: None, steps, seed)
 
 
 def _running_returns(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> np.ndarray:
