@@ -7,7 +7,8 @@ scenario files and must load.  The bash blocks run in order, each in a fresh tem
 (relative paths such as ``results/`` and ``runs/ec2`` land there); the commands of one block run
 one after the other (a block may use what an earlier line wrote, e.g. a trained model).
 ``clustergym`` runs as ``python -m clustergym`` of this tree.  Budgets are shortened by
-:data:`SUBSTITUTIONS` (and ``run``/``compare`` without ``--horizon`` get ``--horizon 20``);
+:data:`SUBSTITUTIONS` (and ``run``/``compare`` without ``--horizon`` get ``--horizon 20``, except
+on a suite task, which fixes its window);
 :data:`SKIPS` lists what does not run here and why; a line that needs an extra that is not
 installed (:data:`EXTRAS`) or the traces is left out, and its test reports as skipped with the
 reason after the rest of its block has run.
@@ -37,6 +38,7 @@ SUBSTITUTIONS = [
     (r"--horizon \d+", "--horizon 20", "short episodes"),
     (r"--set horizon=\d+", "--set horizon=3", "short training episodes"),
     (r"--first-n \d+", "--first-n 200", "a few trace jobs"),
+    (r"(?<![\w/])models/", str(ROOT / "models") + "/", "the repository's models (commands run in a temporary folder)"),
     (r"--sweep zeta=[\d.,]+", "--sweep zeta=0.8,0.9", "two swept values"),
     (r"--set num_servers=1000", "--set num_servers=100", "a smaller large cluster"),
     (r"horizon=500", "horizon=20", "short episodes (python)"),
@@ -58,7 +60,7 @@ SKIPS = [
 ]
 #: a line that needs an extra: (pattern, module, extra)
 EXTRAS = [
-    (r"clustergym train\b|model\.zip|runs/", "stable_baselines3", "train"),
+    (r"clustergym train\b|model\.zip|runs/|models/", "stable_baselines3", "train"),
     (r"MaskablePPO|sb3_contrib", "sb3_contrib", "train"),
     (r"--plot\b", "matplotlib", "plot"),
 ]
@@ -107,6 +109,15 @@ def _missing_extra(text: str) -> str | None:
     return None
 
 
+def _is_task(command: str) -> bool:
+    """``clustergym compare TASK ...`` on a suite task (not a preset): the task fixes its window."""
+    from clustergym.scenarios import PRESETS
+    from clustergym.suite import find_task
+
+    name = shlex.split(command)[2]
+    return name not in PRESETS and find_task(name) is not None
+
+
 BASH = _blocks("bash")
 PYTHON = _blocks("python")
 
@@ -134,7 +145,7 @@ def test_readme_bash_block_runs(index, tmp_path):
             left_out.append(f"{command}: {missing}")
             continue
         short = _shorten(command)
-        if re.match(r"clustergym (run|compare) ", short) and "--horizon" not in short:
+        if re.match(r"clustergym (run|compare) ", short) and "--horizon" not in short and not _is_task(short):
             short += " --horizon 20"  # the scenarios' own horizons (1000 time units and more): shortened
         argv = [sys.executable, "-m", "clustergym", *shlex.split(short)[1:]]
         res = subprocess.run(argv, check=False, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600)

@@ -91,6 +91,11 @@ class PairScorer(nn.Module):
     ``use_time=False`` leaves out ``obs["time"]`` (elapsed / horizon): the
     objectives are long-run averages, and a policy that reads the fraction of a
     50-unit training episode misbehaves on a 500-unit evaluation.
+    ``server_ids=True`` adds a learned embedding of each server's index to its embedding (zero at
+    initialisation, so it changes nothing until learning moves it): the policy can then learn what
+    the observation does not show about a server, such as its speed for each job type (LoTES's
+    machines), as the ``mlp`` policy can by position.  It ties the policy to the task's number of
+    servers and their order (no transfer to another ``L``).
     ``work_conserving`` masks WAIT whenever a job can start (the policy then
     only chooses which job goes where, as Best-Fit does); not for ``admit``,
     where REJECT is a real choice.  ``wait_bias`` initialises the WAIT/REJECT logit's bias (a random policy
@@ -105,6 +110,7 @@ class PairScorer(nn.Module):
         wait_bias: float = -2.0,
         work_conserving: bool = False,
         use_time: bool = True,
+        server_ids: bool = False,
     ):
         super().__init__()
         self.work_conserving = bool(work_conserving)
@@ -120,6 +126,9 @@ class PairScorer(nn.Module):
         E = observation_space["event"].shape[0]
         self.R = R
         self.server_net = _mlp(R + 2 * J + 1, hidden, hidden)
+        self.server_ids = bool(server_ids)
+        if self.server_ids:  # (L, H), zero: an identity the policy learns (see the class docstring)
+            self.server_embed = nn.Parameter(th.zeros(observation_space["free"].shape[0], hidden))
         self.job_net = _mlp(F, hidden, hidden)
         self.global_net = _mlp(2 * J + int(self.use_time) + E + 1 + 2 * hidden, hidden, hidden)
         # first layer of the pair MLP, split by input so that broadcasting replaces a (B, K, L, 3H + R) concat
@@ -146,6 +155,8 @@ class PairScorer(nn.Module):
             [free, th.log1p(obs["running"]), th.log1p(obs["dummies"]), obs["event_server"].unsqueeze(-1)], dim=-1
         )
         h_s = self.server_net(servers)  # (B, L, H)
+        if self.server_ids:
+            h_s = h_s + self.server_embed
         jobs = obs["queue_jobs"]
         qmask = obs["queue_mask"].unsqueeze(-1)  # (B, K, 1)
         h_all = self.job_net(th.log1p(jobs))  # (B, K, H)
@@ -222,6 +233,7 @@ class _EquivariantMixin:
         work_conserving: bool = False,
         wait_bias: float = -2.0,
         use_time: bool = True,
+        server_ids: bool = False,
         **kwargs: Any,
     ):
         if not isinstance(observation_space, spaces.Dict) or "queue_jobs" not in observation_space.spaces:
@@ -233,6 +245,7 @@ class _EquivariantMixin:
         self.work_conserving = boolean(work_conserving, "policy.work_conserving", error=ConfigError)
         self.wait_bias = number(wait_bias, "policy.wait_bias", error=ConfigError)
         self.use_time = boolean(use_time, "policy.use_time", error=ConfigError)
+        self.server_ids = boolean(server_ids, "policy.server_ids", error=ConfigError)
         if self.work_conserving and action_mode == "rule":
             raise ConfigError("policy.work_conserving", "the rule mode has no WAIT to forbid: it chooses among rules")
         if self.work_conserving and action_mode == "admit":
@@ -254,6 +267,7 @@ class _EquivariantMixin:
             wait_bias=self.wait_bias,
             work_conserving=self.work_conserving,
             use_time=self.use_time,
+            server_ids=self.server_ids,
         )
 
     def _build(self, lr_schedule: Any) -> None:
@@ -274,6 +288,7 @@ class _EquivariantMixin:
             work_conserving=self.work_conserving,
             wait_bias=self.wait_bias,
             use_time=self.use_time,
+            server_ids=self.server_ids,
         )
         return data
 
@@ -290,7 +305,8 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
     """The same weights in a policy built for other spaces (another number of servers or queue window).
 
     Works for the equivariant policies, whose parameters do not depend on ``L``
-    or ``K``; raises :class:`ConfigError` for a policy whose parameter shapes do.
+    or ``K``; raises :class:`ConfigError` for a policy whose parameter shapes do (the ``mlp``
+    policy, and an equivariant one with ``server_ids`` on another number of servers).
     """
     if observation_space == policy.observation_space and action_space == policy.action_space:
         return policy
@@ -302,6 +318,12 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
             "train with --policy equivariant to transfer across cluster sizes",
         )
     data = policy._get_constructor_parameters()
+    if data.get("server_ids") and observation_space["free"].shape[0] != policy.observation_space["free"].shape[0]:
+        raise ConfigError(
+            "agent",
+            f"this model learned an identity for each of its {policy.observation_space['free'].shape[0]} "
+            f"servers (policy.server_ids) and cannot run on {observation_space['free'].shape[0]}",
+        )
     data.update(observation_space=observation_space, action_space=action_space)
     new = type(policy)(**data)
     try:

@@ -223,7 +223,11 @@ def run_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    scenario: str | None = typer.Argument(None, help="preset name or scenario file (not with --resume)"),
+    scenario: str | None = typer.Argument(
+        None,
+        help="preset name, scenario file, or suite task (e.g. rms-trap, clustergym/mris-poisson-v1: the "
+        "task's episodes; a preset of the same name wins) (not with --resume)",
+    ),
     agents: str | None = typer.Option(
         None,
         "--agents",
@@ -289,7 +293,9 @@ def compare_cmd(
     from clustergym.runner.figures import SLOTTED_MARK
     from clustergym.runner.metric_info import metric_info
     from clustergym.runner.stats import P_ADJUST_METHODS, SUMMARY_METRICS
-    from clustergym.scenarios import resolve_scenario
+    from clustergym.scenarios import PRESETS, resolve_scenario
+    from clustergym.suite import find_task
+    from clustergym.suite.reference import task_cells
 
     workers = worker_count(workers, "--workers")
     given = {
@@ -337,8 +343,20 @@ def compare_cmd(
     p_adjust = choice("holm" if p_adjust is None else p_adjust, "--p-adjust", P_ADJUST_METHODS, error=ConfigError)
 
     # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
+    # a suite task (not a preset nor a file): its scenario, parameters and window are fixed
+    suite_task = find_task(scenario) if scenario not in PRESETS and not Path(scenario).exists() else None
+    if suite_task is not None:
+        for opt, value in (("--set", set_), ("--sweep", sweep_), ("--horizon", horizon), ("--warmup", warmup)):
+            if value is not None and value != []:
+                raise ConfigError(
+                    opt,
+                    f"suite task {suite_task.name!r} fixes its scenario, parameters and window; {opt} cannot "
+                    f"be given (compare on the preset {suite_task.preset!r} to change them)",
+                )
     param, values, skipped = None, [None], {}
     sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
+    if suite_task is not None:
+        sparams, horizon = dict(suite_task.params), suite_task.horizon
     _with_warmup(sparams, warmup)
     if aparams:
         raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
@@ -355,7 +373,9 @@ def compare_cmd(
     scenarios = []
     for v in values:
         try:
-            sc_v = resolve_scenario(scenario, **sparams, **({param: v} if param else {}))
+            sc_v = resolve_scenario(
+                suite_task.preset if suite_task is not None else scenario, **sparams, **({param: v} if param else {})
+            )
             scenarios.append(sc_v.with_horizon(horizon).check_run_size())
         except ClusterGymError as e:
             if param is None:
@@ -386,9 +406,17 @@ def compare_cmd(
     reference = reference or names[0]
     if reference not in names:
         raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")
-    cells = plan(
-        scenario, names, seeds=range(seeds), horizon=horizon, params=sparams, sweep=(param, values) if param else None
-    )
+    if suite_task is not None:  # the task's episodes: its env id (start, window), scored by the task probe
+        cells = task_cells(suite_task, names, range(seeds))
+    else:
+        cells = plan(
+            scenario,
+            names,
+            seeds=range(seeds),
+            horizon=horizon,
+            params=sparams,
+            sweep=(param, values) if param else None,
+        )
     if folder is not None:
         folder.check_plan(cells)
     elif out_dir is not None:
@@ -482,6 +510,7 @@ def compare_cmd(
         _print_json(
             {
                 "scenario": sc.name,
+                "task": suite_task.id if suite_task is not None else None,
                 "seeds": list(range(seeds)),
                 "agents": names,
                 "reference": reference,
@@ -500,7 +529,8 @@ def compare_cmd(
     slotted = [bool(summary.get("slotted_on_continuous", {}).get(i, False)) for i in summary.index]
     shown = {i: str(a) + (f" {SLOTTED_MARK}" if s else "") for i, a, s in zip(summary.index, summary["agent"], slotted)}
     t = Table(
-        title=f"{sc.name}: {len(names)} agents x {seeds} seeds (mean ± 95% CI)",
+        title=f"{suite_task.id if suite_task is not None else sc.name}: {len(names)} agents x {seeds} seeds "
+        "(mean ± 95% CI)",
         caption=f"paired Δ: agent - {reference} on the same seeds, 95% CI; p: paired t-test adjusted for "
         f"{n_tests} comparison{'s' if n_tests != 1 else ''} ({P_ADJUST_METHODS[p_adjust]}); "
         "oracle: reads information a learned agent does not get"
@@ -593,7 +623,7 @@ def train_cmd(
         "--set",
         help="scenario parameter k=v; env: action_mode (head, slot, admit, rule), rules (rule mode: "
         "comma-separated agents), queue_window, horizon, reward_scale; algo.<name>=v for the algorithm; "
-        "policy.work_conserving=true; semi_markov=true|T (gamma per T of simulated time)",
+        "policy.work_conserving=true, policy.server_ids=true; semi_markov=true|T (gamma per T of simulated time)",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
     warm_start: str | None = typer.Option(

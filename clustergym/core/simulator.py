@@ -312,6 +312,9 @@ class Simulator:
         #: sum of reward rate x service time over the real jobs started so far: the reward
         #: ``reward_timing="start"`` pays when a job starts (not a time integral: commands change it)
         self.reward_started = 0.0
+        #: sum of reward rate x *mean* service time (the type's mean work over the server's speed) over
+        #: the real jobs started so far: what ``reward_timing="expected"`` pays when a job starts
+        self.reward_started_mean = 0.0
         self.n_rejected = 0
         self.n_preempted = 0
         self.n_migrations = 0
@@ -666,6 +669,7 @@ class Simulator:
         self.w_running += jobs.weight[job]
         self.r_running += jobs.reward_rate[job]
         self.reward_started += jobs.reward_rate[job] * (end - self.now)
+        self.reward_started_mean += jobs.reward_rate[job] * self.types.mean_work[jtype] / self.speed[server, jtype]
         self.n_started += 1
         self._push(end, EventKind.COMPLETION, job)
 

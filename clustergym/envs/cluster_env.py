@@ -62,7 +62,9 @@ class ClusterEnv(gym.Env):
     times the horizon.  Commands that do not advance time earn 0; an invalid
     command earns ``invalid_penalty`` when ``invalid_action="penalize"``.
     For the ``reward`` objective, ``reward_timing="start"`` instead pays each
-    job's whole reward, rate x service time, when it starts (see Arguments).
+    job's whole reward, rate x service time, when it starts, and
+    ``reward_timing="expected"`` its expected reward, rate x its type's mean
+    service time (see Arguments).
 
     ## Starting State
 
@@ -106,8 +108,12 @@ class ClusterEnv(gym.Env):
       starts it).  Both have the same expected return in steady state, but
       ``"start"`` credits an admission to the decision that made it, where the
       integral spreads it over the next hundreds of decisions, mixed with every
-      other job's.  A training signal: the metrics, and the evaluation of a
-      trained agent, are the same.
+      other job's.  ``"expected"`` (objective ``reward`` only) pays, in the
+      same step, the job's reward rate times its type's *mean* service time on
+      that server (mean work / speed): the same expected return, without the
+      noise of the drawn service time, which no decision influences.  A
+      training signal: the metrics, and the evaluation of a trained agent, are
+      the same.
     * ``reward_fn``: a :class:`~clustergym.envs.reward.RewardFn` (any callable of the simulator
       giving the return so far); each step pays its increment.  Default: the scenario's
       objective with ``reward_scale`` and ``reward_timing``.
@@ -133,7 +139,7 @@ class ClusterEnv(gym.Env):
         max_invalid_per_epoch: int = 1000,
         skip_trivial: bool | None = None,
         reward_scale: float = 1.0,
-        reward_timing: Literal["integral", "start"] = "integral",
+        reward_timing: Literal["integral", "start", "expected"] = "integral",
         reward_fn: RewardFn | None = None,
         validate: bool = False,
         observe: bool = True,

@@ -10,7 +10,8 @@ instance to ``ClusterEnv(reward_fn=...)``, as Jumanji environments take a ``Rewa
 
 The default, :class:`ObjectiveReward`, integrates the scenario's objective
 (:mod:`clustergym.core.objectives`), so the episode return equals the paper metric times the
-horizon (times ``scale``); :class:`StartReward` pays an admitted job's whole reward when it starts.
+horizon (times ``scale``); :class:`StartReward` pays an admitted job's whole reward when it starts (or, ``expected=True``,
+its expected reward: the reward rate times the type's mean service time).
 """
 
 from __future__ import annotations
@@ -58,23 +59,32 @@ class StartReward(RewardFn):
     """For the ``reward`` objective: each job's reward rate times its service time, paid in the step
     that starts it (``reward_timing="start"``).  The expected return in steady state is the same as
     :class:`ObjectiveReward`'s, but an admission is credited to the decision that made it instead of
-    being spread over the next hundreds of decisions together with every other job's reward."""
+    being spread over the next hundreds of decisions together with every other job's reward.
 
-    def __init__(self, scale: float = 1.0):
+    ``expected=True`` (``reward_timing="expected"``) pays the reward rate times the job type's *mean*
+    service time on its server (``mean_work / speed``) instead of the drawn one.  When service times
+    are drawn independently of the decisions (every non-clairvoyant scenario), the expected return is
+    unchanged, and the step's reward no longer carries the noise of a service time that the decision
+    did not influence: with exponential service its standard deviation equals its mean.
+    """
+
+    def __init__(self, scale: float = 1.0, expected: bool = False):
         self.scale = float(scale)
+        self.expected = bool(expected)
 
     def __call__(self, sim: Simulator) -> float:
-        return sim.reward_started * self.scale
+        return (sim.reward_started_mean if self.expected else sim.reward_started) * self.scale
 
 
 def make_reward_fn(objective_name: str, *, timing: Any = "integral", scale: float = 1.0) -> RewardFn:
-    """The reward of an objective under a ``reward_timing`` (``"integral"`` or ``"start"``)."""
+    """The reward of an objective under a ``reward_timing`` (``"integral"``, ``"start"`` or ``"expected"``)."""
     objective(objective_name)
-    if choice(timing, "reward_timing", ("integral", "start"), error=ConfigError) == "integral":
+    timing = choice(timing, "reward_timing", ("integral", "start", "expected"), error=ConfigError)
+    if timing == "integral":
         return ObjectiveReward(objective_name, scale)
     if objective_name != "reward":
         raise ConfigError(
             "reward_timing",
-            f"'start' pays the rewards of the 'reward' objective; the scenario has objective {objective_name!r}",
+            f"{timing!r} pays the rewards of the 'reward' objective; the scenario has objective {objective_name!r}",
         )
-    return StartReward(scale)
+    return StartReward(scale, expected=timing == "expected")

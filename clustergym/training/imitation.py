@@ -88,8 +88,9 @@ def equivalent_command(env: Any, command: Command) -> Command:
     A rule that scans the whole queue (a priority rule, or one that skips jobs) may choose a job
     beyond the queue window that the ``head`` and ``slot`` modes address.  When a job like it waits
     in the window, placing that one is the same choice of *what* to place and where, so the decision
-    can still be imitated; the teacher's next choice is made on the state the substituted command
-    produced (it reads the live state at every call).  A rule that takes the *oldest* job of a type
+    is imitated with that job as its label, while the teacher's own command is the one that runs
+    (:func:`collect_demonstrations`): its trajectory stays its own, and so does any record it keeps of
+    the queue (BF-J/S mirrors the queue by job id).  A rule that takes the *oldest* job of a type
     (MaxWeight) never needs this: its job is in the window whenever any of that type is; its other
     picks are the ones :func:`collect_demonstrations` runs without imitating.
     """
@@ -142,6 +143,8 @@ def collect_demonstrations(
         action = base.mode.encode(command)
         if action is None:
             action = base.mode.encode(equivalent_command(base, command))
+            if action is not None:  # imitated as the job like it in the window; the teacher's own command runs
+                return action, command
         if action is None and command.kind == Cmd.PLACE:
             # a job the mode cannot address (beyond the window, none like it inside): the teacher's own
             # command runs (its trajectory stays its own), the decision is not imitated (action -1)
@@ -177,23 +180,37 @@ def _record(
     seed: int,
 ) -> Demonstrations:
     """``steps`` decisions of ``env``, episodes seeded ``seed``, ``seed + 1``, ...: ``choose(obs)`` gives
-    the recorded action and what is stepped with; ``on_reset(seed)`` follows every reset."""
+    the recorded action and what is stepped with; ``on_reset(seed)`` follows every reset.
+
+    ``env`` may show epochs where WAIT is the only valid action (``skip_trivial=False``: a teacher
+    that keeps records across epochs, such as BF-J/S's mirror of the queue, must see every epoch it
+    asks for).  The teacher acts at those too, but they are not recorded: the policy never sees them
+    (it trains with ``skip_trivial``); their rewards join the recorded decision before them, as the
+    env would have paid them in that decision's step."""
     keys = list(env.observation_space.spaces)  # as the policy sees them (a suite task's wrapper changes them)
     obs_rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     actions, rewards, ends = [], [], []
-    episode = 0
+    episode, recorded = 0, False  # recorded: a decision of this episode is recorded
     obs, _ = env.reset(seed=seed)
     on_reset(seed)
     while len(actions) < steps:
         action, step_with = choose(obs)
-        for k in keys:
-            obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
+        choice = int(np.count_nonzero(obs["action_mask"])) > 1
+        if choice:
+            for k in keys:
+                obs_rows[k].append(np.asarray(obs[k], dtype=np.float32))
         obs, reward, terminated, truncated, _ = env.step(step_with)
-        actions.append(action)
-        rewards.append(float(reward))
-        ends.append(bool(terminated or truncated))
-        if ends[-1]:
-            episode += 1
+        end = bool(terminated or truncated)
+        if choice:
+            actions.append(action)
+            rewards.append(float(reward))
+            ends.append(end)
+            recorded = True
+        elif recorded:  # a trivial epoch: its reward and its end belong to the decision before it
+            rewards[-1] += float(reward)
+            ends[-1] = ends[-1] or end
+        if end:
+            episode, recorded = episode + 1, False
             obs, _ = env.reset(seed=seed + episode)
             on_reset(seed + episode)
     ends[-1] = True

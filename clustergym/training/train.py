@@ -98,7 +98,7 @@ ENV_KEYS = (
 
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``--set`` pairs -> (scenario parameters, env kwargs, algorithm kwargs (``algo.<name>``),
-    equivariant-policy kwargs (``policy.<name>``: ``work_conserving``, ``wait_bias``))."""
+    equivariant-policy kwargs (``policy.<name>``: ``work_conserving``, ``wait_bias``, ``server_ids``))."""
     scenario, env, algo, pol = {}, {}, {}, {}
     for key, value in params.items():
         if key.startswith("algo."):
@@ -143,7 +143,9 @@ def make_train_env(
 
         env = gymnasium.make(t.id, **env_kwargs)
     else:
-        env = make_env(scenario, epochs=AgentRequirements().epochs, skip_trivial=True, **env_kwargs, **scenario_params)
+        env = make_env(
+            scenario, epochs=AgentRequirements().epochs, **{"skip_trivial": True, **env_kwargs}, **scenario_params
+        )
     if policy == "mlp":
         env = FlattenObservation(env)
     env = Monitor(env)
@@ -540,7 +542,7 @@ def train(
             )
     if algo in ("ppo", "maskable-ppo") and resume is None:  # measured defaults (module docstring); --set overrides
         algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
-    mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time"), error=ConfigError)
+    mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids"), error=ConfigError)
     import inspect
 
     accepted = set(inspect.signature(algo_classes()[algo].__init__).parameters) - {
@@ -653,7 +655,10 @@ def train(
         from clustergym.training.imitation import clone, collect_demonstrations, return_scale, teacher_params
 
         t_bc = time.perf_counter()
-        demo_env = make_train_env(scenario, scenario_params, env_kwargs, policy)
+        # the teacher sees every epoch it asks for (trivial ones too: a rule may keep records across
+        # epochs); the demonstrations keep only the decisions the policy will face
+        demo_kwargs = env_kwargs if env_kwargs.get("action_mode") == "rule" else {**env_kwargs, "skip_trivial": False}
+        demo_env = make_train_env(scenario, scenario_params, demo_kwargs, policy)
         teacher = teacher_params(warm_start, env_kwargs["action_mode"], env_kwargs["queue_window"])
         demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed, params=teacher)
         running, scale = return_scale(demos, model.gamma)

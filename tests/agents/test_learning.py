@@ -160,6 +160,35 @@ def test_permuting_servers_permutes_logits_and_keeps_value(mode):
     assert not np.allclose(zp, z), "the permutation left the logits unchanged: a trivial check"
 
 
+def test_server_ids_start_as_the_plain_policy_then_tell_identical_servers_apart():
+    """policy.server_ids: a zero-initialised embedding per server index.  At initialisation the logits
+    are the plain policy's (same weights); once the embedding differs between servers, two servers
+    with identical features score differently (the equivariance it gives up on purpose), and the
+    model refuses another number of servers."""
+    env = _env("head")
+    plain = _policy(env, "head", cls=EquivariantPolicy, seed=3)
+    th.manual_seed(3)
+    ids = EquivariantPolicy(
+        env.observation_space, env.action_space, lambda _: 3e-4, action_mode="head", hidden=16, server_ids=True
+    )
+    assert ids.mlp_extractor.server_embed.shape == (6, 16)
+    ids.load_state_dict({**plain.state_dict(), "mlp_extractor.server_embed": th.zeros(6, 16)})
+    obs, _ = env.reset(seed=0)  # empty servers: every server has the same features
+    assert obs["queue_mask"][0] == 1
+    z_plain, z_ids = _logits(plain, obs), _logits(ids, obs)
+    assert np.allclose(z_plain, z_ids, atol=1e-6)
+    assert np.allclose(z_ids[:6], z_ids[0], atol=1e-6), "identical servers, identical scores"
+    with th.no_grad():
+        ids.mlp_extractor.server_embed[2] += 1.0
+    z = _logits(ids, obs)
+    assert not np.isclose(z[2], z[0], atol=1e-4) and np.allclose(np.delete(z[:6], 2), z[0], atol=1e-6)
+    other = _env("head", num_servers=8)
+    with pytest.raises(ConfigError, match="identity for each of its 6 servers"):
+        transfer_policy(ids, other.observation_space, other.action_space)
+    with pytest.raises(ConfigError, match="policy.server_ids"):
+        EquivariantPolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="head", server_ids="x")
+
+
 # ============================================================== training, saving, loading
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:

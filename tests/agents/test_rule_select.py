@@ -46,7 +46,11 @@ def _drive(env, actions) -> tuple[list[float], dict]:
 def test_spaces_and_default_rules_of_a_task():
     t = task("rms-trap")
     assert default_rules(t) == ["best-fit", "first-fit", "random-fit"]  # epoch-local rules that run on it
-    assert default_rules(resolve_scenario("autoscale-4vm")) == ["best-fit-admit", "first-fit-admit"]
+    assert default_rules(resolve_scenario("autoscale-4vm")) == [
+        "best-fit-admit",
+        "first-fit-admit",
+        "trunk-reservation",
+    ]
     env = make_rule_select_env(t, RULES)
     obs, _ = env.reset(seed=SEED)
     assert env.action_space.n == 3
@@ -84,6 +88,28 @@ def test_always_best_fit_reproduces_best_fits_own_episode_on_rms_trap():
     assert sum(rewards) == pytest.approx(row["return"], rel=1e-12, abs=1e-9)
     assert info["task"]["started"] == row["started"]
     assert len(rewards) < row["steps"]  # one step per epoch with a choice, not per command
+
+
+def test_always_trunk_reservation_reproduces_its_own_episode_on_autoscale_syn4():
+    """Trunk reservation is epoch-local: chosen at every arrival, it replays its own episode (its rejections
+    included), and a mix with best-fit-admit gives another."""
+    t = task("autoscale-syn4")
+    env = make_rule_select_env(t, ["best-fit-admit", "trunk-reservation:g=1"])
+    env.reset(seed=SEED)
+    rewards, info = _drive(env, lambda n: 1)
+    row = run_episode(
+        t.scenario(),
+        make_agent("trunk-reservation", g=1),
+        seed=SEED,
+        env_id=t.id,
+        probes={"task": Probe(window_metrics)},
+    )
+    assert info["task"]["score"] == row["task"]["score"]
+    assert info["task"]["rejected"] == row["task"]["rejected"] > 0
+    assert sum(rewards) == pytest.approx(row["return"], rel=1e-12, abs=1e-9)
+    env.reset(seed=SEED)
+    _, mixed = _drive(env, lambda n: n % 2)
+    assert mixed["task"]["score"] != info["task"]["score"]
 
 
 def test_same_seed_same_trajectory_and_another_seed_another():

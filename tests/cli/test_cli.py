@@ -291,6 +291,29 @@ def test_compare_table_form():
         json.loads(out)
 
 
+def test_compare_on_a_suite_task_runs_the_tasks_episodes():
+    """`compare rms-trap`: the task's episodes (its window), so each agent's mean queue length is minus
+    its task score on the same seed; a task refuses what it fixes (exit 2)."""
+    from clustergym.runner import Probe, run_episode
+    from clustergym.suite import task
+    from clustergym.suite.env import window_metrics
+
+    code, out, _ = _cli("compare", "rms-trap", "--agents", "first-fit,mwr", "--seeds", "2", "--workers", "1", "--json")
+    assert code == 0
+    doc = _one_json(out)
+    assert doc["task"] == "clustergym/rms-trap-v1" and doc["agents"] == ["first-fit", "mwr"]
+    t = task("rms-trap")
+    for row in doc["runs"]:
+        ref = run_episode(
+            t.scenario(), row["agent"], seed=row["seed"], env_id=t.id, probes={"task": Probe(window_metrics)}
+        )
+        assert row["mean_queue_length"] == pytest.approx(-ref["task"]["score"], rel=1e-12)
+    assert len(doc["runs"]) == 4
+    for extra in (["--horizon", "5"], ["--set", "zeta=0.5"], ["--warmup", "0"]):
+        code, _, err = _cli("compare", "rms-trap", "--agents", "mwr", "--seeds", "1", *extra)
+        assert code == 2 and "suite task 'rms-trap' fixes" in err
+
+
 def test_compare_unknown_agent_exits_2():
     code, out, err = _cli(
         "compare", "bf-trap", "--agents", "first-fit,nope-agent", "--seeds", "1", "--horizon", "5", "--json"

@@ -455,6 +455,41 @@ def test_reward_timing_start_pays_each_admitted_jobs_whole_reward_at_its_admissi
         ClusterEnv("autoscale-4vm", reward_timing="later")
 
 
+def test_reward_timing_expected_pays_the_types_mean_reward_and_keeps_the_trajectory():
+    """Same seed, same actions: 'expected' pays rate x the type's mean service time at each admission
+    (0 otherwise), and the trajectory is the 'start' env's; over many admissions its mean is the mean
+    of the drawn rewards (exponential service: the two returns agree within a few standard errors)."""
+    envs = {t: ClusterEnv("autoscale-4vm", num_servers=5, horizon=20.0, reward_timing=t) for t in ("start", "expected")}
+    rewards: dict[str, list[float]] = {"start": [], "expected": []}
+    for timing, env in envs.items():
+        rng = np.random.default_rng(3)
+        env.reset(seed=3)
+        sim, done = env.sim, False
+        while not done:
+            action = _random_masked_action(env.action_masks(), rng)
+            job = sim.pending
+            _, r, term, trunc, _ = env.step(action)
+            if action < sim.num_servers:
+                jtype, server = int(sim.jobs.type[job]), int(sim.jobs.server[job])
+                expected = sim.jobs.reward_rate[job] * sim.types.mean_work[jtype] / sim.speed[server, jtype]
+                paid = (
+                    expected
+                    if timing == "expected"
+                    else sim.jobs.reward_rate[job] * sim.jobs.work[job] / sim.speed[server, jtype]
+                )
+                assert r == pytest.approx(paid)
+                rewards[timing].append(r)
+            else:
+                assert r == 0.0
+            done = term or trunc
+    start, expected = np.array(rewards["start"]), np.array(rewards["expected"])
+    assert start.size == expected.size > 200  # the same admissions
+    assert expected.std() < start.std()
+    assert abs(start.sum() - expected.sum()) < 4 * start.std() * np.sqrt(start.size)
+    with pytest.raises(ConfigError, match="reward_timing"):
+        ClusterEnv("bf-trap", reward_timing="expected")
+
+
 # =============================================================================== invalid actions
 def _fill_server0(env: ClusterEnv, rng_seed: int = 0):
     """bf-trap, head mode: place head jobs on server 0 until the head job no longer fits there."""

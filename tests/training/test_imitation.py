@@ -262,6 +262,27 @@ def test_mwr_teaches_in_slot_mode_through_equivalent_jobs():
     assert equivalent_command(base, Command.wait()).kind == Command.wait().kind
 
 
+def test_a_teacher_that_mirrors_the_queue_keeps_its_own_trajectory():
+    """BF-S keeps a mirror of the queue by job id and expects every slot's epoch.  Shown every epoch
+    (``skip_trivial=False``, as ``train`` builds the teacher's env), with its own command run whenever
+    its job lies beyond the window (the label is then a job like it inside, or none): the recorded
+    decisions are those with a choice, and their rewards add up to BF-S's own episode's return."""
+    from clustergym.suite import find_task
+
+    t = find_task("bfjs-uniform")
+    env = make_train_env(
+        "bfjs-uniform", {}, {**t.env_kwargs(), "queue_window": 4, "skip_trivial": False}, "equivariant"
+    )
+    demos = collect_demonstrations(env, "bf-s", 1200, seed=5)
+    assert (np.count_nonzero(demos.obs["action_mask"], axis=1) > 1).all()  # only decisions with a choice
+    placed = (demos.actions >= 0) & (demos.actions < env.action_space.n - 1)
+    assert placed.sum() > 100 and (demos.actions == -1).any()
+    first = int(np.flatnonzero(demos.episode_end)[0]) + 1
+    assert first < len(demos)  # the first episode ended within the demonstrations
+    own = run_episode(t.scenario(), "bf-s", seed=5, env_id=t.id)
+    assert demos.rewards[:first].sum() == pytest.approx(own["return"], rel=1e-9)
+
+
 def test_clone_ignores_inexpressible_decisions():
     from clustergym.suite import find_task
 

@@ -86,6 +86,7 @@ class TrunkReservation(Agent):
     """Trunk reservation (Sec. 1.1; not a paper baseline): a type of reward rank m needs (m-1) g empty servers; Best-Fit placement."""
 
     description = "trunk reservation: reward-rank-m type admitted only if >= (m-1) g servers are empty; Best-Fit"
+    epoch_local = True  # each decision reads the state at its epoch (the guard below is within the epoch)
     requirements = AgentRequirements(
         epochs=EpochConfig(arrivals=True, completions=False, dummy_completions=False),
         commands=frozenset({Cmd.WAIT, Cmd.ADMIT, Cmd.REJECT}),

@@ -1,0 +1,141 @@
+"""Diagnostic rules that show how much a task leaves to learn beyond its registered baselines.
+
+    python benchmarks/headroom_rules.py [--seeds 30]
+
+Two rules of a few lines each, written for one suite task each. They are *not* registered baselines
+and not from the papers: they only measure the headroom that a learned policy could find, using
+what a learned policy observes (no oracle information), on the suite's reference seeds:
+
+* ``rms-trap``, **type segregation**: work-conserving; an arriving job goes to the fullest server
+  that holds only jobs of its own type, else to an empty one, else to the fullest where it fits;
+  a server freed by a completion takes the oldest job of a type it still runs, else the oldest
+  fitting job.  Keeping sizes 2 and 5 on separate servers avoids the (2, 2, 5) configuration that
+  wastes one unit of capacity (the Best-Fit trap of the RMS paper, §III, Fig. 1b); it is the
+  configurations MaxWeight would choose, without MaxWeight's draining.
+* ``autoscale-syn4``, **reservation for the large VM**: admit-all Best-Fit (``best-fit-admit``),
+  except that a small VM is rejected when its Best-Fit server is one of the last ``k`` servers that
+  can still host the (64, 512) VM and would no longer host it.  The large VM earns 1,024 per unit
+  time, the small ones 18 to 96 (auto-scaling paper, Sec. 7.1).
+
+A third row measures a limit rather than a headroom: ``lotes-hetero``'s action mode, ``head``, can
+only place the oldest waiting job.  ``random-fit`` (the best non-oracle baseline) restricted to the
+oldest job (``scan=1``) and to the first 8 (``scan=8``, what the ``slot`` mode can address) shows
+what that restriction costs any policy acting through the action space.
+
+Prints, per rule, the mean score, the normalized score and the paired difference (mean ± 95% t
+half-width) against the best non-oracle baseline on the same seeds, as ``clustergym benchmark``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from clustergym.agent_api import AGENTS, make_agent, register_agent
+from clustergym.baselines.greedy import BestFitAdmit, GreedyAgent
+from clustergym.core.commands import Command
+from clustergym.suite.benchmark import evaluate
+
+
+class TypeSegregation(GreedyAgent):
+    """Work-conserving placement that keeps each server to one job type when it can (``rms-trap``)."""
+
+    description = "diagnostic: one job type per server when possible, fullest first"
+    server_rule = "best-fit"
+    default_job_rule = "fifo"
+
+    def _server_for(self, job: int) -> int:
+        v = self.view
+        fits = np.flatnonzero(v.fits(job))
+        if fits.size == 0:
+            return -1
+        counts = v.count_real  # (L, J) real jobs of each type per server
+        t = v.job_type(job)
+        others = counts.sum(axis=1) - counts[:, t]
+        used = v.load.sum(axis=1)
+        # own type only (0), empty (1), mixed (2); then the fullest; then the lowest index
+        klass = np.where(others[fits] > 0, 2, np.where(counts[fits, t] > 0, 0, 1))
+        order = np.lexsort((fits, -used[fits], klass))
+        return int(fits[order[0]])
+
+    def _job_for(self, server: int) -> int:
+        v = self.view
+        heads = np.array([h for t in range(v.num_types) if (h := v.head_of_type(t)) >= 0], dtype=np.int64)
+        if heads.size == 0:
+            return -1
+        heads = heads[v.fits_on(heads, server)]
+        if heads.size == 0:
+            return -1
+        running = v.count_real[server]
+        same = np.array([running[v.job_type(int(j))] > 0 for j in heads])
+        if same.any():
+            heads = heads[same]
+        return int(heads.min())  # the oldest
+
+
+class LargeVMReservation(BestFitAdmit):
+    """``best-fit-admit`` that keeps ``k`` servers able to host the largest VM type (``autoscale-syn4``)."""
+
+    description = "diagnostic: admit-all Best-Fit keeping k servers free enough for the largest VM"
+
+    def __init__(self, k: int = 4, **params: Any):
+        super().__init__(**params)
+        self.k = int(k)
+
+    def act(self, observation: Any) -> Command:
+        v = self.view
+        job = v.pending
+        if job < 0:
+            return Command.wait()
+        s = v.select_server(self.server_rule, job, self.rng)
+        if s < 0:
+            return Command.reject()
+        demand = v.demand(job)
+        largest = v.types.demand.max(axis=0)  # the largest demand of any type, per resource
+        if np.all(demand >= largest):
+            return Command.admit(s)
+        free = v.free()
+        can_host = np.all(free >= largest, axis=1)
+        if can_host[s] and not np.all(free[s] - demand >= largest) and can_host.sum() <= self.k:
+            return Command.reject()
+        return Command.admit(s)
+
+
+def _random_fit(**params: Any) -> Any:
+    return make_agent("random-fit", **params)
+
+
+#: (task, the name it is reported under, factory, parameters)
+RULES = [
+    ("rms-trap", "type-segregation", TypeSegregation, {}),
+    ("autoscale-syn4", "large-vm-reservation", LargeVMReservation, {"k": 4}),
+    ("lotes-hetero", "random-fit scan=1", _random_fit, {"scan": 1}),
+    ("lotes-hetero", "random-fit scan=8", _random_fit, {"scan": 8}),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=30, help="the first N reference evaluation seeds")
+    args = ap.parse_args(argv)
+    print("| task | rule | score | normalized | paired Δ vs best non-oracle | best non-oracle |")
+    print("|---|---|---|---|---|---|")
+    for task, name, cls, params in RULES:
+        register_agent(name, lambda cls=cls, params=params, **p: cls(**params, **p))
+        try:
+            out = evaluate([name], [task], seeds=args.seeds, workers=1)
+        finally:  # registered for this evaluation only: a diagnostic, not a baseline of the registry
+            AGENTS.pop(name, None)
+        entry = out["tasks"][task]
+        r = entry["runs"][name]
+        print(
+            f"| `{task}` | {name} | {r['mean']:.4g} | {r['normalized']:.3f} | "
+            f"{r['paired_vs_best']:+.3g} ± {r['paired_vs_best_ci95']:.2g} | `{entry['best']}` {entry['best_score']:.4g} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""``benchmarks/headroom_rules.py``: the diagnostic rules act as they say, and the script prints its table."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clustergym.agent_api import make_env_for
+from clustergym.runner import run_episode
+from clustergym.suite import task
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "headroom_rules.py"
+SEED = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def headroom():
+    spec = importlib.util.spec_from_file_location("headroom_rules", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_reservation_of_zero_servers_is_best_fit_admit_and_four_rejects_more(headroom):
+    t = task("autoscale-syn4")
+    row = lambda agent: run_episode(t.scenario(), agent, seed=SEED, env_id=t.id)  # noqa: E731
+    bfa = row("best-fit-admit")
+    none = row(headroom.LargeVMReservation(k=0))
+    four = row(headroom.LargeVMReservation(k=4))
+    assert none["return"] == bfa["return"] and none["rejected"] == bfa["rejected"]
+    assert four["rejected"] > bfa["rejected"]
+
+
+def test_type_segregation_never_mixes_while_a_pure_server_fits(headroom):
+    """At every placement, when some server that fits the job holds only jobs of its type or nothing,
+    the chosen server is such a server."""
+    t = task("rms-trap")
+    agent = headroom.TypeSegregation()
+    env = make_env_for(t.scenario(), agent, env_id=t.id)
+    env.reset(seed=SEED)
+    agent.reset(env, seed=SEED)
+    checked, done = 0, False
+    while not done:
+        cmd = agent.act(None)
+        v = agent.view
+        if cmd.server >= 0 and cmd.job >= 0:
+            counts = v.count_real
+            jt = v.job_type(cmd.job)
+            fits = np.flatnonzero(v.fits(cmd.job))
+            pure = [s for s in fits if counts[s].sum() == counts[s, jt]]
+            if pure:
+                assert cmd.server in pure
+                checked += 1
+        _, _, term, trunc, _ = env.step(cmd)
+        done = term or trunc
+    assert checked > 500
+
+
+def test_the_script_prints_one_row_per_rule(headroom, capsys):
+    assert headroom.main(["--seeds", "2"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
+    names = [r.split("|")[2].strip() for r in rows]
+    assert names == ["type-segregation", "large-vm-reservation", "random-fit scan=1", "random-fit scan=8"]
+    from clustergym.agent_api import AGENTS
+
+    assert not set(names) & set(AGENTS)  # registered for the run only: the registry is left as it was
