@@ -71,16 +71,13 @@ TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
 
 
 def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
-    """The SB3 model and its vectorized env, built as ``clustergym train`` builds them."""
-    import functools
+    """The SB3 model and its vectorized env, built by ``clustergym train``'s own functions."""
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
-
-    from clustergym.agents.model_agent import algo_classes
     from clustergym.envs.actions import default_action_mode
     from clustergym.scenarios import resolve_scenario
     from clustergym.suite import find_task
-    from clustergym.training.train import make_train_env, policy_spec
+    from clustergym.training.train import build_venv, new_model
 
     t = find_task(cfg.task)
     if t is not None:
@@ -89,18 +86,20 @@ def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
     else:
         env_kwargs = {"action_mode": default_action_mode(resolve_scenario(cfg.task).queueing), "horizon": 200.0}
         name = cfg.task
-    factories = [functools.partial(make_train_env, name, {}, env_kwargs, cfg.policy) for _ in range(cfg.n_envs)]
-    venv = SubprocVecEnv(factories) if cfg.vec_env == "subproc" else DummyVecEnv(factories)
-    venv.seed(10_000 + 100 * seed)
+    venv = build_venv(name, {}, env_kwargs, cfg.policy, cfg.n_envs, cfg.vec_env, seed)
     venv = VecNormalize(venv, norm_obs=cfg.policy == "mlp", norm_reward=True)
-    policy_cls, policy_kwargs = policy_spec(cfg.algo, cfg.policy, env_kwargs["action_mode"], cfg.hidden, {})
-    if cfg.policy == "mlp":
-        policy_kwargs = {"net_arch": [cfg.hidden, cfg.hidden]}
     algo_kwargs: dict[str, Any] = {"n_steps": cfg.n_steps}
     if cfg.algo != "a2c":
         algo_kwargs.update(batch_size=cfg.batch_size, n_epochs=cfg.n_epochs)
-    model = algo_classes()[cfg.algo](
-        policy_cls, venv, seed=seed, device="cpu", policy_kwargs=policy_kwargs or None, verbose=0, **algo_kwargs
+    model = new_model(
+        cfg.algo,
+        cfg.policy,
+        env_kwargs["action_mode"],
+        venv,
+        seed=seed,
+        hidden=cfg.hidden,
+        policy_params={},
+        algo_kwargs=algo_kwargs,
     )
     return model, venv
 

@@ -57,6 +57,8 @@ from clustergym.validation import choice, mapping, number
 __all__ = [
     "train",
     "make_train_env",
+    "build_venv",
+    "new_model",
     "split_params",
     "ppo_defaults",
     "policy_spec",
@@ -175,11 +177,60 @@ def policy_spec(
     from clustergym.agents.policies import EquivariantMaskablePolicy, EquivariantPolicy
 
     if policy == "mlp":
-        return "MlpPolicy", {}
+        return "MlpPolicy", {"net_arch": [hidden, hidden]}  # SB3's default is [64, 64], hidden's default
     cls = EquivariantMaskablePolicy if algo == "maskable-ppo" else EquivariantPolicy
     # new models leave out the elapsed-time feature (training episodes are shorter than evaluation ones);
     # the policy class defaults to use_time=True so that models saved before this option still load
     return cls, {"action_mode": action_mode, "hidden": hidden, "use_time": False, **policy_params}
+
+
+def build_venv(
+    scenario: str,
+    scenario_params: dict[str, Any],
+    env_kwargs: dict[str, Any],
+    policy: str,
+    n_envs: int,
+    vec_env: str,
+    seed: int,
+) -> Any:
+    """The ``n_envs`` training envs (in-process, or one process each with ``vec_env="subproc"``),
+    seeded so that training episodes never reuse the evaluation seeds 0, 1, ...; not normalised."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    factories = [
+        functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy) for _ in range(n_envs)
+    ]
+    venv = SubprocVecEnv(factories) if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
+    venv.seed(10_000 + 100 * seed)
+    return venv
+
+
+def new_model(
+    algo: str,
+    policy: str,
+    action_mode: str,
+    venv: Any,
+    *,
+    seed: int,
+    hidden: int,
+    policy_params: dict[str, Any],
+    algo_kwargs: dict[str, Any],
+    tensorboard_log: str | None = None,
+    buffer_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    """A new SB3 model of ``algo`` with ``policy`` (:func:`policy_spec`) on ``venv``, on the CPU."""
+    policy_cls, policy_kwargs = policy_spec(algo, policy, action_mode, hidden, policy_params)
+    return algo_classes()[algo](
+        policy_cls,
+        venv,
+        seed=seed,
+        device="cpu",
+        tensorboard_log=tensorboard_log,
+        policy_kwargs=policy_kwargs or None,
+        verbose=0,
+        **algo_kwargs,
+        **(buffer_kwargs or {}),
+    )
 
 
 def _eval_callback(
@@ -447,7 +498,7 @@ def train(
         resume: a checkpoint ``.zip`` (or ``model.zip``, or the run folder) of an earlier run to continue.
         checkpoint_every: steps between checkpoints (default: a tenth of ``timesteps``).
         normalize_reward: VecNormalize's return-based reward scaling.
-        hidden: width of the equivariant policy's layers.
+        hidden: width of the policy's layers (equivariant, or the MLP's two hidden layers).
         progress_bar: SB3's tqdm/rich progress bar.
         torch_threads: torch CPU threads of the learner (the machine is shared).
         warm_start: a registered rule-based agent to imitate before RL (behaviour cloning,
@@ -467,7 +518,7 @@ def train(
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     import torch as th
     from stable_baselines3.common.callbacks import CallbackList
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import VecNormalize
 
     # ---- 1. arguments: scenario (or suite task), env and algorithm settings (a resumed run's own, from model.json)
     from clustergym.agents.model_agent import read_metadata
@@ -497,10 +548,16 @@ def train(
     if task is not None:  # a suite task: its scenario and horizon are fixed, its settings are the defaults
         fixed = sorted(scenario_params) + (["horizon"] if "horizon" in env_kwargs else [])
         if fixed:
+            # a task named like its preset (mris-poisson, azure-vms) takes the name: a scenario file reaches the preset
+            how = (
+                f"train on the preset {task.preset!r}"
+                if find_task(task.preset) is None
+                else f"the name {task.preset!r} is the task's; train on a scenario file with "
+                f"'preset: {task.preset}' and 'params:'"
+            )
             raise ConfigError(
                 "--set",
-                f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} "
-                f"cannot be set (train on the preset {task.preset!r} to change them)",
+                f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} cannot be set ({how} to change them)",
             )
         if eval_horizon is not None:
             raise ConfigError("--eval-horizon", f"suite task {task.name!r} fixes its episodes' horizon")
@@ -611,11 +668,7 @@ def train(
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
 
     # ---- 2. vectorised envs (one process per env), with reward (and, for mlp, observation) normalisation
-    factories = [
-        functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy) for _ in range(n_envs)
-    ]
-    venv = SubprocVecEnv(factories) if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
-    venv.seed(10_000 + 100 * seed)  # training episodes never reuse the evaluation seeds 0, 1, ...
+    venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed)
     vn_path = vecnormalize_path(Path(resume)) if resume else None
     if vn_path is not None:
         venv = VecNormalize.load(str(vn_path), venv)
@@ -626,7 +679,6 @@ def train(
         )
 
     # ---- 3. the model: new, or resumed from a checkpoint
-    Algo = algo_classes()[algo]
     buffer_kwargs: dict[str, Any] = {}
     if time_unit is not None:
         from clustergym.training.semi_markov import semi_markov_buffer_kwargs
@@ -634,20 +686,26 @@ def train(
         buffer_kwargs = semi_markov_buffer_kwargs(algo, venv.observation_space, time_unit)
     if resume:
         model = load_sb3(
-            Algo, Path(resume), algo, env=venv, device="cpu", tensorboard_log=str(out / "tb"), **buffer_kwargs
-        )
-    else:
-        policy_cls, policy_kwargs = policy_spec(algo, policy, env_kwargs["action_mode"], hidden, policy_params)
-        model = Algo(
-            policy_cls,
-            venv,
-            seed=seed,
+            algo_classes()[algo],
+            Path(resume),
+            algo,
+            env=venv,
             device="cpu",
             tensorboard_log=str(out / "tb"),
-            policy_kwargs=policy_kwargs or None,
-            verbose=0,
-            **algo_kwargs,
             **buffer_kwargs,
+        )
+    else:
+        model = new_model(
+            algo,
+            policy,
+            env_kwargs["action_mode"],
+            venv,
+            seed=seed,
+            hidden=hidden,
+            policy_params=policy_params,
+            algo_kwargs=algo_kwargs,
+            tensorboard_log=str(out / "tb"),
+            buffer_kwargs=buffer_kwargs,
         )
 
     # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)

@@ -159,6 +159,18 @@ def test_train_refuses_scenario_parameters_on_a_task(tmp_path):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, num_servers=3)
     with pytest.raises(ConfigError, match="fixes its scenario and horizon"):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, horizon=3)
+    # the hint names the way to the preset: by name, or (when the task has its preset's name) by a file
+    with pytest.raises(ConfigError, match="train on the preset 'bf-trap'"):
+        train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, num_servers=3)
+    with pytest.raises(ConfigError, match="scenario file with 'preset: mris-poisson'"):
+        train("mris-poisson", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, load=0.95)
+    f = tmp_path / "mris.yaml"
+    f.write_text("preset: mris-poisson\nparams:\n  load: 0.95\n")
+    train(
+        str(f), "ppo", timesteps=64, n_envs=1, policy="mlp", out=tmp_path / "r", verbose=False, **{"algo.n_steps": 64}
+    )
+    meta = json.loads((tmp_path / "r" / "model.json").read_text())
+    assert meta["task"] is None and meta["scenario"] == str(f.resolve())
 
 
 def test_a_new_agent_registered_in_python_is_benchmarked_on_worker_processes():

@@ -56,3 +56,39 @@ def test_ppo_defaults_and_overrides(tmp_path):
     # --set wins over the defaults; the rest of the defaults are recorded
     assert meta["algo_kwargs"] == {"n_steps": 32, "batch_size": 512, "n_epochs": 4}
     assert meta["vec_env"] == "dummy" and meta["n_envs"] == 2
+
+
+@pytest.mark.parametrize(("policy", "hidden"), [("equivariant", 32), ("mlp", 32)])
+def test_bench_builds_the_learner_train_builds(tmp_path, policy, hidden):
+    """The bench times ``clustergym train``'s own learner: same policy class, layer widths and
+    parameter count (one builder serves both); ``hidden`` sets the MLP's layers too."""
+    import torch
+
+    import clustergym.training.throughput as bt
+    from clustergym.agents.model_agent import algo_classes, load_sb3
+
+    cfg = TrainingConfig(
+        "w", task="rms-trap", policy=policy, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, hidden=hidden
+    )
+    model, venv = bt._learner(cfg, seed=0)
+    venv.close()
+    train(
+        "rms-trap",
+        "maskable-ppo",
+        policy=policy,
+        hidden=hidden,
+        timesteps=64,
+        n_envs=2,
+        out=tmp_path / "r",
+        verbose=False,
+        **{"algo.n_steps": 32, "algo.batch_size": 32, "algo.n_epochs": 1},
+    )
+    trained = load_sb3(algo_classes()["maskable-ppo"], tmp_path / "r" / "model.zip", "maskable-ppo")
+    assert type(model.policy) is type(trained.policy)
+
+    def shapes(m: torch.nn.Module) -> list[tuple[int, ...]]:
+        return [tuple(p.shape) for p in m.parameters()]
+
+    assert shapes(model.policy) == shapes(trained.policy)
+    if policy == "mlp":  # SB3's default would be [64, 64]
+        assert model.policy.net_arch == trained.policy.net_arch == [hidden, hidden]
