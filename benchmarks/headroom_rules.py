@@ -2,7 +2,7 @@
 
     python benchmarks/headroom_rules.py [--seeds 30]
 
-Two rules of a few lines each, written for one suite task each. They are *not* registered baselines
+Rules of a few lines each, written for one suite task each. They are *not* registered baselines
 and not from the papers: they only measure the headroom that a learned policy could find, using
 what a learned policy observes (no oracle information), on the suite's reference seeds:
 
@@ -16,6 +16,10 @@ what a learned policy observes (no oracle information), on the suite's reference
   except that a small VM is rejected when its Best-Fit server is one of the last ``k`` servers that
   can still host the (64, 512) VM and would no longer host it.  The large VM earns 1,024 per unit
   time, the small ones 18 to 96 (auto-scaling paper, Sec. 7.1).
+
+* ``mris-poisson``, **priority queue with Best-Fit machines**: ``pq`` (the MRIS paper's
+  PRIORITY-QUEUE with WSJF, Sec. 4, the best baseline) starts the same jobs in the same order, each
+  on the machine it fills most (BF-EXEC's machine rule) instead of the first that fits.
 
 A third row measures a limit rather than a headroom: ``lotes-hetero``'s action mode, ``head``, can
 only place the oldest waiting job.  ``random-fit`` (the best non-oracle baseline) restricted to the
@@ -35,6 +39,8 @@ import numpy as np
 
 from clustergym.agent_api import AGENTS, make_agent, register_agent
 from clustergym.baselines.greedy import BestFitAdmit, GreedyAgent
+from clustergym.baselines.mris.bf_exec import tightest_by_norm
+from clustergym.baselines.mris.priority_queue import PriorityQueue
 from clustergym.core.commands import Command
 from clustergym.suite.benchmark import evaluate
 
@@ -103,6 +109,15 @@ class LargeVMReservation(BestFitAdmit):
         return Command.admit(s)
 
 
+class PriorityQueueBestFit(PriorityQueue):
+    """``pq`` that starts each job on the machine it fills most (``mris-poisson``)."""
+
+    description = "diagnostic: PRIORITY-QUEUE (WSJF), each job on its Best-Fit machine"
+
+    def machine_for(self, job: int, fits: np.ndarray) -> int:
+        return tightest_by_norm(self.view.load, self.jobs.dem_abs[job], self.limit, self.capacity)
+
+
 def _random_fit(**params: Any) -> Any:
     return make_agent("random-fit", **params)
 
@@ -111,6 +126,7 @@ def _random_fit(**params: Any) -> Any:
 RULES = [
     ("rms-trap", "type-segregation", TypeSegregation, {}),
     ("autoscale-syn4", "large-vm-reservation", LargeVMReservation, {"k": 4}),
+    ("mris-poisson", "pq-best-fit-machine", PriorityQueueBestFit, {}),
     ("lotes-hetero", "random-fit scan=1", _random_fit, {"scan": 1}),
     ("lotes-hetero", "random-fit scan=8", _random_fit, {"scan": 8}),
 ]

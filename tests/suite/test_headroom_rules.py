@@ -59,11 +59,44 @@ def test_type_segregation_never_mixes_while_a_pure_server_fits(headroom):
     assert checked > 500
 
 
+def test_pq_best_fit_machine_starts_pq_s_jobs_on_the_fullest_machine(headroom):
+    """The same scan as ``pq`` (its first command at the first epoch with a choice of machines is the
+    same job), on the machine with the least normalised room left; ``pq`` itself keeps first fit."""
+    from clustergym.agent_api import make_agent
+
+    t = task("mris-poisson")
+    agent = headroom.PriorityQueueBestFit()
+    env = make_env_for(t.scenario(), agent, env_id=t.id)
+    env.reset(seed=SEED)
+    agent.reset(env, seed=SEED)
+    pq = make_agent("pq")
+    compared, done = 0, False
+    while not done and compared < 50:
+        cmd = agent.act(None)
+        v = agent.view
+        if cmd.job >= 0 and cmd.server >= 0:
+            cap = v.capacity
+            room = np.linalg.norm(1.0 - v.load / cap, axis=1)
+            fits = np.flatnonzero(np.all(v.load + agent.jobs.dem_abs[cmd.job] <= agent.limit, axis=1))
+            assert cmd.server in fits and room[cmd.server] == pytest.approx(room[fits].min())
+            assert pq.machine_for(cmd.job, np.isin(np.arange(len(cap)), fits)) == fits[0]
+            compared += 1
+        _, _, term, trunc, _ = env.step(cmd)
+        done = term or trunc
+    assert compared == 50
+
+
 def test_the_script_prints_one_row_per_rule(headroom, capsys):
     assert headroom.main(["--seeds", "2"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
     names = [r.split("|")[2].strip() for r in rows]
-    assert names == ["type-segregation", "large-vm-reservation", "random-fit scan=1", "random-fit scan=8"]
+    assert names == [
+        "type-segregation",
+        "large-vm-reservation",
+        "pq-best-fit-machine",
+        "random-fit scan=1",
+        "random-fit scan=8",
+    ]
     from clustergym.agent_api import AGENTS
 
     assert not set(names) & set(AGENTS)  # registered for the run only: the registry is left as it was

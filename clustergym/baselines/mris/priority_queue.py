@@ -94,8 +94,13 @@ class PriorityQueue(EventTimeAgent):
             if hit.size == 0:
                 break
             a = int(hit[0])
-            yield Command.place(int(order[first + a]), int(np.argmax(ok[a])))
+            yield Command.place(int(order[first + a]), self.machine_for(int(order[first + a]), ok[a]))
             first += a + 1
+
+    def machine_for(self, job: int, fits: np.ndarray) -> int:
+        """The machine job ``job`` starts on, given ``fits`` (shape ``(L,)``, bool: the machines it fits
+        now, at least one): the first, as the paper's list scheduling (Sec. 4)."""
+        return int(np.argmax(fits))
 
 
 def _keyed(key: str) -> type[PriorityQueue]:
