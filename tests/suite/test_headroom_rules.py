@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,16 +9,14 @@ from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.suite import task
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "headroom_rules.py"
+# benchmarks/headroom_rules.py, loaded by the benchmark_script fixture (tests/conftest.py)
+SCRIPT = "headroom_rules"
 SEED = 1_000_000
 
 
 @pytest.fixture(scope="module")
-def headroom():
-    spec = importlib.util.spec_from_file_location("headroom_rules", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def headroom(benchmark_script):
+    return benchmark_script
 
 
 def test_reservation_of_zero_servers_is_best_fit_admit_and_four_rejects_more(headroom):

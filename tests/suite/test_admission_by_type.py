@@ -1,0 +1,35 @@
+"""``benchmarks/admission_by_type.py``: per-type arrivals and rejections add up to the episode's own counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clustergym.runner import Probe, run_episode
+from clustergym.suite import eval_seeds, task
+
+# benchmarks/admission_by_type.py, loaded by the benchmark_script fixture (tests/conftest.py)
+SCRIPT = "admission_by_type"
+
+
+@pytest.fixture(scope="module")
+def script(benchmark_script):
+    return benchmark_script
+
+
+def test_counts_add_up_to_the_episode_s_rejections(script):
+    t = task("autoscale-syn4")
+    (seed,) = eval_seeds(1)
+    row = run_episode(
+        t.scenario(), "first-fit-admit", seed=seed, env_id=t.id, probes={"types": Probe(script.arrivals_and_rejections)}
+    )
+    counts = np.asarray(row["types"])
+    assert counts.shape == (4, 2) and (counts[:, 1] <= counts[:, 0]).all()
+    assert counts[:, 1].sum() == row["rejected"] > 0  # an admit-all rule still loses jobs that fit nowhere
+    assert (script.by_type("first-fit-admit", "autoscale-syn4", 1) == counts).all()
+
+
+def test_the_script_prints_one_row_per_type(script, capsys):
+    assert script.main(["best-fit-admit", "--seeds", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| vm-")]
+    assert [r.split("|")[1].strip() for r in rows] == ["vm-2-2", "vm-8-32", "vm-4-64", "vm-64-512"]
