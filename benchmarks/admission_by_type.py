@@ -11,12 +11,14 @@ the large one (docs/learning_results.md, round 5). Prints a Markdown table, one 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import numpy as np
 
 from clustergym.agent_api import make_agent
 from clustergym.core.jobs import JobStatus
+from clustergym.errors import ClusterGymError
 from clustergym.runner import Probe, run_episode
 from clustergym.suite import eval_seeds
 from clustergym.suite import task as find_suite_task
@@ -50,9 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", default="autoscale-syn4", help="a suite task")
     ap.add_argument("--seeds", type=int, default=10, help="the first N reference evaluation seeds")
     args = ap.parse_args(argv)
-    t = find_suite_task(args.task)
-    types = t.scenario().source.types
-    counts = {a: by_type(a, args.task, args.seeds) for a in args.agents}
+    try:
+        types = find_suite_task(args.task).scenario().source.types
+        counts = {a: by_type(a, args.task, args.seeds) for a in args.agents}
+    except ClusterGymError as e:  # an unknown task or agent, a bad seed count: named, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print("| type | demand | arrivals | " + " | ".join(f"`{a}` rejected" for a in args.agents) + " |")
     print("|---|---|---|" + "---|" * len(args.agents))
     for k, name in enumerate(types.names):

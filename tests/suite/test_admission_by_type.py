@@ -33,3 +33,12 @@ def test_the_script_prints_one_row_per_type(script, capsys):
     assert script.main(["best-fit-admit", "--seeds", "1"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| vm-")]
     assert [r.split("|")[1].strip() for r in rows] == ["vm-2-2", "vm-8-32", "vm-4-64", "vm-64-512"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"), [(["no-such-agent"], "no-such-agent"), (["first-fit-admit", "--task", "nope"], "nope")]
+)
+def test_bad_input_is_named_with_exit_code_2(script, capsys, argv, named):
+    assert script.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and named in err and "Traceback" not in err
