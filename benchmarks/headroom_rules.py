@@ -21,7 +21,7 @@ what a learned policy observes (no oracle information), on the suite's reference
   PRIORITY-QUEUE with WSJF, Sec. 4, the best baseline) starts the same jobs in the same order, each
   on the machine it fills most (BF-EXEC's machine rule) instead of the first that fits.
 
-A third row measures a limit rather than a headroom: ``lotes-hetero``'s action mode, ``head``, can
+The two ``lotes-hetero`` rows measure a limit rather than a headroom: ``lotes-hetero``'s action mode, ``head``, can
 only place the oldest waiting job.  ``random-fit`` (the best non-oracle baseline) restricted to the
 oldest job (``scan=1``) and to the first 8 (``scan=8``, what the ``slot`` mode can address) shows
 what that restriction costs any policy acting through the action space.

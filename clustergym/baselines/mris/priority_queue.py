@@ -94,7 +94,8 @@ class PriorityQueue(EventTimeAgent):
             if hit.size == 0:
                 break
             a = int(hit[0])
-            yield Command.place(int(order[first + a]), self.machine_for(int(order[first + a]), ok[a]))
+            job = int(order[first + a])
+            yield Command.place(job, self.machine_for(job, ok[a]))
             first += a + 1
 
     def machine_for(self, job: int, fits: np.ndarray) -> int:
