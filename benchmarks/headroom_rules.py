@@ -20,11 +20,21 @@ what a learned policy observes (no oracle information), on the suite's reference
 * ``mris-poisson``, **priority queue with Best-Fit machines**: ``pq`` (the MRIS paper's
   PRIORITY-QUEUE with WSJF, Sec. 4, the best baseline) starts the same jobs in the same order, each
   on the machine it fills most (BF-EXEC's machine rule) instead of the first that fits.
+* ``mris-poisson``, **priority queue with a softer key**: ``pq`` with the jobs sorted by
+  ``p_j ** 0.8 / w_j`` instead of WSJF's ``p_j / w_j``: long heavy jobs move forward a little.
+  How much the order of the list leaves to gain, within the family of WSJF-like keys.
 
-The two ``lotes-hetero`` rows measure a limit rather than a headroom: ``lotes-hetero``'s action mode, ``head``, can
+The ``lotes-hetero`` rows measure a limit rather than a headroom: ``lotes-hetero``'s action mode, ``head``, can
 only place the oldest waiting job.  ``random-fit`` (the best non-oracle baseline) restricted to the
-oldest job (``scan=1``) and to the first 8 (``scan=8``, what the ``slot`` mode can address) shows
-what that restriction costs any policy acting through the action space.
+oldest job (``scan=1``), to the first 8 (``scan=8``, what the ``slot`` mode can address) and to the
+first 64 shows what that restriction costs any policy acting through the action space.
+**Fastest machine**: the greedy rule of ``random-fit`` with another machine choice.  Without a scan
+window, an arriving job starts on the fitting machine with the highest speed for its class, and a
+machine freed by a completion takes the oldest waiting job that fits it; with ``scan=64``, each epoch
+sweeps the first 64 waiting jobs, oldest first, each on its fastest fitting machine.  It reads the machines' speeds, which a learned policy does
+not observe; but they are the task instance's, the same in every episode, so a policy with server
+identities (``policy.server_ids``) could learn them.  It shows what knowing them is worth, and how
+much of it a window keeps.
 
 Prints, per rule, the mean score, the normalized score and the paired difference (mean ± 95% t
 half-width) against the best non-oracle baseline on the same seeds, as ``clustergym benchmark``.
@@ -40,6 +50,7 @@ import numpy as np
 from clustergym.agent_api import AGENTS, make_agent, register_agent
 from clustergym.baselines.greedy import BestFitAdmit, GreedyAgent
 from clustergym.baselines.mris.bf_exec import tightest_by_norm
+from clustergym.baselines.mris.mris import priority_order
 from clustergym.baselines.mris.priority_queue import PriorityQueue
 from clustergym.core.commands import Command
 from clustergym.suite.benchmark import evaluate
@@ -118,6 +129,39 @@ class PriorityQueueBestFit(PriorityQueue):
         return tightest_by_norm(self.view.load, self.jobs.dem_abs[job], self.limit, self.capacity)
 
 
+class PriorityQueuePower(PriorityQueue):
+    """``pq`` sorted by ``p_j ** exponent / w_j`` instead of WSJF's ``p_j / w_j`` (``mris-poisson``)."""
+
+    description = "diagnostic: PRIORITY-QUEUE sorted by p ** exponent / w, first fit"
+
+    def __init__(self, exponent: float = 0.8, **params: Any):
+        super().__init__(**params)
+        self.exponent = float(exponent)
+
+    def order(self, cand: np.ndarray) -> np.ndarray:
+        c = self.jobs
+        return priority_order("wsjf", cand, c.arrival, c.work**self.exponent, c.weight, c.u)
+
+
+class FastestMachine(GreedyAgent):
+    """Greedy placement (``random-fit``'s) on the fitting machine fastest for the job's class (``lotes-hetero``).
+
+    A machine freed by a completion takes the oldest job that fits it (the job rule), as in every
+    :class:`GreedyAgent`; the speed chooses the machine wherever a job is placed by :meth:`_server_for`.
+    """
+
+    description = "diagnostic: each job on the fitting machine with the highest speed for its class"
+    server_rule = "first-fit"  # the rule's ties: the lowest index among the fastest
+
+    def _server_for(self, job: int) -> int:
+        v = self.view
+        fits = np.flatnonzero(v.fits(job))
+        if fits.size == 0:
+            return -1
+        speed = v.speed[fits, v.job_type(job)]  # the instance's speeds: the same in every episode
+        return int(fits[np.argmax(speed)])
+
+
 def _random_fit(**params: Any) -> Any:
     return make_agent("random-fit", **params)
 
@@ -127,8 +171,12 @@ RULES = [
     ("rms-trap", "type-segregation", TypeSegregation, {}),
     ("autoscale-syn4", "large-vm-reservation", LargeVMReservation, {"k": 4}),
     ("mris-poisson", "pq-best-fit-machine", PriorityQueueBestFit, {}),
+    ("mris-poisson", "pq p^0.8/w", PriorityQueuePower, {"exponent": 0.8}),
     ("lotes-hetero", "random-fit scan=1", _random_fit, {"scan": 1}),
     ("lotes-hetero", "random-fit scan=8", _random_fit, {"scan": 8}),
+    ("lotes-hetero", "random-fit scan=64", _random_fit, {"scan": 64}),
+    ("lotes-hetero", "fastest-machine scan=64", FastestMachine, {"scan": 64}),
+    ("lotes-hetero", "fastest-machine", FastestMachine, {}),
 ]
 
 

@@ -277,6 +277,7 @@ def compare_cmd(
     kept as it finishes; after Ctrl-C or a failure, `clustergym compare --resume DIR` runs only the
     missing ones and writes the same tables as an uninterrupted run.
     """
+    from clustergym.core.objectives import objective
     from clustergym.runner import (
         EvaluationError,
         RunFolder,
@@ -488,7 +489,9 @@ def compare_cmd(
     if folder is not None:
         rows = folder.ordered_rows(len(cells))  # the kept rows: a resumed run gives the same tables
     runs = pd_frame(rows)
-    metric = headline_metric(sc.objective)
+    # a task's episodes share its window, so agents are compared on the task's own metric (its
+    # score's, as `clustergym benchmark`); an episode run to the end of its jobs has the objective's headline
+    metric = objective(sc.objective).metric if suite_task is not None else headline_metric(sc.objective)
     summary = summarize(
         runs, tuple(dict.fromkeys((*SUMMARY_METRICS, metric))), reference=reference, by=param, p_adjust=p_adjust
     )

@@ -314,6 +314,33 @@ def test_compare_on_a_suite_task_runs_the_tasks_episodes():
         assert code == 2 and "suite task 'rms-trap' fixes" in err
 
 
+def test_compare_on_a_suite_task_ranks_by_the_tasks_metric():
+    """`compare mris-poisson`'s scenario alone is compared on the mean weighted flow time (its episodes
+    run to their last job); on the task's window the agents are compared on the task's metric, as
+    `clustergym benchmark` scores them: the paired difference is that of the task scores."""
+    from clustergym.runner import Probe, run_episode
+    from clustergym.suite import task
+    from clustergym.suite.env import window_metrics
+
+    code, out, err = _cli(
+        "compare", "clustergym/mris-poisson-v1", "--agents", "pq,first-fit", "--seeds", "2", "--workers", "1", "--json"
+    )
+    assert code == 0, err
+    doc = _one_json(out)
+    assert doc["metric"] == "mean_weighted_jobs_in_system"
+    t = task("mris-poisson")
+    score = {
+        (a, s): run_episode(t.scenario(), a, seed=s, env_id=t.id, probes={"task": Probe(window_metrics)})["task"][
+            "score"
+        ]
+        for a in ("pq", "first-fit")
+        for s in (0, 1)
+    }
+    row = next(r for r in doc["summary"] if r["agent"] == "first-fit")
+    want = sum(score["pq", s] - score["first-fit", s] for s in (0, 1)) / 2  # first-fit - pq, in the metric's sign
+    assert row["mean_weighted_jobs_in_system_diff"] == pytest.approx(want, rel=1e-9)
+
+
 def test_compare_unknown_agent_exits_2():
     code, out, err = _cli(
         "compare", "bf-trap", "--agents", "first-fit,nope-agent", "--seeds", "1", "--horizon", "5", "--json"

@@ -81,6 +81,52 @@ def test_pq_best_fit_machine_starts_pq_s_jobs_on_the_fullest_machine(headroom):
     assert compared == 50
 
 
+def test_pq_power_key_is_pq_at_exponent_one_and_sorts_by_its_key(headroom):
+    """Exponent 1 is WSJF: the same episode as ``pq``.  At 0.8 the scan order is by ``p ** 0.8 / w``
+    (nondecreasing), which is not WSJF's order on this seed's jobs."""
+    t = task("mris-poisson")
+    row = lambda agent: run_episode(t.scenario(), agent, seed=SEED, env_id=t.id)  # noqa: E731
+    assert row(headroom.PriorityQueuePower(exponent=1.0))["return"] == row("pq")["return"]
+    agent = headroom.PriorityQueuePower(exponent=0.8)
+    env = make_env_for(t.scenario(), agent, env_id=t.id)
+    env.reset(seed=SEED)
+    agent.reset(env, seed=SEED)
+    for _ in range(500):  # release a few hundred jobs
+        env.step(agent.act(None))
+    c = agent.jobs
+    ids = np.flatnonzero(np.isfinite(c.work))  # the released jobs (the others' work is not known yet)
+    assert ids.size > 100
+    order = agent.order(ids)
+    key = c.work[order] ** 0.8 / c.weight[order]
+    assert sorted(order.tolist()) == ids.tolist()
+    assert np.all(np.diff(key) >= -1e-9 * np.abs(key[1:]))
+    wsjf = c.work[order] / c.weight[order]
+    assert np.any(np.diff(wsjf) < 0)  # another order than pq's
+
+
+def test_fastest_machine_places_each_job_where_its_class_runs_fastest(headroom):
+    """Every placement is on a fitting machine whose speed for the job's class is the highest among
+    the machines the job fits."""
+    t = task("lotes-hetero")
+    agent = headroom.FastestMachine()
+    env = make_env_for(t.scenario(), agent, env_id=t.id)
+    env.reset(seed=SEED)
+    agent.reset(env, seed=SEED)
+    placed, slower_exists, done = 0, 0, False
+    while not done:
+        cmd = agent.act(None)
+        v = agent.view
+        if cmd.server >= 0 and cmd.job >= 0:
+            fits = np.flatnonzero(v.fits(cmd.job))
+            speed = v.speed[:, v.job_type(cmd.job)]
+            assert cmd.server in fits and speed[cmd.server] == speed[fits].max()
+            slower_exists += bool(speed[fits].min() < speed[cmd.server])
+            placed += 1
+        _, _, term, trunc, _ = env.step(cmd)
+        done = term or trunc
+    assert placed > 500 and slower_exists > 100  # the choice mattered
+
+
 def test_the_script_prints_one_row_per_rule(headroom, capsys):
     assert headroom.main(["--seeds", "2"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
@@ -89,8 +135,12 @@ def test_the_script_prints_one_row_per_rule(headroom, capsys):
         "type-segregation",
         "large-vm-reservation",
         "pq-best-fit-machine",
+        "pq p^0.8/w",
         "random-fit scan=1",
         "random-fit scan=8",
+        "random-fit scan=64",
+        "fastest-machine scan=64",
+        "fastest-machine",
     ]
     from clustergym.agent_api import AGENTS
 

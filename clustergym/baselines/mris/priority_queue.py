@@ -84,9 +84,8 @@ class PriorityQueue(EventTimeAgent):
         cand = q[self.fits(q).any(axis=1)]  # usage only grows during the scan: the others never fit
         if cand.size == 0:
             return
-        c = self.jobs
-        order = priority_order(self.key, cand, c.arrival, c.work, c.weight, c.u)
-        dem = c.dem_abs[order]
+        order = self.order(cand)
+        dem = self.jobs.dem_abs[order]
         first = 0
         while first < order.size:  # the next job in order that fits some machine, on the first such machine
             ok = np.all(self.view.load[None, :, :] + dem[first:, None, :] <= self.limit[None, :, :], axis=2)
@@ -97,6 +96,12 @@ class PriorityQueue(EventTimeAgent):
             job = int(order[first + a])
             yield Command.place(job, self.machine_for(job, ok[a]))
             first += a + 1
+
+    def order(self, cand: np.ndarray) -> np.ndarray:
+        """The job ids ``cand`` (shape ``(n,)``) in the order PQ scans them: by the sort key of
+        Sec. 7.3, ties by release time, then id."""
+        c = self.jobs
+        return priority_order(self.key, cand, c.arrival, c.work, c.weight, c.u)
 
     def machine_for(self, job: int, fits: np.ndarray) -> int:
         """The machine job ``job`` starts on, given ``fits`` (shape ``(L,)``, bool: the machines it fits
