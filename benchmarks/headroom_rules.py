@@ -4,7 +4,8 @@
 
 Rules of a few lines each, written for one suite task each. They are *not* registered baselines
 and not from the papers: they only measure the headroom that a learned policy could find, using
-what a learned policy observes (no oracle information), on the suite's reference seeds:
+what a learned policy observes (no oracle information; the ``fastest-machine`` rows read what a
+policy could learn, the task instance's fixed speeds: below), on the suite's reference seeds:
 
 * ``rms-trap``, **type segregation**: work-conserving; an arriving job goes to the fullest server
   that holds only jobs of its own type, else to an empty one, else to the fullest where it fits;
