@@ -155,3 +155,24 @@ def test_observation_queue_window_rows_match_job_features() -> None:
     for i, j in enumerate(ids):
         env.obs_builder._job_features(j, want[i])
     assert np.array_equal(obs["queue_jobs"], want) and obs["queue_mask"].sum() == 8
+
+
+@needs_numba
+def test_a_subclass_with_its_own_machine_rule_is_not_replaced_by_the_compiled_path():
+    """A greedy agent whose ``_server_for`` differs keeps its own rule with a scan window: the compiled
+    loop reproduces First-/Best-Fit only, so ``run_fast`` declines and the step loop runs it."""
+    from clustergym.baselines.greedy import FirstFit
+
+    class LastFit(FirstFit):
+        def _server_for(self, job: int) -> int:
+            fits = np.flatnonzero(self.view.fits(job))
+            return int(fits[-1]) if fits.size else -1
+
+    sc = _tiny_replay()
+    with accel.forced(True):
+        last = run_episode(sc, LastFit(scan=8), seed=0)
+        first = run_episode(sc, make_agent("first-fit", scan=8), seed=0)
+    with accel.forced(False):
+        last_loop = run_episode(sc, LastFit(scan=8), seed=0)
+    _same({k: v for k, v in last.items() if k != "agent"}, {k: v for k, v in last_loop.items() if k != "agent"})
+    assert last["return"] != first["return"]
