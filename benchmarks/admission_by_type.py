@@ -30,7 +30,7 @@ def arrivals_and_rejections(env: Any) -> list[list[int]]:
     kind = np.asarray(jobs.type[: jobs.size])
     rejected = np.asarray(jobs.status[: jobs.size]) == JobStatus.REJECTED
     n = env.sim.types.demand.shape[0]
-    return [[int((kind == k).sum()), int((rejected & (kind == k)).sum())] for k in range(n)]
+    return np.stack([np.bincount(kind, minlength=n), np.bincount(kind[rejected], minlength=n)], axis=1).tolist()
 
 
 def by_type(agent: str, task_name: str, seeds: int) -> np.ndarray:

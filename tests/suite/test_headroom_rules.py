@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,21 @@ def headroom(benchmark_script):
     return benchmark_script
 
 
+def commands(task_name: str, agent):
+    """``(command, view)`` for each step of ``agent``'s episode on the task's reference seed ``SEED``,
+    the view as the agent saw it when it issued the command (before the step)."""
+    t = task(task_name)
+    env = make_env_for(t.scenario(), agent, env_id=t.id)
+    env.reset(seed=SEED)
+    agent.reset(env, seed=SEED)
+    done = False
+    while not done:
+        cmd = agent.act(None)
+        yield cmd, agent.view
+        _, _, term, trunc, _ = env.step(cmd)
+        done = term or trunc
+
+
 def test_reservation_of_zero_servers_is_best_fit_admit_and_four_rejects_more(headroom):
     t = task("autoscale-syn4")
     row = lambda agent: run_episode(t.scenario(), agent, seed=SEED, env_id=t.id)  # noqa: E731
@@ -32,15 +49,8 @@ def test_reservation_of_zero_servers_is_best_fit_admit_and_four_rejects_more(hea
 def test_type_segregation_never_mixes_while_a_pure_server_fits(headroom):
     """At every placement, when some server that fits the job holds only jobs of its type or nothing,
     the chosen server is such a server."""
-    t = task("rms-trap")
-    agent = headroom.TypeSegregation()
-    env = make_env_for(t.scenario(), agent, env_id=t.id)
-    env.reset(seed=SEED)
-    agent.reset(env, seed=SEED)
-    checked, done = 0, False
-    while not done:
-        cmd = agent.act(None)
-        v = agent.view
+    checked = 0
+    for cmd, v in commands("rms-trap", headroom.TypeSegregation()):
         if cmd.server >= 0 and cmd.job >= 0:
             counts = v.count_real
             jt = v.job_type(cmd.job)
@@ -49,8 +59,6 @@ def test_type_segregation_never_mixes_while_a_pure_server_fits(headroom):
             if pure:
                 assert cmd.server in pure
                 checked += 1
-        _, _, term, trunc, _ = env.step(cmd)
-        done = term or trunc
     assert checked > 500
 
 
@@ -59,16 +67,12 @@ def test_pq_best_fit_machine_starts_pq_s_jobs_on_the_fullest_machine(headroom):
     same job), on the machine with the least normalised room left; ``pq`` itself keeps first fit."""
     from clustergym.agent_api import make_agent
 
-    t = task("mris-poisson")
     agent = headroom.PriorityQueueBestFit()
-    env = make_env_for(t.scenario(), agent, env_id=t.id)
-    env.reset(seed=SEED)
-    agent.reset(env, seed=SEED)
     pq = make_agent("pq")
-    compared, done = 0, False
-    while not done and compared < 50:
-        cmd = agent.act(None)
-        v = agent.view
+    compared = 0
+    for cmd, v in commands("mris-poisson", agent):
+        if compared == 50:
+            break
         if cmd.job >= 0 and cmd.server >= 0:
             cap = v.capacity
             room = np.linalg.norm(1.0 - v.load / cap, axis=1)
@@ -76,8 +80,6 @@ def test_pq_best_fit_machine_starts_pq_s_jobs_on_the_fullest_machine(headroom):
             assert cmd.server in fits and room[cmd.server] == pytest.approx(room[fits].min())
             assert pq.machine_for(cmd.job, np.isin(np.arange(len(cap)), fits)) == fits[0]
             compared += 1
-        _, _, term, trunc, _ = env.step(cmd)
-        done = term or trunc
     assert compared == 50
 
 
@@ -88,11 +90,8 @@ def test_pq_power_key_is_pq_at_exponent_one_and_sorts_by_its_key(headroom):
     row = lambda agent: run_episode(t.scenario(), agent, seed=SEED, env_id=t.id)  # noqa: E731
     assert row(headroom.PriorityQueuePower(exponent=1.0))["return"] == row("pq")["return"]
     agent = headroom.PriorityQueuePower(exponent=0.8)
-    env = make_env_for(t.scenario(), agent, env_id=t.id)
-    env.reset(seed=SEED)
-    agent.reset(env, seed=SEED)
-    for _ in range(500):  # release a few hundred jobs
-        env.step(agent.act(None))
+    for _ in itertools.islice(commands("mris-poisson", agent), 500):  # release a few hundred jobs
+        pass
     c = agent.jobs
     ids = np.flatnonzero(np.isfinite(c.work))  # the released jobs (the others' work is not known yet)
     assert ids.size > 100
@@ -107,23 +106,14 @@ def test_pq_power_key_is_pq_at_exponent_one_and_sorts_by_its_key(headroom):
 def test_fastest_machine_places_each_job_where_its_class_runs_fastest(headroom):
     """Every placement is on a fitting machine whose speed for the job's class is the highest among
     the machines the job fits."""
-    t = task("lotes-hetero")
-    agent = headroom.FastestMachine()
-    env = make_env_for(t.scenario(), agent, env_id=t.id)
-    env.reset(seed=SEED)
-    agent.reset(env, seed=SEED)
-    placed, slower_exists, done = 0, 0, False
-    while not done:
-        cmd = agent.act(None)
-        v = agent.view
+    placed, slower_exists = 0, 0
+    for cmd, v in commands("lotes-hetero", headroom.FastestMachine()):
         if cmd.server >= 0 and cmd.job >= 0:
             fits = np.flatnonzero(v.fits(cmd.job))
             speed = v.speed[:, v.job_type(cmd.job)]
             assert cmd.server in fits and speed[cmd.server] == speed[fits].max()
             slower_exists += bool(speed[fits].min() < speed[cmd.server])
             placed += 1
-        _, _, term, trunc, _ = env.step(cmd)
-        done = term or trunc
     assert placed > 500 and slower_exists > 100  # the choice mattered
 
 
