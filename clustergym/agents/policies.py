@@ -35,6 +35,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from clustergym.errors import require_extra
+
+# The policies subclass SB3's, so their imports cannot wait for a function: without the training
+# extra, importing this module names it (MissingExtraError) instead of failing on torch.
+require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "the learned policies")
+
 import gymnasium as gym
 import numpy as np
 import torch as th

@@ -33,6 +33,12 @@ import time
 from itertools import islice
 
 import numpy as np
+
+from clustergym.errors import require_extra
+
+# the reference is written with SimPy throughout: without the bench extra, importing it names the extra
+require_extra("simpy", "bench", "the SimPy reference (clustergym.bench.simpy_bestfit)")
+
 import simpy
 from simpy.core import URGENT
 

@@ -143,6 +143,28 @@ def test_require_extra_names_the_extra(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    "module,missing,extra",
+    [
+        ("clustergym.agents.policies", "torch", "train"),
+        ("clustergym.agents.policies", "sb3_contrib", "train"),
+        ("clustergym.bench.simpy_bestfit", "simpy", "bench"),
+    ],
+)
+def test_modules_that_need_an_extra_name_it_when_imported_without(monkeypatch, module, missing, extra):
+    """The two modules whose classes or code are built on an extra's package at module level check
+    it first: without it, the import raises MissingExtraError naming the extra, not ModuleNotFoundError."""
+    import importlib
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
+    monkeypatch.delitem(sys.modules, module, raising=False)  # restored after the test
+    with pytest.raises(MissingExtraError, match=rf"pip install 'clustergym\[{extra}\]'") as e:
+        importlib.import_module(module)
+    assert e.value.extra == extra
+
+
+@pytest.mark.parametrize(
     "args,extra",
     [
         (["train", "ec2", "--algo", "ppo", "--timesteps", "10"], "train"),
