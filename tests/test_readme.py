@@ -34,6 +34,7 @@ SUBSTITUTIONS = [
     (r"--timesteps \d+", "--timesteps 64", "training budgets: 64 steps"),
     (r"--envs \d+", "--envs 1", "one training process"),
     (r"--eval-every \d+", "--eval-every 0", "evaluate once, at the end"),
+    (r"--stage \d+:", "--stage 16:", "curriculum stages: 16 steps each"),
     (r"--seeds \d+", "--seeds 2", "two seeds"),
     (r"--horizon \d+", "--horizon 20", "short episodes"),
     (r"--set horizon=\d+", "--set horizon=3", "short training episodes"),

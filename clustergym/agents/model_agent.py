@@ -175,6 +175,15 @@ class ModelAgent:
     :func:`two_level_argmax` in the placement modes.  An equivariant policy is rebuilt for the
     env's spaces at :meth:`reset`, so it runs on any number of servers.
 
+    The agent feeds the policy the observation it was trained on (``model.json``: ``"observation"``,
+    ``task`` for a run on a suite task, ``env`` for one on a scenario; older models: ``task`` when
+    they name a task): a model trained on a scenario and run on a suite task reads the environment's
+    own observation beneath the task's (a wrapper with ``observation_time_unit``, as
+    :class:`clustergym.suite.env.TaskEnv`), and one trained on a task and run on a scenario reads it
+    scaled as its task scales it (:func:`clustergym.envs.observation.scaled_observation`, with the time
+    unit ``model.json`` records as ``observation_time_unit``).  The policy never sees features scaled
+    otherwise than in training.
+
     A model trained in the ``rule`` mode (``model.json``: ``env_kwargs.action_mode == "rule"`` and
     ``env_kwargs.rules``; :mod:`clustergym.agents.rule_select`) chooses a rule at the first call of
     each decision epoch and returns that rule's commands until its WAIT; it needs every epoch its
@@ -193,6 +202,9 @@ class ModelAgent:
         self._policies: dict[Any, Any] = {}
         self._obs_space: Any = None
         self.rng = np.random.default_rng(0)
+        # which observation the policy was trained on (the class docstring), and how to get it here
+        self._trained_on = meta.get("observation") or ("task" if meta.get("task") else "env")
+        self._adapt: Any = None
         env_kwargs = meta.get("env_kwargs", {})
         self.rules: list[str] | None = None
         self._mode = env_kwargs.get("action_mode") or "head"  # unset: the default, head or admit (both two-level)
@@ -231,6 +243,7 @@ class ModelAgent:
 
         # the spaces of the env as the agent sees it (a wrapper may change the observation, as a suite task's does)
         obs_space, act_space = env.observation_space, env.action_space
+        obs_space = self._observation_for(env, obs_space)
         self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
         if self.rules is not None:
             from gymnasium.spaces import Discrete
@@ -259,6 +272,35 @@ class ModelAgent:
         if key not in self._policies:
             self._policies[key] = transfer_policy(self.model.policy, obs_space, act_space)
         self.policy = self._policies[key]
+
+    def _observation_for(self, env: Any, space: Any) -> Any:
+        """The observation space the policy reads on ``env``; sets :attr:`_adapt`, the function from the
+        env's observation to the policy's (``None``: as it is)."""
+        from clustergym.envs.observation import scaled_observation, scaled_observation_space
+
+        self._adapt = None
+        inner = getattr(env, "unwrapped", None)
+        if inner is None or not hasattr(inner, "obs_builder"):
+            return space
+        scaled = env  # the wrapper showing the scaled observation (a suite task's), if any
+        while scaled is not None and not hasattr(scaled, "observation_time_unit"):
+            scaled = getattr(scaled, "env", None)
+        if self._trained_on == "env" and scaled is not None:  # the environment's own, beneath the scaled one
+            self._adapt = lambda _obs: inner._obs()
+            return inner.observation_space
+        if self._trained_on == "task" and scaled is None:  # scaled as the model's task scales it
+            tau = self.meta.get("observation_time_unit")
+            if tau is None:
+                raise ConfigError(
+                    "agent",
+                    f"{self.name}: this model learned on the scaled observation of {self.meta.get('task')} and "
+                    "its model.json does not record the time unit (observation_time_unit): run it on that task",
+                )
+            sim = inner.sim
+            R, J = sim.num_resources, sim.num_types
+            self._adapt = lambda obs: scaled_observation(obs, R, J, float(tau))
+            return scaled_observation_space(space)
+        return space
 
     def _model_input(self, obs: dict[str, np.ndarray]) -> Any:
         if self.meta["policy"] != "mlp":
@@ -295,6 +337,8 @@ class ModelAgent:
         choose), else picks rule ``i`` by its policy on the observation with the rule mask and
         returns rule ``i``'s commands, one per call, until its WAIT -- the steps of
         :class:`~clustergym.agents.rule_select.RuleSelectEnv`, so the episodes are the same."""
+        if self._adapt is not None:
+            observation = self._adapt(observation)
         if self.rules is not None:
             return self._rule_command(observation, deterministic), None
         return self._choose(observation, deterministic), None

@@ -88,8 +88,12 @@ class PairScorer(nn.Module):
     * server ``l``: ``free[l]`` (R), ``running[l]``, ``dummies[l]`` (J each),
       ``event_server[l]`` (1);
     * job ``k``: ``queue_jobs[k]`` (F = R + J + 3);
-    * pair ``(k, l)``: server and job embeddings, the global context, and the
-      free capacity left on ``l`` after placing ``k`` (R);
+    * pair ``(k, l)``: server and job embeddings, the global context, the
+      free capacity left on ``l`` after placing ``k`` (R), and, when the observation has them
+      (the env argument ``pair_features=True``), the baselines' scores of the pair
+      ``obs["pair_scores"]`` (fit, Best-Fit's score and choice, First-Fit's choice, the tightest
+      free fraction left: :data:`clustergym.envs.observation.PAIR_FEATURES`), the rows of the
+      scored jobs (window rows ``0..K-1``, the event's job at row ``K``);
     * global: ``queue_counts``, ``arrival_rates / L`` (per server, so size-free),
       ``time``, ``event``, the fill of the queue window, and the mean server
       and job embeddings.
@@ -142,6 +146,11 @@ class PairScorer(nn.Module):
         self.pair_job = nn.Linear(hidden, hidden, bias=False)
         self.pair_global = nn.Linear(hidden, hidden, bias=False)
         self.pair_residual = nn.Linear(R, hidden, bias=False)
+        # the baselines' scores of each pair (obs["pair_scores"], when the env shows them): sized by the
+        # number of scores only, so the weights still transfer to other L and K
+        self.has_pair_scores = "pair_scores" in observation_space.spaces
+        if self.has_pair_scores:
+            self.pair_scores = nn.Linear(observation_space["pair_scores"].shape[-1], hidden, bias=False)
         self.pair_out = nn.Sequential(nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         self.wait_head = nn.Linear(hidden, 1)
         if action_mode == "rule":  # one logit per rule (N = the size of the rule mask), from the context
@@ -198,6 +207,11 @@ class PairScorer(nn.Module):
             + self.pair_global(g)[:, None, None, :]
             + self.pair_residual(residual)
         )
+        if self.has_pair_scores:  # the scored jobs' rows: (B, K', L, P)
+            ps = obs["pair_scores"]
+            K = obs["queue_mask"].shape[1]
+            rows = ps[:, :K] if self.action_mode == "slot" else ps[:, K:] if self.action_mode == "admit" else ps[:, :1]
+            pre = pre + self.pair_scores(rows)
         pair = self.pair_out(pre).squeeze(-1).reshape(B, -1)  # (B, K' * L): k * L + l
         logits = th.cat([pair, self.wait_head(g)], dim=1)
         mask = obs["action_mask"] > 0.5
@@ -324,6 +338,17 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
             "train with --policy equivariant to transfer across cluster sizes",
         )
     data = policy._get_constructor_parameters()
+    had, has = ("pair_scores" in space.spaces for space in (policy.observation_space, observation_space))
+    if had != has:
+        raise ConfigError(
+            "agent",
+            "this model was trained "
+            + ("with" if had else "without")
+            + " the pair scores in its observation (env argument pair_features) and this env is "
+            + ("without" if had else "with")
+            + " them: run it with pair_features="
+            + str(had).lower(),
+        )
     if data.get("server_ids") and observation_space["free"].shape[0] != policy.observation_space["free"].shape[0]:
         raise ConfigError(
             "agent",

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli.values import parse_pairs, parse_value, split_prefix
+from clustergym.cli.values import parse_pairs, parse_stage, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.validation import choice, number
 
@@ -640,6 +640,13 @@ def train_cmd(
     ),
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
+    stage: list[str] = typer.Option(
+        [],
+        "--stage",
+        help="curriculum stage STEPS:key=value[,key=value] (repeatable, in order): STEPS steps with those scenario "
+        "parameters changed (e.g. 100000:load=1.5, 50000:num_servers=10), then the rest of --timesteps on the "
+        "scenario or task itself",
+    ),
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
     from clustergym.errors import require_extra
@@ -649,6 +656,7 @@ def train_cmd(
 
     params = parse_pairs(set_)
     agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
+    stages = [parse_stage(text) for text in stage]
     train(
         scenario,
         algo,
@@ -669,6 +677,7 @@ def train_cmd(
         decoding=decoding,
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
+        curriculum=stages,
         **params,
     )
 

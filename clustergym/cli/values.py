@@ -26,7 +26,7 @@ from typing import Any
 
 from clustergym.errors import ConfigError
 
-__all__ = ["parse_value", "parse_pairs", "split_prefix"]
+__all__ = ["parse_value", "parse_pairs", "parse_stage", "split_prefix"]
 
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
@@ -82,6 +82,22 @@ def parse_pairs(items: Iterable[str], option: str = "--set") -> dict[str, Any]:
             raise ConfigError(f"{option} {item!r}", "expected key=value")
         out[key.strip()] = parse_value(raw)
     return out
+
+
+def parse_stage(text: str, option: str = "--stage") -> tuple[int, dict[str, Any]]:
+    """``STEPS:key=value[,key=value...]`` (a curriculum stage, :mod:`clustergym.training.curriculum`)
+    -> ``(steps, {key: value})``; ``STEPS`` may use ``_`` separators (``100_000``)."""
+    steps, colon, pairs = text.partition(":")
+    try:
+        n = int(steps.strip())
+    except ValueError:
+        n = -1
+    if not colon or n < 1 or not pairs.strip():
+        raise ConfigError(
+            f"{option} {text!r}",
+            "expected STEPS:key=value[,key=value] with STEPS a positive integer, e.g. 100000:load=1.5",
+        )
+    return n, parse_pairs(pairs.split(","), option)
 
 
 def split_prefix(params: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -239,6 +239,14 @@ class Cluster:
             ok |= self.slot_usable(job_type, demand)
         return ok
 
+    def fit_rows(self, job_types: np.ndarray, demands: np.ndarray) -> np.ndarray:
+        """``(n, L)`` bool: :meth:`fits` of ``n`` jobs at once (``job_types`` ``(n,)``, ``demands`` ``(n, R)``)."""
+        ok = (self.load[None] + demands[:, None] <= self._limit[None]).all(axis=2)
+        if self.any_slots:
+            for i, (t, d) in enumerate(zip(job_types.tolist(), demands)):
+                ok[i] |= self.slot_usable(t, d)
+        return ok
+
     def fits_at(self, server: int, job_type: int, demand: np.ndarray) -> bool:
         return self.fits_free_at(server, demand) or self.slot_usable_at(server, job_type, demand)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SCORE_RTOL", "score_tol", "best_mask", "argbest", "score_ranks"]
+__all__ = ["SCORE_RTOL", "score_tol", "best_mask", "argbest", "argbest_rows", "score_ranks"]
 
 #: two computed scores within this relative distance are a tie (the documented tie rule decides)
 SCORE_RTOL = 1e-9
@@ -49,6 +49,20 @@ def argbest(scores: Any, *, largest: bool = True, scale: float = 0.0) -> int:
     -1 if there is no candidate."""
     m = best_mask(scores, largest=largest, scale=scale)
     return int(np.argmax(m)) if m.any() else -1
+
+
+def argbest_rows(scores: Any, valid: Any, *, largest: bool = True) -> np.ndarray:
+    """``(n,)`` int64: :func:`argbest` of each row of ``scores`` ``(n, m)`` among the entries where
+    ``valid`` ``(n, m)`` is true (-1 for a row without one), in one vectorised pass: the first valid
+    entry tied with the row's best up to :func:`score_tol` (scale 0).  NaN scores are never best."""
+    s = np.asarray(scores, dtype=np.float64)
+    ok = np.asarray(valid, dtype=bool) & ~np.isnan(s)
+    m = np.where(ok, s, -np.inf if largest else np.inf)
+    b = m.max(axis=1) if largest else m.min(axis=1)
+    with np.errstate(invalid="ignore"):
+        tol = np.where(np.isfinite(b), SCORE_RTOL * np.abs(b), 0.0)[:, None]
+        hit = ok & ((m >= b[:, None] - tol) if largest else (m <= b[:, None] + tol))
+    return np.where(hit.any(axis=1), hit.argmax(axis=1), -1).astype(np.int64)
 
 
 def score_ranks(scores: Any, *, scale: float = 0.0) -> np.ndarray:

@@ -117,6 +117,10 @@ class ClusterEnv(gym.Env):
     * ``reward_fn``: a :class:`~clustergym.envs.reward.RewardFn` (any callable of the simulator
       giving the return so far); each step pays its increment.  Default: the scenario's
       objective with ``reward_scale`` and ``reward_timing``.
+    * ``pair_features``: add ``obs["pair_scores"]``, ``(K + 1, L, 5)``: for each window job and the
+      event's job, and each server, whether it fits, Best-Fit's score, Best-Fit's and First-Fit's
+      choices and the free fraction left (:mod:`clustergym.envs.observation`).  Off by default: the
+      observation, and the suite tasks', stay as they were.
     * ``validate``: check every kernel invariant after every event (slow).
     * ``observe``: build observations (default).  ``False`` is the fast path for
       rule-based agents that read the state through ``env.view`` and never the
@@ -141,6 +145,7 @@ class ClusterEnv(gym.Env):
         reward_scale: float = 1.0,
         reward_timing: Literal["integral", "start", "expected"] = "integral",
         reward_fn: RewardFn | None = None,
+        pair_features: bool = False,
         validate: bool = False,
         observe: bool = True,
         render_mode: str | None = None,
@@ -180,7 +185,10 @@ class ClusterEnv(gym.Env):
         elif not callable(reward_fn):
             raise ConfigError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
         self.reward_fn = reward_fn
-        self.obs_builder = ObservationBuilder(self.sim, queue_window, self.mode.mask_size, self.scenario.clairvoyant)
+        self.pair_features = boolean(pair_features, "pair_features", error=ConfigError)
+        self.obs_builder = ObservationBuilder(
+            self.sim, queue_window, self.mode.mask_size, self.scenario.clairvoyant, pair_features=self.pair_features
+        )
         self.observation_space = self.obs_builder.space
         self.action_space = self.mode.space
         self.view = ClusterView(self.sim, clairvoyant=self.scenario.clairvoyant)

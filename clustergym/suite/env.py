@@ -36,43 +36,31 @@ key                shape       content
 ================== =========== =====================================================================
 
 Every float feature is clipped to ``[0, 10]`` (``log1p`` reaches 10 at 22,025).  There is no
-``time`` key: the elapsed time would be a clock (a policy could learn the horizon).
+``time`` key: the elapsed time would be a clock (a policy could learn the horizon).  With the env
+argument ``pair_features=True`` (not a task default: a training choice a model records) the
+environment's ``pair_scores`` key follows, unchanged (:mod:`clustergym.envs.observation`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from clustergym.core.commands import Command
 from clustergym.core.objectives import objective
 from clustergym.envs import make_env
+from clustergym.envs.observation import SCALED_CAP, SCALED_KEYS, scaled_observation, scaled_observation_space
 from clustergym.suite.tasks import Task
 from clustergym.suite.tasks import task as get_task
 
 __all__ = ["FEATURE_CAP", "OBSERVATION_KEYS", "TaskEnv", "make_task_env", "window_metrics"]
 
-#: the observation's keys, in order
-OBSERVATION_KEYS = (
-    "free",
-    "running",
-    "dummies",
-    "queue_counts",
-    "queue_jobs",
-    "queue_mask",
-    "event",
-    "event_server",
-    "arrival_rates",
-    "action_mask",
-)
-#: every float feature is clipped to [0, FEATURE_CAP]
-FEATURE_CAP = 10.0
-_N_EVENT_KINDS = 5
+#: the observation's keys, in order, and the cap of every float feature (the scaled observation's)
+OBSERVATION_KEYS = SCALED_KEYS
+FEATURE_CAP = SCALED_CAP
 
 
 def window_metrics(env: Any) -> dict[str, Any]:
@@ -125,24 +113,9 @@ class TaskEnv(gym.Wrapper):
         self._K = inner.queue_window
         self._F = self._R + self._J + 3
         self._tau = float(task.time_unit)
-        base = env.observation_space
-        cap = FEATURE_CAP
-        f32 = np.float32
-
-        def box(shape: tuple[int, ...], high: float = cap) -> spaces.Box:
-            return spaces.Box(0.0, high, shape, f32)
-
-        self.observation_space = spaces.Dict(
-            OrderedDict(
-                (
-                    k,
-                    base[k]
-                    if k == "action_mask"
-                    else box(base[k].shape, 1.0 if k in ("free", "queue_mask", "event_server") else cap),
-                )
-                for k in OBSERVATION_KEYS
-            )
-        )
+        #: the time unit of the scaled observation this wrapper shows (a trained model looks for it)
+        self.observation_time_unit = self._tau
+        self.observation_space = scaled_observation_space(env.observation_space)
         self._carry = 0.0
 
     # ------------------------------------------------------------------ gym API
@@ -195,39 +168,10 @@ class TaskEnv(gym.Wrapper):
         return obs, info
 
     # ------------------------------------------------------------------ the observation
-    def _jobs(self, x: np.ndarray) -> np.ndarray:
-        """Job feature rows (..., F): weight, waited time and work through log1p (times in time units)."""
-        a = self._R + self._J
-        out = x.copy()
-        out[..., a] = np.log1p(x[..., a])
-        out[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / self._tau)
-        return np.minimum(out, FEATURE_CAP, out=out)
-
     def _observe(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
         if obs is None:  # observe=False: agents that read the state through env.view
             return None
-        cap = FEATURE_CAP
-
-        def counts(x: np.ndarray) -> np.ndarray:
-            return np.minimum(np.log1p(x), cap).astype(np.float32)
-
-        event = obs["event"].copy()
-        event[_N_EVENT_KINDS:] = self._jobs(event[_N_EVENT_KINDS:])
-        rates = np.log1p(obs["arrival_rates"] * (self._tau / self._L))
-        return OrderedDict(
-            (
-                ("free", obs["free"]),
-                ("running", counts(obs["running"])),
-                ("dummies", counts(obs["dummies"])),
-                ("queue_counts", counts(obs["queue_counts"])),
-                ("queue_jobs", self._jobs(obs["queue_jobs"])),
-                ("queue_mask", obs["queue_mask"]),
-                ("event", event),
-                ("event_server", obs["event_server"]),
-                ("arrival_rates", np.minimum(rates, cap).astype(np.float32)),
-                ("action_mask", obs["action_mask"]),
-            )
-        )
+        return scaled_observation(obs, self._R, self._J, self._tau)
 
 
 def make_task_env(task: str | Task, **kwargs: Any) -> TaskEnv:

@@ -25,6 +25,10 @@ with its settings (action mode, queue window, reward scale and timing,
 fixed, and the periodic evaluation scores the task (its score, on seeds that are
 not the suite's evaluation seeds).  A model trained without masks on a task (PPO,
 A2C or DQN with the ``mlp`` policy) is evaluated without masks, as it was trained.
+
+``--stage STEPS:key=value,...`` (repeatable) trains a curriculum first: ``STEPS`` steps with those
+scenario parameters changed (another load, another number of servers), stage after stage, then the
+rest of ``--timesteps`` on the scenario or task itself (:mod:`clustergym.training.curriculum`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from clustergym.agents.model_agent import (
 from clustergym.envs.actions import default_action_mode
 from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
+from clustergym.training.curriculum import Stage, check_stages, phases
 from clustergym.validation import choice, mapping, number
 
 __all__ = [
@@ -95,6 +100,7 @@ ENV_KEYS = (
     "invalid_penalty",
     "invalid_action",
     "rules",
+    "pair_features",
 )
 
 
@@ -115,12 +121,19 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
 
 def make_train_env(
-    scenario: str, scenario_params: dict[str, Any], env_kwargs: dict[str, Any], policy: str, seed: int | None = None
+    scenario: str,
+    scenario_params: dict[str, Any],
+    env_kwargs: dict[str, Any],
+    policy: str,
+    seed: int | None = None,
+    stage_params: dict[str, Any] | None = None,
 ) -> Any:
     """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
     task: ``gymnasium.make`` of its id; ``action_mode="rule"``: a
     :class:`~clustergym.agents.rule_select.RuleSelectEnv` on it, choosing among ``rules``), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
-    in SB3's ``Monitor`` (episode stats)."""
+    in SB3's ``Monitor`` (episode stats).  ``stage_params``: a curriculum stage's scenario parameters
+    (on a suite task, its environment on the changed scenario:
+    :func:`clustergym.training.curriculum.make_stage_env`)."""
     from gymnasium.wrappers import FlattenObservation
     from stable_baselines3.common.monitor import Monitor
 
@@ -128,7 +141,15 @@ def make_train_env(
     from clustergym.suite import find_task
 
     t = find_task(scenario) if not scenario_params else None
-    if env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
+    if stage_params and t is None:  # a plain scenario: the stage changes its parameters
+        scenario_params = {**scenario_params, **stage_params}
+    if stage_params and t is not None:
+        from clustergym.training.curriculum import make_stage_env
+
+        if env_kwargs.get("action_mode") == "rule":
+            raise ConfigError("curriculum", "the rule mode trains on the task itself: no stages (--stage) with it")
+        env = make_stage_env(t, stage_params, env_kwargs)
+    elif env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
         from clustergym.agents.rule_select import make_rule_select_env
 
         rest = {k: v for k, v in env_kwargs.items() if k not in ("action_mode", "rules")}
@@ -192,13 +213,16 @@ def build_venv(
     n_envs: int,
     vec_env: str,
     seed: int,
+    stage_params: dict[str, Any] | None = None,
 ) -> Any:
     """The ``n_envs`` training envs (in-process, or one process each with ``vec_env="subproc"``),
-    seeded so that training episodes never reuse the evaluation seeds 0, 1, ...; not normalised."""
+    seeded so that training episodes never reuse the evaluation seeds 0, 1, ...; not normalised.
+    ``stage_params``: a curriculum stage's scenario parameters (:func:`make_train_env`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     factories = [
-        functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy) for _ in range(n_envs)
+        functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy, stage_params=stage_params)
+        for _ in range(n_envs)
     ]
     venv = SubprocVecEnv(factories) if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
     venv.seed(10_000 + 100 * seed)
@@ -281,7 +305,8 @@ def _eval_callback(
 
         def _on_training_start(self) -> None:
             self.last = self.model.num_timesteps  # a resumed run: its checkpoint was evaluated before
-            self.t0 = time.perf_counter()
+            if not self.t0:  # the run's first learn() (a curriculum calls it once per stage)
+                self.t0 = time.perf_counter()
 
         def _evaluate(self) -> None:
             self.num_timesteps = self.model.num_timesteps
@@ -355,6 +380,76 @@ def _checkpoint_callback(every: int, path: Path) -> Any:
                 self.logger.dump(self.model.num_timesteps)
 
     return UpdateCheckpoint()
+
+
+def _check_stages(
+    stages: Sequence[Stage],
+    space: Any,
+    scenario: str,
+    scenario_params: dict[str, Any],
+    env_kwargs: dict[str, Any],
+    policy: str,
+    policy_params: dict[str, Any],
+) -> None:
+    """Each stage changes scenario parameters only, builds (a bad parameter is named here, not in a
+    worker), and keeps the observation's shapes unless the policy transfers across sizes."""
+    for i, stage in enumerate(stages):
+        _, env_keys, algo_keys, pol_keys = split_params(stage.params)
+        bad = sorted(env_keys) + ["algo." + k for k in algo_keys] + ["policy." + k for k in pol_keys]
+        bad += ["horizon"] if "horizon" in stage.params and "horizon" not in bad else []
+        if bad:
+            raise ConfigError(
+                f"stage {i + 1} ({stage.params})",
+                f"a stage changes scenario parameters (load, num_servers, ...), not {bad[0]!r}: "
+                "the environment, algorithm and policy settings, and the episodes' horizon, are the run's",
+            )
+        env = make_train_env(scenario, scenario_params, env_kwargs, policy, stage_params=stage.params)
+        other = env.observation_space
+        env.close()
+        if other != space and (policy != "equivariant" or policy_params.get("server_ids")):
+            raise ConfigError(
+                f"stage {i + 1} ({stage.params})",
+                f"the stage {stage.params} changes the observation's shapes (another number of servers), "
+                + (
+                    "and the mlp policy's inputs are sized for one: change the load only, or train --policy equivariant"
+                    if policy != "equivariant"
+                    else "and policy.server_ids ties the policy to one number of servers"
+                ),
+            )
+
+
+def _saved_timesteps(ckpt: Path) -> int:
+    """The step count SB3 saved in a model or checkpoint ``.zip`` (its ``data`` entry), without loading it."""
+    import zipfile
+
+    with zipfile.ZipFile(ckpt) as z:
+        return int(json.loads(z.read("data"))["num_timesteps"])
+
+
+def _enter_stage(model: Any, venv: Any, raw: Any, rebuild: Any) -> tuple[Any, Any]:
+    """``model`` on the next stage's envs ``raw``: normalised as ``venv`` was (its return statistics
+    carried over), the same model if the spaces agree, else a new one (``rebuild``) with the same
+    weights, optimizer state and step count (the equivariant policy's weights fit any cluster size)."""
+    import copy
+
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    new = VecNormalize(
+        raw, norm_obs=venv.norm_obs, norm_reward=venv.norm_reward, gamma=venv.gamma, clip_obs=venv.clip_obs
+    )
+    new.ret_rms = copy.deepcopy(venv.ret_rms)
+    if venv.norm_obs:  # the mlp policy: same shapes (a size change is refused for it)
+        new.obs_rms = copy.deepcopy(venv.obs_rms)
+    if raw.observation_space == model.observation_space and raw.action_space == model.action_space:
+        model.set_env(new)  # the next rollout starts from new episodes
+    else:
+        moved = rebuild(new)
+        moved.policy.load_state_dict(model.policy.state_dict())
+        moved.policy.optimizer.load_state_dict(model.policy.optimizer.state_dict())
+        moved.num_timesteps, moved._n_updates = model.num_timesteps, model._n_updates
+        model = moved
+    venv.close()
+    return model, new
 
 
 #: what a training run writes in its folder (``--overwrite`` removes these, and nothing else)
@@ -470,6 +565,7 @@ def train(
     warm_start_steps: int = 20_000,
     warm_start_epochs: int = 10,
     algo_kwargs: dict[str, Any] | None = None,
+    curriculum: Sequence[Any] = (),
     **params: Any,
 ) -> Path:
     """Train ``algo`` with ``policy`` on ``scenario`` and save ``OUT/model.zip``; return its path.
@@ -509,6 +605,9 @@ def train(
             evaluations use it too): ``two-level`` (default), ``argmax`` or ``sample``
             (:data:`clustergym.agents.model_agent.DECODINGS`).
         algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
+        curriculum: stages ``(steps, {parameter: value})`` trained in order before the scenario
+            itself, within ``timesteps`` (:mod:`clustergym.training.curriculum`; a resumed run
+            continues its own).  Each stage ends at the first rollout boundary at or after its steps.
         **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
             ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``,
             ``policy.*`` (``policy.work_conserving=true``) and ``semi_markov`` (``true`` or a
@@ -536,6 +635,13 @@ def train(
         if out is not None and Path(out).resolve() != run_dir.resolve():
             raise ConfigError("out", f"--resume continues the run in {run_dir}; --out {out} is another folder")
         out, resume = run_dir, ckpt
+        recorded = previous.get("curriculum", [])
+        if curriculum and [s.to_json() for s in check_stages(curriculum, timesteps)] != recorded:
+            raise ConfigError(
+                "curriculum",
+                f"{ckpt} continues a run with the stages {recorded}: drop --stage (--resume restores them)",
+            )
+        curriculum = recorded
     if scenario is None:
         raise ConfigError("scenario", "a scenario is required (or --resume of an earlier run)")
     algo = "maskable-ppo" if algo is None else algo
@@ -555,9 +661,15 @@ def train(
                 else f"the name {task.preset!r} is the task's; train on a scenario file with "
                 f"'preset: {task.preset}' and 'params:'"
             )
+            stage = (
+                f"--stage STEPS:{fixed[0]}=VALUE trains on another value with the task's own environment; or "
+                if fixed[0] != "horizon"
+                else ""
+            )
             raise ConfigError(
                 "--set",
-                f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} cannot be set ({how} to change them)",
+                f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} cannot be set "
+                f"({stage}{how} to change them)",
             )
         if eval_horizon is not None:
             raise ConfigError("--eval-horizon", f"suite task {task.name!r} fixes its episodes' horizon")
@@ -618,7 +730,10 @@ def train(
             raise ConfigError(f"algo.{key}", f"{algo} has no setting {key!r}; it takes {', '.join(sorted(accepted))}")
     if policy_params and policy != "equivariant":
         raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
-    make_train_env(scenario, scenario_params, env_kwargs, policy).close()  # env settings fail here, not in a worker
+    probe = make_train_env(scenario, scenario_params, env_kwargs, policy)  # env settings fail here, not in a worker
+    stages = check_stages(curriculum, timesteps)
+    _check_stages(stages, probe.observation_space, scenario, scenario_params, env_kwargs, policy, policy_params)
+    probe.close()
     if warm_start and (policy != "equivariant" or algo == "dqn"):
         raise ConfigError(
             "warm_start",
@@ -649,9 +764,14 @@ def train(
         "scenario": scenario,
         "scenario_params": scenario_params,
         "task": task.id if task is not None else None,
+        # the observation the policy learns on: the task's (its scaled features) or the environment's own
+        "observation": "task" if task is not None else "env",
+        "observation_time_unit": task.time_unit if task is not None else None,
         "masked": masked,
         "env_kwargs": {
-            k: env_kwargs[k] for k in ("action_mode", "rules", "queue_window", "invalid_action") if k in env_kwargs
+            k: env_kwargs[k]
+            for k in ("action_mode", "rules", "queue_window", "invalid_action", "pair_features")
+            if k in env_kwargs
         },
         "train_env_kwargs": env_kwargs,
         "seed": seed,
@@ -664,11 +784,16 @@ def train(
         "policy_kwargs": policy_params,
         "semi_markov": semi_markov,
         "semi_markov_time_unit": time_unit,
+        "curriculum": [s.to_json() for s in stages],
     }
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
 
-    # ---- 2. vectorised envs (one process per env), with reward (and, for mlp, observation) normalisation
-    venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed)
+    # ---- 2. vectorised envs (one process per env), with reward (and, for mlp, observation) normalisation;
+    # with a curriculum, those of the stage the run is at (the first one, or a resumed checkpoint's)
+    plan = phases(stages, timesteps)
+    at = _saved_timesteps(Path(resume)) if resume else 0
+    stage_params = next((p for end, p in plan if end > at), plan[-1][1])
+    venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed, stage_params)
     vn_path = vecnormalize_path(Path(resume)) if resume else None
     if vn_path is not None:
         venv = VecNormalize.load(str(vn_path), venv)
@@ -684,6 +809,25 @@ def train(
         from clustergym.training.semi_markov import semi_markov_buffer_kwargs
 
         buffer_kwargs = semi_markov_buffer_kwargs(algo, venv.observation_space, time_unit)
+
+    def rebuild(env: Any) -> Any:
+        """A new model on ``env`` (also at a curriculum stage of another cluster size)."""
+        more = buffer_kwargs
+        if time_unit is not None and env.observation_space != venv.observation_space:
+            more = semi_markov_buffer_kwargs(algo, env.observation_space, time_unit)
+        return new_model(
+            algo,
+            policy,
+            env_kwargs["action_mode"],
+            env,
+            seed=seed,
+            hidden=hidden,
+            policy_params=policy_params,
+            algo_kwargs=algo_kwargs,
+            tensorboard_log=str(out / "tb"),
+            buffer_kwargs=more,
+        )
+
     if resume:
         model = load_sb3(
             algo_classes()[algo],
@@ -695,18 +839,7 @@ def train(
             **buffer_kwargs,
         )
     else:
-        model = new_model(
-            algo,
-            policy,
-            env_kwargs["action_mode"],
-            venv,
-            seed=seed,
-            hidden=hidden,
-            policy_params=policy_params,
-            algo_kwargs=algo_kwargs,
-            tensorboard_log=str(out / "tb"),
-            buffer_kwargs=buffer_kwargs,
-        )
+        model = rebuild(venv)
 
     # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
     if warm_start:
@@ -716,7 +849,7 @@ def train(
         # the teacher sees every epoch it asks for (trivial ones too: a rule may keep records across
         # epochs); the demonstrations keep only the decisions the policy will face
         demo_kwargs = env_kwargs if env_kwargs.get("action_mode") == "rule" else {**env_kwargs, "skip_trivial": False}
-        demo_env = make_train_env(scenario, scenario_params, demo_kwargs, policy)
+        demo_env = make_train_env(scenario, scenario_params, demo_kwargs, policy, stage_params=stage_params)
         teacher = teacher_params(warm_start, env_kwargs["action_mode"], env_kwargs["queue_window"])
         demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed, params=teacher)
         running, scale = return_scale(demos, model.gamma)
@@ -757,15 +890,24 @@ def train(
 
     # ---- 5. learn, then save the model, the normalisation stats and the budget
     t0, c0 = time.perf_counter(), time.process_time()
-    remaining = max(timesteps - model.num_timesteps, 0)
-    if remaining:
+    first = True
+    for end, params_of_phase in plan:  # one phase without a curriculum; a stage at a time with one
+        if model.num_timesteps >= end:
+            continue
+        if params_of_phase != stage_params:  # the next stage (or the scenario itself): its envs
+            stage_params = params_of_phase
+            new_venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed, stage_params)
+            model, venv = _enter_stage(model, venv, new_venv, rebuild)
+            if verbose:
+                print(f"[stage @ {model.num_timesteps}] {stage_params or 'the scenario itself'}", flush=True)
         model.learn(
-            remaining,
+            end - model.num_timesteps,
             callback=CallbackList(callbacks),
             progress_bar=progress_bar,
-            reset_num_timesteps=not resume,
+            reset_num_timesteps=first and not resume,
             tb_log_name=algo,
         )
+        first = False
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     model.save(out / "model.zip")
     venv.save(str(out / VECNORM_NAME))

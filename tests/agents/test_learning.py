@@ -137,9 +137,10 @@ def test_work_conserving_policy_masks_wait_only_while_a_job_can_start():
 
 
 # ============================================================== permutation equivariance
+@pytest.mark.parametrize("pair_features", [False, True])
 @pytest.mark.parametrize("mode", ["head", "slot", "admit"])
-def test_permuting_servers_permutes_logits_and_keeps_value(mode):
-    env = _env(mode)
+def test_permuting_servers_permutes_logits_and_keeps_value(mode, pair_features):
+    env = _env(mode, pair_features=pair_features)
     policy = _policy(env, mode, cls=EquivariantPolicy, seed=3)
     obs = _busy_obs(env, steps=25, seed=2)
     L = obs["free"].shape[0]
@@ -148,6 +149,8 @@ def test_permuting_servers_permutes_logits_and_keeps_value(mode):
     p_obs = dict(obs)
     for key in ("free", "running", "dummies", "event_server"):
         p_obs[key] = obs[key][perm]
+    if pair_features:  # (K + 1, L, P): the servers are the second axis
+        p_obs["pair_scores"] = obs["pair_scores"][:, perm]
     p_obs["action_mask"] = np.concatenate(
         [obs["action_mask"][:-1].reshape(K, L)[:, perm].ravel(), obs["action_mask"][-1:]]
     )
@@ -187,6 +190,40 @@ def test_server_ids_start_as_the_plain_policy_then_tell_identical_servers_apart(
         transfer_policy(ids, other.observation_space, other.action_space)
     with pytest.raises(ConfigError, match="policy.server_ids"):
         EquivariantPolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="head", server_ids="x")
+
+
+@pytest.mark.parametrize("mode", ["head", "slot", "admit"])
+def test_pair_scores_feed_the_scored_jobs_pairs_and_transfer_only_with_them(mode):
+    """With ``pair_features=True`` the policy reads ``obs["pair_scores"]``: the rows of the jobs the
+    mode scores (window rows for head/slot, the event's job for admit) move exactly those logits, the
+    other rows move none; the weights transfer to another number of servers, not to an env without
+    the scores."""
+    env = _env(mode, pair_features=True)
+    policy = _policy(env, mode, seed=5)
+    assert policy.mlp_extractor.has_pair_scores and not _policy(_env(mode), mode).mlp_extractor.has_pair_scores
+    obs = _busy_obs(env, steps=25, seed=2)
+    L, K = obs["free"].shape[0], obs["queue_mask"].shape[0]
+    z = _logits(policy, obs)
+    scored = {"head": [0], "slot": list(range(K)), "admit": [K]}[mode]
+    for row in range(K + 1):
+        moved = dict(obs)
+        moved["pair_scores"] = obs["pair_scores"].copy()
+        moved["pair_scores"][row] += 0.5
+        zm = _logits(policy, moved)
+        changed = ~np.isclose(zm, z, atol=1e-6)
+        if row in scored:
+            first = scored.index(row) * L
+            valid = obs["action_mask"][first : first + L] > 0
+            assert changed[first : first + L][valid].all(), f"row {row}: its pairs' logits did not move"
+            assert not np.delete(changed, np.arange(first, first + L)).any(), f"row {row} moved other logits"
+        else:
+            assert not changed.any(), f"row {row} is not scored in {mode} mode but moved the logits"
+    bigger = _env(mode, pair_features=True, num_servers=8)
+    moved_policy = transfer_policy(policy, bigger.observation_space, bigger.action_space)
+    assert moved_policy.mlp_extractor.has_pair_scores
+    plain = _env(mode, num_servers=8)
+    with pytest.raises(ConfigError, match="pair_features=true"):
+        transfer_policy(policy, plain.observation_space, plain.action_space)
 
 
 # ============================================================== training, saving, loading
@@ -434,3 +471,58 @@ def test_missing_model_file_is_a_clear_error():
         make_agent("/nonexistent/model.zip")
     res = runner.invoke(app, ["run", "ec2", "--agent", "/nonexistent/model.zip"])
     assert res.exit_code == 2 and "no such model file" in res.stderr
+
+
+# ============================================================== the observation a model was trained on
+@pytest.fixture(scope="module")
+def preset_and_task_models(tmp_path_factory) -> dict[str, Path]:
+    """Two tiny admit-mode models of the same scenario: one trained on the preset ``autoscale-4vm``
+    (10 servers: the environment's own observation), one on the suite task ``autoscale-syn4``."""
+    tiny = {"algo.n_steps": 128, "algo.batch_size": 64, "algo.n_epochs": 1}
+    root = tmp_path_factory.mktemp("obs-models")
+    kw = {"timesteps": 128, "n_envs": 1, "verbose": False, "hidden": 16, **tiny}
+    return {
+        "env": train("autoscale-4vm", out=root / "preset", num_servers=10, horizon=3.0, **kw),
+        "task": train("autoscale-syn4", out=root / "task", **kw),
+    }
+
+
+@pytest.mark.parametrize(("trained_on", "run_on"), [("env", "task"), ("task", "env")])
+def test_a_model_reads_the_observation_it_was_trained_on_wherever_it_runs(preset_and_task_models, trained_on, run_on):
+    """A model trained on a preset and run on a suite task of that preset reads the environment's own
+    observation beneath the task's (raw counts, the ``time`` key); one trained on the task and run on
+    the preset reads the task's scaling of it: at every step the agent's action is the policy's
+    choice on that observation, which differs from the one it would see unadapted."""
+    from clustergym.agent_api import make_env_for
+    from clustergym.agents.model_agent import two_level_argmax
+    from clustergym.agents.policies import masked_logits
+    from clustergym.envs.observation import scaled_observation
+    from clustergym.suite import find_task
+
+    agent = load_model_agent(str(preset_and_task_models[trained_on]))
+    assert agent.meta["observation"] == trained_on
+    task = find_task("autoscale-syn4")
+    sc = task.scenario()
+    env = make_env_for(sc, agent, env_id=task.id) if run_on == "task" else make_env_for(sc, agent)
+    obs, _ = env.reset(seed=4)
+    agent.reset(env, seed=4)
+    assert ("time" in agent.policy.observation_space.spaces) == (trained_on == "env")
+    sim = env.unwrapped.sim
+    differs = 0
+    for _ in range(200):
+        raw = env.unwrapped._obs()
+        seen = raw if trained_on == "env" else scaled_observation(raw, sim.num_resources, sim.num_types, task.time_unit)
+        assert list(seen) == list(agent.policy.observation_space.spaces)
+        action = agent.predict(obs)[0]
+        mask = seen["action_mask"].astype(bool)
+        assert action == two_level_argmax(masked_logits(agent.policy, seen, mask))
+        differs += not np.array_equal(seen["running"], obs["running"])
+        obs, _, term, trunc, _ = env.step(action)
+        if term or trunc:
+            break
+    assert differs > 50, "the two observations never differed: a trivial check"
+    if trained_on == "task":  # a model saved before the time unit was recorded: a clear error, not a guess
+        old = load_model_agent(str(preset_and_task_models["task"]))
+        del old.meta["observation_time_unit"]
+        with pytest.raises(ConfigError, match="observation_time_unit"):
+            old.reset(make_env_for(sc, old), seed=0)

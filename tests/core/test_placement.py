@@ -32,6 +32,7 @@ import clustergym.core.placement as placement_mod
 from clustergym.baselines.greedy import select_server
 from clustergym.core.cluster import FIT_RTOL, Cluster
 from clustergym.core.placement import RULES, PlacementIndex, scan_select
+from clustergym.core.scores import argbest_rows
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow], "max_examples": 60}
 RULE_LIST = list(RULES)
@@ -190,6 +191,14 @@ def test_cluster_select_with_slots_and_threshold(state) -> None:
                 assert a == b == want
             assert np.array_equal(c.fit_mask(j, D[j], free_only=free_only), scan.fit_mask(j, D[j], free_only=free_only))
             assert c.any_fit(j, D[j], free_only=free_only) == scan.any_fit(j, D[j], free_only=free_only)
+    # every type at once (the pair scores of the observation): the same fits, and Best-Fit's choice row by row
+    types = np.arange(D.shape[0])
+    rows = c.fit_rows(types, D)
+    assert np.array_equal(rows, np.stack([c.fits(j, D[j]) for j in types]))
+    cap = np.where(c.capacity > 0, c.capacity, 1.0)
+    scores = ((D[:, None, :] / cap[None]) * (c.load / cap)[None]).sum(axis=2)
+    want = [select_server("best-fit", rows[j], D[j], c.load, c.capacity, None) for j in types]
+    assert argbest_rows(scores, rows).tolist() == want
 
 
 def test_journal_overflow_and_reset_rebuild() -> None:

@@ -27,6 +27,7 @@ from clustergym.core.cluster import (
     score_ranks,
     score_tol,
 )
+from clustergym.core.scores import argbest_rows
 from clustergym.reproduce.mris import run_on_instance
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.lotes import round_assignment
@@ -56,6 +57,19 @@ def test_best_mask_and_argbest():
     # a difference of larger terms: only the caller's scale makes 1e-17 and 0 a tie
     assert argbest([1e-17, 0.0], largest=False) == 1 and argbest([1e-17, 0.0], largest=False, scale=1.0) == 0
     assert score_tol(-2.0) == 2 * SCORE_RTOL and score_tol(0.0, 3.0) == 3 * SCORE_RTOL
+
+
+def test_argbest_rows_is_argbest_of_each_row_among_its_valid_entries():
+    rng = np.random.default_rng(3)
+    base = rng.choice([0.3, 0.1 + 0.2, 1.7, 1.7000000000000002, np.nan, np.inf, 2.0], size=(300, 6))
+    valid = rng.random((300, 6)) < 0.6
+    for largest in (True, False):
+        got = argbest_rows(base, valid, largest=largest)
+        for i in range(300):
+            idx = np.flatnonzero(valid[i] & ~np.isnan(base[i]))
+            j = argbest(base[i][idx], largest=largest) if idx.size else -1
+            assert got[i] == (idx[j] if j >= 0 else -1), (i, base[i], valid[i])
+    assert (argbest_rows(base, valid) == -1).any() and len(set(argbest_rows(base, valid).tolist())) > 3
 
 
 def test_score_ranks_group_from_the_smallest_member():

@@ -19,3 +19,74 @@ def test_observation_keys_come_in_the_space_order_and_flatten_alike(scenario):
     by_values = np.concatenate([np.asarray(v, dtype=np.float32).ravel() for v in obs.values()])
     np.testing.assert_array_equal(flatten(space, obs), by_values)
     assert space.contains(obs)
+
+
+# ============================================================== pair scores (pair_features=True)
+def _pair_oracle(env, job: int) -> dict[str, np.ndarray]:
+    """The pair scores of ``job`` recomputed here, server by server, from the cluster's arrays and
+    Best-Fit's and First-Fit's definitions (RMS paper §III; ties to the lowest index)."""
+    c, jobs = env.unwrapped.sim.cluster, env.unwrapped.sim.jobs
+    d = jobs.demand[job]
+    L, R = c.load.shape
+    score, left = np.zeros(L), np.zeros(L)
+    for s in range(L):
+        cap = [c.capacity[s, r] if c.capacity[s, r] > 0 else 1.0 for r in range(R)]
+        score[s] = sum(d[r] / cap[r] * c.load[s, r] / cap[r] for r in range(R))
+        left[s] = min((c.capacity[s, r] - c.load[s, r] - d[r]) / cap[r] for r in range(R))
+    return {"score": score, "left": np.clip(left, -1.0, 1.0)}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "mode", "params"),
+    [("ec2", "slot", {"zeta": 0.95}), ("bf-trap", "head", {}), ("autoscale-4vm", "admit", {"num_servers": 6})],
+)
+def test_pair_scores_show_the_fit_and_the_choices_of_best_fit_and_first_fit(scenario, mode, params):
+    """``obs["pair_scores"]`` against independent oracles along a random-policy episode: ``fits`` is
+    the action mode's mask for that job, ``first_fit_choice`` its first valid server,
+    ``best_fit_choice`` the Best-Fit choice of the agents' view (``ClusterView.select_server``, the
+    path the Best-Fit agent takes), and the scores are recomputed server by server; rows without a
+    job are zero; the other keys are those of the same episode without pair scores."""
+    env = make_env(scenario, action_mode=mode, queue_window=4, horizon=5.0, pair_features=True, **params)
+    plain = make_env(scenario, action_mode=mode, queue_window=4, horizon=5.0, **params)
+    assert "pair_scores" not in plain.observation_space.spaces  # off by default
+    obs, _ = env.reset(seed=3)
+    obs_plain, _ = plain.reset(seed=3)
+    sim = env.unwrapped.sim
+    L, K = sim.num_servers, 4
+    rng = np.random.default_rng(0)
+    checked = {"window": 0, "event": 0, "best_fit_differs_from_first_fit": 0}
+    for _ in range(150):
+        assert env.observation_space.contains(obs)
+        assert obs["pair_scores"].shape == (K + 1, L, 5)
+        for k in obs_plain:  # the other keys are the plain observation's
+            np.testing.assert_array_equal(obs[k], obs_plain[k])
+        ps = obs["pair_scores"]
+        mask = obs["action_mask"][:-1].astype(bool)
+        rows = []
+        if mode in ("head", "slot"):
+            ids = list(sim.queue)[: (1 if mode == "head" else K)]
+            rows = [(k, j, mask[k * L : (k + 1) * L]) for k, j in enumerate(ids)]
+            assert not ps[len(list(sim.queue)[:K]) : K].any(), "rows below the queue are zero"
+        elif sim.event.job >= 0:
+            rows = [(K, sim.event.job, mask[:L])]
+        for k, job, fits in rows:
+            checked["event" if k == K else "window"] += 1
+            np.testing.assert_array_equal(ps[k, :, 0], fits)
+            oracle = _pair_oracle(env, job)
+            np.testing.assert_allclose(ps[k, :, 4], oracle["left"], atol=1e-6)
+            np.testing.assert_allclose(ps[k, :, 1], np.where(fits, oracle["score"], 0.0), rtol=1e-6, atol=1e-7)
+            if fits.any():
+                bf = env.unwrapped.view.select_server("best-fit", job)
+                assert np.flatnonzero(ps[k, :, 2]).tolist() == [bf]
+                assert np.flatnonzero(ps[k, :, 3]).tolist() == [int(np.argmax(fits))]
+                checked["best_fit_differs_from_first_fit"] += bf != int(np.argmax(fits))
+            else:
+                assert not ps[k, :, 1:4].any()
+        valid = np.flatnonzero(obs["action_mask"])
+        a = int(rng.choice(valid))
+        obs, _, term, trunc, _ = env.step(a)
+        obs_plain, *_ = plain.step(a)
+        if term or trunc:
+            break
+    assert checked["window" if mode != "admit" else "event"] >= 20
+    assert checked["best_fit_differs_from_first_fit"] >= 3, "the choices never differed: a weak check"

@@ -21,7 +21,7 @@ def _table(section: str) -> list[list[str]]:
 
 
 def test_observation_table_lists_every_key_in_the_space_order_with_its_shape():
-    env = make_env("ec2", horizon=20, queue_window=4)
+    env = make_env("ec2", horizon=20, queue_window=4, pair_features=True)  # every key, the optional one too
     obs, _ = env.reset(seed=0)
     rows = _table("Observation keys")
     assert [r[0] for r in rows] == list(env.observation_space.spaces) == list(obs)

@@ -159,7 +159,10 @@ def test_train_refuses_scenario_parameters_on_a_task(tmp_path):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, num_servers=3)
     with pytest.raises(ConfigError, match="fixes its scenario and horizon"):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, horizon=3)
-    # the hint names the way to the preset: by name, or (when the task has its preset's name) by a file
+    # the hint names a curriculum stage (the task's own environment on another value) ...
+    with pytest.raises(ConfigError, match="--stage STEPS:num_servers=VALUE trains on another value"):
+        train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, num_servers=3)
+    # ... and the way to the preset: by name, or (when the task has its preset's name) by a file
     with pytest.raises(ConfigError, match="train on the preset 'bf-trap'"):
         train("rms-trap", "ppo", timesteps=10, n_envs=1, policy="mlp", out=tmp_path, num_servers=3)
     with pytest.raises(ConfigError, match="scenario file with 'preset: mris-poisson'"):
