@@ -11,8 +11,9 @@ on the task's episodes at another load, evaluated on the task.
 On a suite task every stage keeps the task's environment: its observation (the features scaled as
 the task scales them, :mod:`clustergym.suite.env`), its start, horizon and environment settings;
 only the scenario's parameters change.  A model trained on the task's *preset* with other
-parameters sees the raw environment's features instead, and is evaluated on the task's: the stage
-is the way to train on another load with the task's observation.
+parameters learns on the environment's own observation instead (and is fed that one when it runs
+on the task, :class:`clustergym.agents.model_agent.ModelAgent`): the stage is the way to train on
+another load with the task's observation.
 
 Changing the number of servers changes the observation's shapes: the equivariant policy's weights
 do not depend on them (:func:`clustergym.agents.policies.transfer_policy`), so at the boundary the
