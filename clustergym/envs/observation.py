@@ -33,7 +33,8 @@ Best-Fit score, so that a policy sees exactly what the rules decide by:
 * ``best_fit_score``: Best-Fit's tightness ``sum_r (d_r / C_r) (u_r / C_r)`` of the server (``u`` its
   occupied capacity; :func:`clustergym.core.placement.scan_scores`), 0 where the job does not fit;
 * ``best_fit_choice``: 1 at the server Best-Fit would choose for the job (the tightest fitting one,
-  ties to the lowest index: :func:`clustergym.core.placement.scan_select`);
+  ties to the lowest index: the choice of :func:`clustergym.core.placement.scan_select`, taken for all
+  rows at once with :func:`clustergym.core.scores.argbest_rows`);
 * ``first_fit_choice``: 1 at First-Fit's choice, the lowest-index fitting server (which a policy
   that is equivariant over servers cannot otherwise tell apart);
 * ``tightest_left``: ``min_r (C_r - u_r - d_r) / C_r``, the smallest free fraction the server would
