@@ -340,14 +340,11 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
     data = policy._get_constructor_parameters()
     had, has = ("pair_scores" in space.spaces for space in (policy.observation_space, observation_space))
     if had != has:
+        trained, here = ("with", "without") if had else ("without", "with")
         raise ConfigError(
             "agent",
-            "this model was trained "
-            + ("with" if had else "without")
-            + " the pair scores in its observation (env argument pair_features) and this env is "
-            + ("without" if had else "with")
-            + " them: run it with pair_features="
-            + str(had).lower(),
+            f"this model was trained {trained} the pair scores in its observation (env argument "
+            f"pair_features) and this env is {here} them: run it with pair_features={str(had).lower()}",
         )
     if data.get("server_ids") and observation_space["free"].shape[0] != policy.observation_space["free"].shape[0]:
         raise ConfigError(

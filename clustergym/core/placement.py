@@ -78,9 +78,11 @@ _MARGIN = 1e-9  # relative widening of the continuous engine's score bounds
 
 
 def scan_scores(demand: np.ndarray, load: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Best-Fit scores ``sum_r (d_r / C_r) (load_r / C_r)`` of the given rows (``C_r <= 0`` counts as 1)."""
+    """Best-Fit scores ``sum_r (d_r / C_r) (load_r / C_r)`` of the given rows (``C_r <= 0`` counts as 1),
+    summed over the last (resource) axis: ``demand`` ``(R,)`` against ``(L, R)`` rows gives ``(L,)``;
+    ``(n, 1, R)`` demands give ``(n, L)``."""
     cap = np.where(capacity > 0, capacity, 1.0)
-    return ((demand / cap) * (load / cap)).sum(axis=1)
+    return ((demand / cap) * (load / cap)).sum(axis=-1)
 
 
 def scan_select(
@@ -105,9 +107,7 @@ def scan_select(
         return int(idx[0])
     if rule == "random-fit":
         return int(idx[rng.integers(idx.size)])  # type: ignore[union-attr]
-    cap = capacity[idx]
-    cap = np.where(cap > 0, cap, 1.0)
-    score = ((demand / cap) * (load[idx] / cap)).sum(axis=1)
+    score = scan_scores(demand, load[idx], capacity[idx])
     # the tightest (the loosest for worst-fit); scores within SCORE_RTOL of it are ties, to the lowest index
     return int(idx[argbest(score, largest=rule != "worst-fit")])
 

@@ -66,6 +66,7 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.core.commands import EventKind
+from clustergym.core.placement import scan_scores
 from clustergym.core.scores import argbest_rows
 from clustergym.core.simulator import Simulator
 
@@ -180,8 +181,7 @@ class ObservationBuilder:
             return out
         d = jobs.demand[who]  # (n, R)
         fits = c.fit_rows(jobs.type[who], d)  # (n, L): the kernel's fit test
-        # Best-Fit's score, as scan_scores computes it: sum_r (d_r / C_r) (load_r / C_r)
-        score = ((d[:, None, :] / self._cap[None]) * (c.load / self._cap)[None]).sum(axis=2)
+        score = scan_scores(d[:, None, :], c.load, c.capacity)  # (n, L): Best-Fit's score, as scan_select's
         left = ((c.capacity - c.load)[None] - d[:, None]) / self._cap[None]  # (n, L, R)
         rows = np.asarray(at)
         out[rows, :, 0] = fits

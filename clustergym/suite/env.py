@@ -107,14 +107,10 @@ class TaskEnv(gym.Wrapper):
     def __init__(self, env: gym.Env, task: Task):
         super().__init__(env)
         self.task = task
-        inner = env.unwrapped
-        sim = inner.sim
-        self._L, self._R, self._J = sim.num_servers, sim.num_resources, sim.num_types
-        self._K = inner.queue_window
-        self._F = self._R + self._J + 3
-        self._tau = float(task.time_unit)
+        sim = env.unwrapped.sim
+        self._R, self._J = sim.num_resources, sim.num_types
         #: the time unit of the scaled observation this wrapper shows (a trained model looks for it)
-        self.observation_time_unit = self._tau
+        self.observation_time_unit = float(task.time_unit)
         self.observation_space = scaled_observation_space(env.observation_space)
         self._carry = 0.0
 
@@ -171,7 +167,7 @@ class TaskEnv(gym.Wrapper):
     def _observe(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
         if obs is None:  # observe=False: agents that read the state through env.view
             return None
-        return scaled_observation(obs, self._R, self._J, self._tau)
+        return scaled_observation(obs, self._R, self._J, self.observation_time_unit)
 
 
 def make_task_env(task: str | Task, **kwargs: Any) -> TaskEnv:
