@@ -54,7 +54,7 @@ from clustergym.baselines.mris.bf_exec import tightest_by_norm
 from clustergym.baselines.mris.mris import priority_order
 from clustergym.baselines.mris.priority_queue import PriorityQueue
 from clustergym.core.commands import Command
-from clustergym.suite.benchmark import evaluate
+from clustergym.suite.scoring import evaluate
 
 
 class TypeSegregation(GreedyAgent):

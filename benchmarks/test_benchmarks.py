@@ -44,7 +44,7 @@ def test_kernel_best_fit_compiled(benchmark) -> None:
 
 @pytest.mark.parametrize("servers", [20, 1000])
 def test_env_random_masked_steps(benchmark, servers: int) -> None:
-    from clustergym.bench import _random_steps
+    from clustergym.perf import _random_steps
 
     sc = make_preset("ec2", num_servers=servers, horizon=1e9)
     steps, events, _, _ = benchmark.pedantic(_random_steps, args=(sc, 0, 5000), rounds=3, iterations=1)

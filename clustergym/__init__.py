@@ -66,4 +66,4 @@ __all__ = [
 ]
 
 # saved models run wherever an agent name does (``--agent runs/x/model.zip``)
-register_model_loader(".zip", "clustergym.agents.model_agent:load_model_agent")
+register_model_loader(".zip", "clustergym.learned.model_agent:load_model_agent")

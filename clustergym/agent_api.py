@@ -95,7 +95,7 @@ class Agent(ABC):
     requirements: ClassVar[AgentRequirements] = AgentRequirements()
     #: its decisions at an epoch depend on the state at that epoch only (no record kept across epochs,
     #: such as a mirror of the queue or counters of arrivals), so it may be driven at some epochs and
-    #: not others: the rules a learned policy chooses among (:mod:`clustergym.agents.rule_select`)
+    #: not others: the rules a learned policy chooses among (:mod:`clustergym.learned.rule_select`)
     epoch_local: ClassVar[bool] = False
 
     def __init__(self, **params: Any):
@@ -136,7 +136,7 @@ AGENTS: dict[str, Callable[..., Any] | str] = {}
 
 
 #: file suffix -> loader ``(path, **params) -> agent`` of saved models, or its import path; the package
-#: registers ``.zip`` (models saved by ``clustergym train``, :mod:`clustergym.agents.model_agent`)
+#: registers ``.zip`` (models saved by ``clustergym train``, :mod:`clustergym.learned.model_agent`)
 MODEL_LOADERS: dict[str, Callable[..., Any] | str] = {}
 
 

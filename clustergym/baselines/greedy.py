@@ -34,7 +34,7 @@ queued jobs, a snapshot in arrival order taken when the epoch opens (an
 arriving job has joined the tail), are scanned oldest first, and each one
 that fits somewhere is placed on the server of the server rule before the
 next is looked at.  This is the common "FIFO queue + Best-Fit over a
-backfilling window" scheduler, the one ``clustergym/bench/simpy_bestfit.py``
+backfilling window" scheduler, the one ``clustergym/perf/simpy_bestfit.py``
 implements outside clustergym; ``select_job`` is then unused.
 
 The admission variants (``best-fit-admit``, ``first-fit-admit``) run in loss

@@ -858,7 +858,7 @@ def bench_cmd(
     ),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
-    from clustergym.bench import run_benchmarks
+    from clustergym.perf import run_benchmarks
 
     if training:
         _bench_training(json_out, quick, task)
@@ -1004,8 +1004,8 @@ def _bench_training(json_out: bool, quick: bool, task: str) -> None:
 
 
 def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
-    from clustergym.bench import bench_scale, plot_scale
     from clustergym.cli.trace import _check_plot_target
+    from clustergym.perf import bench_scale, plot_scale
 
     if plot is not None:
         _check_plot_target(plot, "bench --scale --plot")

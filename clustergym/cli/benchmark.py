@@ -258,7 +258,7 @@ def _benchmark(
     plot: Path | None,
     json_out: bool,
 ) -> None:
-    from clustergym.suite.benchmark import evaluate
+    from clustergym.suite.scoring import evaluate
 
     t0 = time.perf_counter()
     with _progress() as prog:

@@ -45,7 +45,7 @@ The *scaled* observation (:func:`scaled_observation`; the observation of the sui
 weights, waiting times and work through ``log1p`` (times in a time unit), arrival rates as
 ``log1p(rate x time_unit / L)``, every float feature clipped to ``[0, SCALED_CAP]``; ``pair_scores``
 is kept as it is.  A trained model records which of the two it learned on and is fed that one
-wherever it runs (:class:`clustergym.agents.model_agent.ModelAgent`).
+wherever it runs (:class:`clustergym.learned.model_agent.ModelAgent`).
 
 On large clusters (``L >= INCREMENTAL_MIN_SERVERS``) the per-server arrays
 (``free``, ``running``, ``dummies``) are kept up to date incrementally: the

@@ -12,11 +12,11 @@ On a suite task every stage keeps the task's environment: its observation (the f
 the task scales them, :mod:`clustergym.suite.env`), its start, horizon and environment settings;
 only the scenario's parameters change.  A model trained on the task's *preset* with other
 parameters learns on the environment's own observation instead (and is fed that one when it runs
-on the task, :class:`clustergym.agents.model_agent.ModelAgent`): the stage is the way to train on
+on the task, :class:`clustergym.learned.model_agent.ModelAgent`): the stage is the way to train on
 another load with the task's observation.
 
 Changing the number of servers changes the observation's shapes: the equivariant policy's weights
-do not depend on them (:func:`clustergym.agents.policies.transfer_policy`), so at the boundary the
+do not depend on them (:func:`clustergym.learned.policies.transfer_policy`), so at the boundary the
 model is rebuilt on the new environments with the same weights, optimizer state, step count and
 reward-normalisation statistics.  The ``mlp`` policy, and the equivariant one with
 ``policy.server_ids``, are tied to one size: their stages may change the load, not the size.

@@ -1,6 +1,6 @@
 """Behaviour-cloning warm start: imitate a rule-based agent before reinforcement learning.
 
-In the rule mode (``--set action_mode=rule``, :mod:`clustergym.agents.rule_select`) the teacher is
+In the rule mode (``--set action_mode=rule``, :mod:`clustergym.learned.rule_select`) the teacher is
 one of the rules and its action is that rule's index at every decision.
 
 ``clustergym train SCENARIO --warm-start best-fit-admit`` runs the named
@@ -224,9 +224,9 @@ def _record(
 
 
 def _rules_of(env: Any) -> list[str] | None:
-    """The rules of a rule-mode env (a :class:`~clustergym.agents.rule_select.RuleSelectEnv` in the
+    """The rules of a rule-mode env (a :class:`~clustergym.learned.rule_select.RuleSelectEnv` in the
     wrapper chain), else ``None``."""
-    from clustergym.agents.rule_select import RuleSelectEnv
+    from clustergym.learned.rule_select import RuleSelectEnv
 
     e = env
     while e is not None:
@@ -304,7 +304,7 @@ def clone(
     """
     import torch as th
 
-    from clustergym.agents.policies import MASKED_LOGIT
+    from clustergym.learned.policies import MASKED_LOGIT
 
     net = policy.mlp_extractor
     obs = {k: th.as_tensor(v) for k, v in demos.obs.items()}

@@ -43,7 +43,9 @@ from typing import Any
 import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
-from clustergym.agents.model_agent import (
+from clustergym.envs.actions import default_action_mode
+from clustergym.errors import ConfigError, require_extra
+from clustergym.learned.model_agent import (
     ALGOS,
     DECODINGS,
     META_NAME,
@@ -53,8 +55,6 @@ from clustergym.agents.model_agent import (
     load_sb3,
     vecnormalize_path,
 )
-from clustergym.envs.actions import default_action_mode
-from clustergym.errors import ConfigError, require_extra
 from clustergym.runner import worker_count
 from clustergym.training.curriculum import Stage, check_stages, phases
 from clustergym.validation import choice, mapping, number
@@ -130,7 +130,7 @@ def make_train_env(
 ) -> Any:
     """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
     task: ``gymnasium.make`` of its id; ``action_mode="rule"``: a
-    :class:`~clustergym.agents.rule_select.RuleSelectEnv` on it, choosing among ``rules``), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
+    :class:`~clustergym.learned.rule_select.RuleSelectEnv` on it, choosing among ``rules``), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
     in SB3's ``Monitor`` (episode stats).  ``stage_params``: a curriculum stage's scenario parameters
     (on a suite task, its environment on the changed scenario:
     :func:`clustergym.training.curriculum.make_stage_env`)."""
@@ -150,7 +150,7 @@ def make_train_env(
             raise ConfigError("curriculum", "the rule mode trains on the task itself: no stages (--stage) with it")
         env = make_stage_env(t, stage_params, env_kwargs)
     elif env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
-        from clustergym.agents.rule_select import make_rule_select_env
+        from clustergym.learned.rule_select import make_rule_select_env
 
         rest = {k: v for k, v in env_kwargs.items() if k not in ("action_mode", "rules")}
         bound = t.max_episode_steps if t is not None else None
@@ -195,7 +195,7 @@ def policy_spec(
     algo: str, policy: str, action_mode: str, hidden: int, policy_params: dict[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
     """The SB3 policy class (or name) and its keyword arguments for ``--policy`` in an action mode."""
-    from clustergym.agents.policies import EquivariantMaskablePolicy, EquivariantPolicy
+    from clustergym.learned.policies import EquivariantMaskablePolicy, EquivariantPolicy
 
     if policy == "mlp":
         return "MlpPolicy", {"net_arch": [hidden, hidden]}  # SB3's default is [64, 64], hidden's default
@@ -603,7 +603,7 @@ def train(
             over them.
         decoding: how the saved model acts when evaluated (``model.json``; the periodic
             evaluations use it too): ``two-level`` (default), ``argmax`` or ``sample``
-            (:data:`clustergym.agents.model_agent.DECODINGS`).
+            (:data:`clustergym.learned.model_agent.DECODINGS`).
         algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
         curriculum: stages ``(steps, {parameter: value})`` trained in order before the scenario
             itself, within ``timesteps`` (:mod:`clustergym.training.curriculum`; a resumed run
@@ -620,7 +620,7 @@ def train(
     from stable_baselines3.common.vec_env import VecNormalize
 
     # ---- 1. arguments: scenario (or suite task), env and algorithm settings (a resumed run's own, from model.json)
-    from clustergym.agents.model_agent import read_metadata
+    from clustergym.learned.model_agent import read_metadata
     from clustergym.scenarios import resolve_scenario
     from clustergym.suite import find_task
 
@@ -681,7 +681,7 @@ def train(
     env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
     if env_kwargs["action_mode"] == "rule" or "rules" in env_kwargs:  # the rules, named in model.json
-        from clustergym.agents.rule_select import default_rules, parse_rules
+        from clustergym.learned.rule_select import default_rules, parse_rules
 
         if env_kwargs["action_mode"] != "rule":
             raise ConfigError("rules", "rules are chosen among in the rule mode: add --set action_mode=rule")

@@ -124,7 +124,7 @@ def test_bad_scan_is_a_clear_error(bad) -> None:
 def test_simpy_reference_agrees_on_the_fixture_trace() -> None:
     pytest.importorskip("simpy", reason="simpy is in the 'bench' extra")
     p = subprocess.run(
-        [sys.executable, "-m", "clustergym.bench.simpy_bestfit", "--json", "--servers", "2", "--trace-dir", FIX],
+        [sys.executable, "-m", "clustergym.perf.simpy_bestfit", "--json", "--servers", "2", "--trace-dir", FIX],
         capture_output=True,
         text=True,
         timeout=120,

@@ -157,7 +157,7 @@ def test_bounded_table_refuses_copies_and_full_table_still_copies():
 
 
 def test_bench_memory_reports_both_modes():
-    from clustergym.bench import bench_memory
+    from clustergym.perf import bench_memory
 
     res = {mem: bench_memory(200_000, interval=0.05, job_memory=mem) for mem in ("full", "bounded")}
     full, bounded = res["full"], res["bounded"]

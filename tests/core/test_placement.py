@@ -535,7 +535,7 @@ def test_bench_scale_cli_quick(monkeypatch, tmp_path) -> None:
 
 
 def test_bench_scale_digest_same_with_and_without_index(monkeypatch) -> None:
-    from clustergym.bench import bench_scale
+    from clustergym.perf import bench_scale
 
     kw = {"servers": (40,), "events": 1500, "steps": 300, "warmup": 0.3}
     monkeypatch.setattr(cluster_mod, "INDEX_MIN_SERVERS", 0)

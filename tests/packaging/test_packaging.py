@@ -22,9 +22,9 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 #: modules that may import an optional dependency at module level, and the extra that brings it
 EXTRA_MODULES = {
-    "clustergym/agents/policies.py": "train",  # torch, SB3: imported only by model loading and training
+    "clustergym/learned/policies.py": "train",  # torch, SB3: imported only by model loading and training
     "clustergym/training/semi_markov.py": "train",  # SB3 rollout buffers: imported lazily by train() only
-    "clustergym/bench/simpy_bestfit.py": "bench",  # the SimPy reference, run as its own process
+    "clustergym/perf/simpy_bestfit.py": "bench",  # the SimPy reference, run as its own process
     "clustergym/core/accel.py": "fast",  # numba, imported under try (the NumPy path otherwise)
 }
 #: import name -> distribution name
@@ -145,9 +145,9 @@ def test_require_extra_names_the_extra(monkeypatch):
 @pytest.mark.parametrize(
     "module,missing,extra",
     [
-        ("clustergym.agents.policies", "torch", "train"),
-        ("clustergym.agents.policies", "sb3_contrib", "train"),
-        ("clustergym.bench.simpy_bestfit", "simpy", "bench"),
+        ("clustergym.learned.policies", "torch", "train"),
+        ("clustergym.learned.policies", "sb3_contrib", "train"),
+        ("clustergym.perf.simpy_bestfit", "simpy", "bench"),
     ],
 )
 def test_modules_that_need_an_extra_name_it_when_imported_without(monkeypatch, module, missing, extra):

@@ -16,10 +16,10 @@ import pytest
 from gymnasium.wrappers import TimeLimit
 from typer.testing import CliRunner
 
-from clustergym.agents import load_model_agent
 from clustergym.cli import app
 from clustergym.cli.values import parse_stage
 from clustergym.errors import ConfigError
+from clustergym.learned import load_model_agent
 from clustergym.suite import find_task, make_task_env
 from clustergym.training.curriculum import Stage, check_stages, phases
 from clustergym.training.train import make_train_env

@@ -11,12 +11,12 @@ import pytest
 import torch as th
 from typer.testing import CliRunner
 
-from clustergym.agents import load_model_agent
-from clustergym.agents.policies import EquivariantMaskablePolicy
 from clustergym.cli import app
 from clustergym.core.commands import Command
 from clustergym.envs import make_env
 from clustergym.errors import ConfigError
+from clustergym.learned import load_model_agent
+from clustergym.learned.policies import EquivariantMaskablePolicy
 from clustergym.runner import run_episode
 from clustergym.scenarios import make_preset
 from clustergym.training.imitation import clone, collect_demonstrations, return_scale

@@ -65,7 +65,7 @@ def test_bench_builds_the_learner_train_builds(tmp_path, policy, hidden):
     import torch
 
     import clustergym.training.throughput as bt
-    from clustergym.agents.model_agent import algo_classes, load_sb3
+    from clustergym.learned.model_agent import algo_classes, load_sb3
 
     cfg = TrainingConfig(
         "w", task="rms-trap", policy=policy, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, hidden=hidden

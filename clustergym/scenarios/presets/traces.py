@@ -153,7 +153,7 @@ def google_bf_replay(
     last SCHEDULE (seconds); demand = (CPU request, memory request), normalised to the largest
     machine.  ``num_servers`` identical servers of capacity (1, 1), one central FIFO queue.
     Run it with ``best-fit --set agent.scan=64`` (Best-Fit over the first 64 queued jobs at every
-    arrival and completion); ``clustergym/bench/simpy_bestfit.py`` is the same run written with SimPy.
+    arrival and completion); ``clustergym/perf/simpy_bestfit.py`` is the same run written with SimPy.
 
     Args:
         num_servers: L servers of capacity (1, 1) (the benchmark: 420).

@@ -85,6 +85,17 @@ def _ends_as_a_zip(path: Path) -> bool:
     return pos >= 0 and pos + 22 + int.from_bytes(tail[pos + 20 : pos + 22], "little") == len(tail)
 
 
+def _zip_data(path: Path) -> dict[str, Any]:
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        try:
+            return dict(json.loads(z.read("data")))
+        except Exception:
+            return {}
+
+
 def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
     """``Algo.load(path)``, with a :class:`ConfigError` naming the file and the problem for a file
     that is not such a model: not a zip (or a truncated one), a zip of another program, a damaged
@@ -112,6 +123,17 @@ def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
         )
     if bad is not None:
         raise ConfigError("agent", f"{path}: damaged member {bad!r} (its checksum does not match)")
+    if "custom_objects" not in kwargs:
+        # the policy class is pickled by module path; models saved before the package's
+        # ``agents`` -> ``learned`` rename name the old path, so supply the class by its kind
+        from clustergym.learned import policies
+
+        data = _zip_data(path)
+        module = (data.get("policy_class") or {}).get("__module__", "")
+        if module.startswith("clustergym."):
+            masked = "Maskable" in Algo.__name__
+            cls = policies.EquivariantMaskablePolicy if masked else policies.EquivariantPolicy
+            kwargs["custom_objects"] = {"policy_class": cls}
     try:
         model = Algo.load(str(path), **kwargs)
     except Exception as e:  # SB3 and torch raise many kinds: a bad pickle, a state dict of other shapes, ...
@@ -185,7 +207,7 @@ class ModelAgent:
     otherwise than in training.
 
     A model trained in the ``rule`` mode (``model.json``: ``env_kwargs.action_mode == "rule"`` and
-    ``env_kwargs.rules``; :mod:`clustergym.agents.rule_select`) chooses a rule at the first call of
+    ``env_kwargs.rules``; :mod:`clustergym.learned.rule_select`) chooses a rule at the first call of
     each decision epoch and returns that rule's commands until its WAIT; it needs every epoch its
     rules need, and is an oracle if one of them is.
     """
@@ -209,7 +231,7 @@ class ModelAgent:
         self.rules: list[str] | None = None
         self._mode = env_kwargs.get("action_mode") or "head"  # unset: the default, head or admit (both two-level)
         if env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
-            from clustergym.agents.rule_select import RuleDriver, make_rule, parse_rules
+            from clustergym.learned.rule_select import RuleDriver, make_rule, parse_rules
 
             self.rules = parse_rules(env_kwargs.get("rules", ()), "agent")
             self._allow_oracle = bool(meta.get("allow_oracle", False))
@@ -228,7 +250,7 @@ class ModelAgent:
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
         if self.rules is not None:
-            from clustergym.agents.rule_select import check_rules, rules_requirements
+            from clustergym.learned.rule_select import check_rules, rules_requirements
 
             agents = check_rules(self.rules, scenario, allow_oracle=self._allow_oracle, field="agent")
             return replace(rules_requirements(agents, scenario), env_kwargs=self.requirements.env_kwargs)
@@ -239,7 +261,7 @@ class ModelAgent:
         )
 
     def reset(self, env: Any, seed: int | None = None) -> None:
-        from clustergym.agents.policies import transfer_policy
+        from clustergym.learned.policies import transfer_policy
 
         # the spaces of the env as the agent sees it (a wrapper may change the observation, as a suite task's does)
         obs_space, act_space = env.observation_space, env.action_space
@@ -248,7 +270,7 @@ class ModelAgent:
         if self.rules is not None:
             from gymnasium.spaces import Discrete
 
-            from clustergym.agents.rule_select import rule_observation_space
+            from clustergym.learned.rule_select import rule_observation_space
 
             obs_space, act_space = rule_observation_space(obs_space, len(self.rules)), Discrete(len(self.rules))
             self._driver.reset(env, seed)
@@ -316,7 +338,7 @@ class ModelAgent:
 
     def logits(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         """``(n_actions,)`` masked logits (Q-values for DQN) of the policy for one observation."""
-        from clustergym.agents.policies import masked_logits
+        from clustergym.learned.policies import masked_logits
 
         mask = np.asarray(obs["action_mask"]).astype(bool)
         if not self.meta.get("masked", True):
@@ -336,7 +358,7 @@ class ModelAgent:
         a decision epoch it asks every rule for its first command (WAIT when all WAIT: nothing to
         choose), else picks rule ``i`` by its policy on the observation with the rule mask and
         returns rule ``i``'s commands, one per call, until its WAIT -- the steps of
-        :class:`~clustergym.agents.rule_select.RuleSelectEnv`, so the episodes are the same."""
+        :class:`~clustergym.learned.rule_select.RuleSelectEnv`, so the episodes are the same."""
         if self._adapt is not None:
             observation = self._adapt(observation)
         if self.rules is not None:
@@ -344,8 +366,8 @@ class ModelAgent:
         return self._choose(observation, deterministic), None
 
     def _rule_command(self, observation: dict[str, np.ndarray], deterministic: bool) -> Any:
-        from clustergym.agents.rule_select import RuleDriver, rule_observation
         from clustergym.core.commands import Command
+        from clustergym.learned.rule_select import RuleDriver, rule_observation
 
         epoch = self._view.epoch
         if epoch != self._epoch:

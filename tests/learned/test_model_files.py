@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 pytest.importorskip("stable_baselines3", reason="needs the train extra")
 
-from clustergym.agents.model_agent import load_model_agent
 from clustergym.cli import app
 from clustergym.errors import ConfigError
+from clustergym.learned.model_agent import load_model_agent
 from clustergym.training.train import train
 
 runner = CliRunner()
@@ -184,7 +184,7 @@ def test_the_documented_warm_start_works_on_ec2_and_bf_trap(tmp_path, scenario, 
 def test_two_level_argmax_decides_place_or_not_first():
     import numpy as np
 
-    from clustergym.agents.model_agent import two_level_argmax
+    from clustergym.learned.model_agent import two_level_argmax
 
     # placing has probability 0.8 spread over 4 servers (0.2 each), waiting 0.2: the plain argmax ties
     # or waits; the two-level rule places, on the most probable server

@@ -18,7 +18,7 @@ completion:
 Metrics: mean wait (start - arrival, over all jobs) and the time-average queue length
 (exact integral of the number of waiting jobs, over [0, last completion]).
 
-    python -m clustergym.bench.simpy_bestfit [--servers 420] [--first-n N] [--scan 64] [--json]
+    python -m clustergym.perf.simpy_bestfit [--servers 420] [--first-n N] [--scan 64] [--json]
 
 It prints the metrics and the simulation's wall time (trace loading excluded) and peak RSS.
 clustergym's equivalent: ``clustergym run google-bf-replay --agent best-fit --set agent.scan=64``.
@@ -37,7 +37,7 @@ import numpy as np
 from clustergym.errors import require_extra
 
 # the reference is written with SimPy throughout: without the bench extra, importing it names the extra
-require_extra("simpy", "bench", "the SimPy reference (clustergym.bench.simpy_bestfit)")
+require_extra("simpy", "bench", "the SimPy reference (clustergym.perf.simpy_bestfit)")
 
 import simpy
 from simpy.core import URGENT

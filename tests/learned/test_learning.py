@@ -20,11 +20,11 @@ import torch as th
 from typer.testing import CliRunner
 
 from clustergym.agent_api import make_agent
-from clustergym.agents import load_model_agent
-from clustergym.agents.policies import MASKED_LOGIT, EquivariantMaskablePolicy, EquivariantPolicy, transfer_policy
 from clustergym.cli import app
 from clustergym.envs import make_env
 from clustergym.errors import ConfigError
+from clustergym.learned import load_model_agent
+from clustergym.learned.policies import MASKED_LOGIT, EquivariantMaskablePolicy, EquivariantPolicy, transfer_policy
 from clustergym.runner import compare, run_episode
 from clustergym.scenarios import resolve_scenario
 from clustergym.training.train import train
@@ -494,9 +494,9 @@ def test_a_model_reads_the_observation_it_was_trained_on_wherever_it_runs(preset
     the preset reads the task's scaling of it: at every step the agent's action is the policy's
     choice on that observation, which differs from the one it would see unadapted."""
     from clustergym.agent_api import make_env_for
-    from clustergym.agents.model_agent import two_level_argmax
-    from clustergym.agents.policies import masked_logits
     from clustergym.envs.observation import scaled_observation
+    from clustergym.learned.model_agent import two_level_argmax
+    from clustergym.learned.policies import masked_logits
     from clustergym.suite import find_task
 
     agent = load_model_agent(str(preset_and_task_models[trained_on]))

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 import clustergym  # noqa: F401
 from clustergym.cli import app
 from clustergym.errors import ConfigError
-from clustergym.suite.benchmark import evaluate
 from clustergym.suite.reference import load_reference, normalized
+from clustergym.suite.scoring import evaluate
 
 pytestmark = pytest.mark.usefixtures("quiet_warnings")
 

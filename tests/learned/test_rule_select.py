@@ -1,4 +1,4 @@
-"""The ``rule`` action mode (clustergym.agents.rule_select): a policy choosing a rule per decision epoch.
+"""The ``rule`` action mode (clustergym.learned.rule_select): a policy choosing a rule per decision epoch.
 
 The wrapper drives the chosen rule for one epoch; choosing one rule always replays that rule's own
 episode; same seed, same trajectory; bad rules are refused naming them; a model trained in the
@@ -15,14 +15,14 @@ import pytest
 from typer.testing import CliRunner
 
 from clustergym.agent_api import AGENTS, Agent, AgentRequirements, make_agent, register_agent
-from clustergym.agents.rule_select import (
+from clustergym.core.commands import Command
+from clustergym.errors import ConfigError
+from clustergym.learned.rule_select import (
     RuleSelectEnv,
     default_rules,
     make_rule_select_env,
     parse_rules,
 )
-from clustergym.core.commands import Command
-from clustergym.errors import ConfigError
 from clustergym.runner import Probe, run_episode
 from clustergym.scenarios import resolve_scenario
 from clustergym.suite import task
@@ -185,7 +185,7 @@ needs_train = pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") i
 def test_the_equivariant_policy_scores_rules_from_the_context_on_any_cluster_size():
     from gymnasium import spaces
 
-    from clustergym.agents.policies import EquivariantMaskablePolicy, masked_logits, transfer_policy
+    from clustergym.learned.policies import EquivariantMaskablePolicy, masked_logits, transfer_policy
 
     small = make_rule_select_env("bf-trap", RULES, horizon=5.0, num_servers=4)
     large = make_rule_select_env("bf-trap", RULES, horizon=5.0, num_servers=9)

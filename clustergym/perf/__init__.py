@@ -15,7 +15,7 @@ Measured, never asserted: the test suite checks correctness only.  Sections:
 * ``replay`` -- the Google Best-Fit replay of issue #10 (``google-bf-replay``:
   completed tasks, CPU and memory, 420 unit servers, Best-Fit over the first 64
   queued jobs at every arrival and completion) through ``clustergym`` and through
-  the SimPy reference :mod:`clustergym.bench.simpy_bestfit`, each in its own process, one
+  the SimPy reference :mod:`clustergym.perf.simpy_bestfit`, each in its own process, one
   after the other: simulation wall and CPU time (trace loading excluded), peak RSS,
   the two metrics side by side, and the speed-up ratio.  Then the **whole process**
   (issue #22: interpreter start, imports, trace loading, simulation, output) of
@@ -75,8 +75,8 @@ __all__ = [
 ]
 
 REPLAY_SCAN = 64
-#: the SimPy reference, run as ``python -m clustergym.bench.simpy_bestfit`` (needs the ``bench`` extra)
-SIMPY_MODULE = "clustergym.bench.simpy_bestfit"
+#: the SimPy reference, run as ``python -m clustergym.perf.simpy_bestfit`` (needs the ``bench`` extra)
+SIMPY_MODULE = "clustergym.perf.simpy_bestfit"
 
 
 def _random_steps(scenario, seed: int, max_steps: int) -> tuple[int, int, float, float]:
@@ -267,7 +267,7 @@ def bench_replay(
     what = "all" if first_n is None else f"the first {first_n:,}"
     if log:
         log(f"replay: clustergym best-fit scan={REPLAY_SCAN} on google-bf-replay ({what} tasks, L={servers})")
-    code = f"from clustergym.bench import _replay_child; _replay_child({first_n!r}, {servers})"
+    code = f"from clustergym.perf import _replay_child; _replay_child({first_n!r}, {servers})"
     cg = _child_json([sys.executable, "-c", code], timeout)
     out: dict[str, Any] = {"status": "ok", "clustergym": cg}
     import shutil
@@ -459,7 +459,7 @@ def bench_memory(
             f"memory: RSS over {events:,} events of best-fit on ec2, job_memory={job_memory} "
             f"(child process, sampled every {interval} s)"
         )
-    code = f"from clustergym.bench import _memory_child; _memory_child({events}, {scan!r}, {job_memory!r})"
+    code = f"from clustergym.perf import _memory_child; _memory_child({events}, {scan!r}, {job_memory!r})"
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     samples: list[tuple[float, float]] = []
