@@ -281,7 +281,6 @@ def compare_cmd(
     from clustergym.runner import (
         EvaluationError,
         RunFolder,
-        add_lp_bound,
         compatible_agents,
         headline_metric,
         missing_outputs,
@@ -297,6 +296,7 @@ def compare_cmd(
     from clustergym.scenarios import PRESETS, resolve_scenario
     from clustergym.suite import find_task
     from clustergym.suite.reference import task_cells
+    from clustergym.theory.autoscale import add_lp_bound
 
     workers = worker_count(workers, "--workers")
     given = {

@@ -22,27 +22,33 @@ Google-trace replay).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from clustergym.agent_api import make_agent
 from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.runner import Cell, Probe, run_episode
-from clustergym.runner.stats import mean_ci
+from clustergym.runner.stats import mean_ci, t_lower_limit
 from clustergym.scenarios import make_preset
 from clustergym.theory.autoscale import (
     ConfigSpace,
     critical_loads,
     global_greedy,
+    greedy_value_per_server,
     instance_of,
+    lp_bound_per_server,
     lp_upper_bound,
     worst_case_family,
 )
 
 __all__ = [
     "SYN4_RHO_EXACT",
+    "check_lp_bound",
+    "reward_per_server_table",
     "dra_series",
     "policy_table",
     "random_instance_ratios",
@@ -55,6 +61,55 @@ __all__ = [
 PAPER = "autoscale"
 _T_DEFAULT, _T0_DEFAULT = 25.0, 10.0  # horizon and warm-up of the reference runs
 SYN4_RHO_EXACT = (Fraction(2), Fraction(1, 2), Fraction(4, 3), Fraction(1))
+
+
+# ====================================================================== the LP bound against measurements
+def check_lp_bound(reward_rate: float | Sequence[float], scenario: Any, *, level: float = 0.999) -> dict[str, Any]:
+    """Is a policy shown to exceed the LP upper bound?  (It must not: ``U*`` bounds every policy.)
+
+    ``reward_rate`` holds measured cluster totals, one per replication.  Returns
+    ``reward_per_server`` (mean), its one-sided lower confidence limit at ``level``
+    (:func:`clustergym.runner.stats.t_lower_limit`), ``U_star``, ``ratio`` and ``passed``: the lower limit is at most
+    ``U* (1 + 1e-9)``.
+    """
+    a = np.atleast_1d(np.asarray(reward_rate, dtype=np.float64)) / scenario.num_servers
+    ustar = lp_bound_per_server(scenario)
+    mean = float(a.mean())
+    lower = t_lower_limit(a, level)
+    return {
+        "reward_per_server": mean,
+        "lower_confidence": lower,
+        "U_star": ustar,
+        "ratio": mean / ustar,
+        "passed": bool(lower <= ustar * (1 + 1e-9)),
+    }
+
+
+def reward_per_server_table(results: pd.DataFrame, scenario: Any, *, level: float = 0.95) -> pd.DataFrame:
+    """Per agent: ``reward_rate / L`` (mean, CI half-width over seeds), ``U^(g)``, ``U*`` and the
+    ratios with their CIs, from the rows of a comparison on ``scenario``."""
+    L = scenario.num_servers
+    ustar, ug = lp_bound_per_server(scenario), float(greedy_value_per_server(scenario))
+    rows = []
+    for agent, grp in results.groupby("agent", sort=False):
+        a = grp["reward_rate"].to_numpy(dtype=float) / L
+        mean, half = mean_ci(a, level)
+        rows.append(
+            {
+                "agent": agent,
+                "runs": int(a.size),
+                "reward_per_server": mean,
+                "ci95": half,
+                "U_g": ug,
+                "U_star": ustar,
+                "ratio_U_star": mean / ustar,
+                "ratio_U_star_ci95": half / ustar,
+                "ratio_U_g": mean / ug,
+                "ratio_U_g_ci95": half / ug,
+                "uses_oracle": bool(grp["uses_oracle"].any()) if "uses_oracle" in grp else False,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def syn4_space() -> ConfigSpace:
@@ -494,8 +549,6 @@ _BOUND_AGENTS = (*POLICY_AGENTS, "random")
     "T = 15, 3 seeds, from an empty system; one-sided 99.9% test)",
 )
 def _lp_bound_all(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.runner.stats import check_lp_bound
-
     measured, ok = {}, True
     T, loads = 15.0 * config.scale, (0.5, 1.0, 2.0)
     keys = [(load, name, s) for load in loads for name in _BOUND_AGENTS for s in range(3)]

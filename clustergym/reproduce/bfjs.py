@@ -4,7 +4,7 @@
 Every run goes through the shared environment (:func:`clustergym.runner.episode.run_episode`)
 on the slotted presets ``two-sizes`` (E1, E2), ``uniform-sizes`` (E3a, E3b) and
 ``bfjs-google`` (E4, the shared Google slice) with the agents of
-:mod:`clustergym.baselines.bfjs.bfjs` and :mod:`clustergym.baselines.bfjs.vqs`.
+:mod:`clustergym.baselines.bfjs.bfjs` and :mod:`clustergym.baselines.bfjs.vqs`, with the LP capacities of :mod:`clustergym.theory.bfjs`.
 
 E4 differs from the paper in its input: the shared slice holds ~290k usable
 tasks over ~19.5 hours (the paper: ~10^6 over ~1.5 days).  Each run covers the
@@ -54,7 +54,7 @@ from clustergym.runner.stats import mean_ci
 
 __all__ = ["HORIZONS", "classify", "run_slotted", "slotted_cell", "slotted_record"]
 
-PAPER = "bfjs-vqs"
+PAPER = "bfjs"
 
 #: slots per run of each claim (see the module docstring)
 HORIZONS = {
@@ -215,7 +215,7 @@ def _runs(
     "(lambda > 2/3 x 0.02), BF-J/S and VQS-BF are stable; the 2/3 bound is tight (rho_KRED = 2/3 rho*)",
 )
 def _e1(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.baselines.bfjs.vqs import kred_capacity, optimal_capacity, vq_type
+    from clustergym.theory.bfjs import kred_capacity, optimal_capacity, vq_type
 
     J, T, seeds, lam, mu = 4, _horizon("e1", config), (0, 1, 2), 0.014, 0.01
     P = np.zeros(2 * J)
@@ -257,7 +257,7 @@ def _e1(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     "100 slots: VQS is stable, BF-J/S is not (trapped in configuration (2, 1), which serves 0.03 < 0.0306)",
 )
 def _e2(config: ReproduceConfig) -> tuple[Any, Any, bool]:
-    from clustergym.baselines.bfjs.vqs import optimal_capacity
+    from clustergym.theory.bfjs import optimal_capacity
 
     T, seeds, lam = _horizon("e2", config), (0, 1, 2), 0.0306
     rho_opt = optimal_capacity([0.2, 0.5], [2 / 3, 1 / 3])

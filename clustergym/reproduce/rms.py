@@ -64,6 +64,7 @@ from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.runner import Cell, Probe
 from clustergym.runner.stats import mean_ci
 from clustergym.scenarios import Scenario, make_preset
+from clustergym.theory.rms import boundary_point, capacity_scale
 from clustergym.workloads import PrefixedSource, ReplaySource
 
 __all__ = [
@@ -89,6 +90,42 @@ FIG6_HORIZON = 400.0
 FIG6_SEEDS = (0, 1)
 RMS_VARIANTS = ("rms", "rms-rf", "rms-bf", "rms-ad", "rms-rf-ad", "rms-bf-ad", "rms-rf-ad-plus")
 PRIOR = ("mwr", "mws", "best-fit")
+
+
+# ============================================================================ the capacity region
+@claim(
+    "rms-ec2-boundary",
+    "rms",
+    "EC2 setup: V (average of maximal configurations, L=20) lies on the boundary of C (§VII-A)",
+)
+def _ec2_boundary(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
+
+    cap = np.tile(EC2_SERVER, (20, 1))
+    v = boundary_point(EC2_TYPES, cap)
+    t = capacity_scale(v, EC2_TYPES, cap)
+    measured = {"V": np.round(v, 4).tolist(), "t_star": round(t, 6)}
+    return (
+        measured,
+        {"V": [13.3333, 73.3333, 13.3333], "t_star": 1.0},
+        bool(abs(t - 1.0) < 1e-6 and np.allclose(v, [40 / 3, 220 / 3, 40 / 3])),
+    )
+
+
+@claim(
+    "rms-fig1b-interior",
+    "rms",
+    "Fig. 1b: rho = (20.8, 10.4) lies inside C (rho < (22.22, 11.11) in C) for 10 servers of capacity 10",
+)
+def _fig1b_interior(config: ReproduceConfig) -> tuple[Any, Any, bool]:
+    rho = np.array([20.8, 10.4])
+    t = capacity_scale(rho, np.array([[2.0], [5.0]]), np.full((10, 1), 10.0))
+    boundary = (t * rho).round(2).tolist()
+    return (
+        {"t_star": round(t, 6), "boundary_point": boundary},
+        {"t_star": "> 1 (1.068376)", "boundary_point": [22.22, 11.11]},
+        bool(t > 1 and np.allclose(boundary, [22.22, 11.11], atol=0.01)),
+    )
 
 
 # ============================================================================ the EC2 runs

@@ -36,13 +36,10 @@ from clustergym.runner.outputs import (
     write_results,
 )
 from clustergym.runner.stats import (
-    add_lp_bound,
     adjust_p_values,
     bounded_ci,
-    check_lp_bound,
     headline_metric,
     mean_ci,
-    reward_per_server_table,
     summarize,
     summary_long,
 )
@@ -70,13 +67,10 @@ __all__ = [
     "plot_paired",
     "plot_sweep",
     "write_results",
-    "add_lp_bound",
-    "check_lp_bound",
     "headline_metric",
     "mean_ci",
     "bounded_ci",
     "adjust_p_values",
-    "reward_per_server_table",
     "summarize",
     "summary_long",
 ]

@@ -22,19 +22,15 @@ import numpy as np
 import pandas as pd
 
 from clustergym.core.objectives import headline_metric
-from clustergym.errors import ConfigError, ScenarioError
-from clustergym.scenarios import Scenario
+from clustergym.errors import ConfigError
 
 __all__ = [
     "P_ADJUST_METHODS",
     "SUMMARY_METRICS",
-    "add_lp_bound",
     "adjust_p_values",
     "bounded_ci",
-    "check_lp_bound",
     "headline_metric",
     "mean_ci",
-    "reward_per_server_table",
     "summarize",
     "summary_long",
     "t_lower_limit",
@@ -231,80 +227,4 @@ def summary_long(summary: pd.DataFrame, metrics: Iterable[str], by: str | None =
                 if f"{m}_{suffix}" in summary:
                     row[suffix] = r[f"{m}_{suffix}"]
             rows.append(row)
-    return pd.DataFrame(rows)
-
-
-# ======================================================================= loss systems: the LP bound
-def add_lp_bound(summary: pd.DataFrame, scenario: Scenario) -> bool:
-    """Loss systems with known rates: add reward per server and its ratio to the LP upper bound
-    ``U*`` (the auto-scaling paper's optimization (3.2)) to a :func:`summarize` table, in place.
-
-    Returns whether the columns were added (not for traces without rates, heterogeneous servers or
-    objectives other than ``reward``).
-    """
-    from clustergym.theory.autoscale import lp_bound_per_server
-
-    if scenario.objective != "reward":
-        return False
-    try:
-        bound = lp_bound_per_server(scenario)
-    except ScenarioError:
-        return False
-    L = scenario.num_servers
-    summary["reward_per_server"] = summary["reward_rate"] / L
-    summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
-    summary["lp_bound_per_server"] = bound
-    summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
-    return True
-
-
-def check_lp_bound(reward_rate: float | Sequence[float], scenario: Scenario, *, level: float = 0.999) -> dict[str, Any]:
-    """Is a policy shown to exceed the LP upper bound?  (It must not: ``U*`` bounds every policy.)
-
-    ``reward_rate`` holds measured cluster totals, one per replication.  Returns
-    ``reward_per_server`` (mean), its one-sided lower confidence limit at ``level``
-    (:func:`t_lower_limit`), ``U_star``, ``ratio`` and ``passed``: the lower limit is at most
-    ``U* (1 + 1e-9)``.
-    """
-    from clustergym.theory.autoscale import lp_bound_per_server
-
-    a = np.atleast_1d(np.asarray(reward_rate, dtype=np.float64)) / scenario.num_servers
-    ustar = lp_bound_per_server(scenario)
-    mean = float(a.mean())
-    lower = t_lower_limit(a, level)
-    return {
-        "reward_per_server": mean,
-        "lower_confidence": lower,
-        "U_star": ustar,
-        "ratio": mean / ustar,
-        "passed": bool(lower <= ustar * (1 + 1e-9)),
-    }
-
-
-def reward_per_server_table(results: pd.DataFrame, scenario: Scenario, *, level: float = 0.95) -> pd.DataFrame:
-    """Per agent: ``reward_rate / L`` (mean, CI half-width over seeds), ``U^(g)``, ``U*`` and the
-    ratios with their CIs, from the rows of a comparison on ``scenario``."""
-    from clustergym.theory.autoscale import greedy_value_per_server, lp_bound_per_server
-
-    L = scenario.num_servers
-    ustar, ug = lp_bound_per_server(scenario), float(greedy_value_per_server(scenario))
-    rows = []
-    for agent, grp in results.groupby("agent", sort=False):
-        a = grp["reward_rate"].to_numpy(dtype=float) / L
-        mean, half = mean_ci(a, level)
-        rows.append(
-            {
-                "agent": agent,
-                "runs": int(a.size),
-                "reward_per_server": mean,
-                "ci95": half,
-                "U_g": ug,
-                "U_star": ustar,
-                "ratio_U_star": mean / ustar,
-                "ratio_U_star_ci95": half / ustar,
-                "ratio_U_g": mean / ug,
-                "ratio_U_g_ci95": half / ug,
-                "uses_oracle": bool(grp["uses_oracle"].any()) if "uses_oracle" in grp else False,
-            }
-        )
     return pd.DataFrame(rows)

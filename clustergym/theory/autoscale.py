@@ -48,7 +48,7 @@ from scipy.optimize import linprog
 
 from clustergym._cache import Cache
 from clustergym.errors import ScenarioError
-from clustergym.theory.capacity import enumerate_configurations
+from clustergym.theory.configurations import enumerate_configurations
 
 __all__ = [
     "ConfigSpace",
@@ -69,6 +69,7 @@ __all__ = [
     "instance_of",
     "space_of",
     "lp_bound_per_server",
+    "add_lp_bound",
     "greedy_value_per_server",
     "type_rewards",
     "trace_upper_bound",
@@ -672,6 +673,31 @@ def lp_bound_per_server(scenario: Any) -> float:
 def greedy_value_per_server(scenario: Any) -> Fraction:
     """``U^(g)[rho]``: the global greedy value per server, the limit of DRA and static GPA (Thm. 4, Cor. 1)."""
     return _bounds(instance_of(scenario))[1]
+
+
+def add_lp_bound(summary: Any, scenario: Any) -> bool:
+    """Loss systems with known rates: add reward per server and its ratio to the LP upper bound
+    ``U*`` (the auto-scaling paper's optimization (3.2)) to a summary table, in place.
+
+    ``summary`` is a :func:`clustergym.runner.stats.summarize` table (a pandas DataFrame with the
+    columns ``reward_rate`` and ``reward_rate_ci95``, cluster totals per time unit); the columns added are
+    ``reward_per_server``, ``reward_per_server_ci95``, ``lp_bound_per_server`` and ``ratio_to_lp_bound``.
+
+    Returns whether the columns were added (not for traces without rates, heterogeneous servers or
+    objectives other than ``reward``).
+    """
+    if scenario.objective != "reward":
+        return False
+    try:
+        bound = lp_bound_per_server(scenario)
+    except ScenarioError:
+        return False
+    L = scenario.num_servers
+    summary["reward_per_server"] = summary["reward_rate"] / L
+    summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
+    summary["lp_bound_per_server"] = bound
+    summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
+    return True
 
 
 # =============================================================================== trace upper bound

@@ -18,7 +18,6 @@ from clustergym.agent_api import make_agent, make_env_for
 from clustergym.baselines.greedy import select_server
 from clustergym.baselines.mris.bf_exec import tightest_by_norm
 from clustergym.baselines.mris.mris import priority_order
-from clustergym.baselines.rms.maxweight import Knapsack
 from clustergym.core import accel
 from clustergym.core.cluster import (
     SCORE_RTOL,
@@ -32,6 +31,7 @@ from clustergym.reproduce.mris import run_on_instance
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.lotes import round_assignment
 from clustergym.theory.mris import MRISInstance, knapsack_exact, knapsack_greedy, select_batch
+from clustergym.theory.rms import Knapsack
 from clustergym.workloads.replay import ReplaySource
 
 needs_numba = pytest.mark.skipif(not accel.available(), reason="numba (the optional 'fast' extra) is not installed")

@@ -219,7 +219,7 @@ def test_a_fresh_process_knows_the_claims_of_every_paper():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == ["autoscale", "bfjs-vqs", "lotes", "mris", "rms"]
+    assert json.loads(proc.stdout) == ["autoscale", "bfjs", "lotes", "mris", "rms"]
 
 
 def _google_slice() -> bool:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clustergym.errors import ScenarioError
-from clustergym.runner.stats import check_lp_bound, reward_per_server_table
+from clustergym.reproduce.autoscale import check_lp_bound, reward_per_server_table
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.scenarios.presets.autoscale import (
     EX1_REWARDS,

@@ -3,7 +3,7 @@
 * RMS paper §V, Definition 2 and Lemma 1: the fixed-weight RMS chain (Poisson clocks, dummy jobs,
   replacement with probability 1 - exp(-w_j) at a departure) has the product-form
   stationary law phi^w.  Driven here through ``ClusterEnv`` with Poisson ticks
-  and DUMMY commands; compared with :func:`clustergym.theory.capacity.product_form_law`.
+  and DUMMY commands; compared with :func:`clustergym.theory.rms.product_form_law`.
 * RMS paper §VII-A, eqs. 2-3: the EC2 capacity point (V on the boundary of C).
 * Little's law between the reported mean queue length and mean wait.
 * RMS paper §III, Proposition 1: no work-conserving greedy rule ever starts a type-2 job.
@@ -22,7 +22,7 @@ from clustergym.envs import ClusterEnv
 from clustergym.runner import run_episode
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
-from clustergym.theory.capacity import boundary_point, capacity_scale, product_form_law
+from clustergym.theory.rms import boundary_point, capacity_scale, product_form_law
 from clustergym.workloads import Deterministic, Exponential, PoissonTypedSource, ReplaySource
 
 SIZES = np.array([[2.0], [5.0]])

@@ -9,10 +9,10 @@ description leaves a detail open the choice is written below.  Both use the MaxW
 
     ``k* = argmax_{k in K_l} sum_j Q_j k_j``          (the "max-weight configuration")
 
-solved by :class:`Knapsack`:
+solved by :class:`clustergym.theory.rms.Knapsack`:
 
 * ``exact`` (default): maximum over the configurations enumerated by
-  :func:`clustergym.theory.capacity.enumerate_configurations`, cached per distinct
+  :func:`clustergym.theory.configurations.enumerate_configurations`, cached per distinct
   server capacity (EC2: 28 configurations; Fig. 1b: 10).  Ties go to the
   configuration with the most jobs, then to the first in enumeration order
   (so ``Q = e_1`` on EC2 gives ``(2, 3, 0)``, a maximal configuration, not ``(2, 0, 0)``).
@@ -64,130 +64,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym._cache import Cache
 from clustergym.agent_api import Agent, AgentRequirements
-from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ConfigError, ScenarioError
-from clustergym.theory.capacity import enumerate_configurations
+from clustergym.errors import ConfigError
+from clustergym.theory.rms import BLACKBOXES, knapsack_for
 from clustergym.validation import choice, number
 
-__all__ = ["Knapsack", "knapsack_for", "MaxWeightRefresh", "MaxWeightStop"]
+__all__ = ["MaxWeightRefresh", "MaxWeightStop"]
 
 _WAIT = Command.wait()
-BLACKBOXES = ("exact", "greedy")
-ENUMERATION_LIMIT = 200_000
-
-
-class Knapsack:
-    """``argmax_{k in K} q . k`` for one server capacity (the Knapsack step of MWR/MWS).
-
-    Args:
-        type_demand: ``(J, R)`` demand per type.
-        capacity: ``(R,)`` the server's capacity.
-        blackbox: ``exact`` or ``greedy`` (see the module docstring).
-        limit: most configurations to enumerate before using the divisible shortcut.
-
-    Attributes:
-        method: ``enumerate``, ``divisible`` or ``greedy``.
-        exact: whether :meth:`best` returns a true maximiser.
-        configs: ``(C, J)`` the enumerated configurations (``enumerate`` only).
-    """
-
-    def __init__(
-        self, type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact", limit: int = ENUMERATION_LIMIT
-    ):
-        self.demand = np.asarray(type_demand, dtype=np.float64)
-        self.capacity = np.asarray(capacity, dtype=np.float64)
-        self.limit_vec = fit_limit(self.capacity)
-        cap = np.where(self.capacity > 0, self.capacity, 1.0)
-        self.size = (self.demand / cap).sum(axis=1)  # normalised size (greedy density)
-        self.configs: np.ndarray | None = None
-        if blackbox == "greedy":
-            self.method, self.exact = "greedy", False
-            return
-        try:
-            self.configs = enumerate_configurations(self.demand, self.capacity, limit=limit)
-            self.method, self.exact = "enumerate", True
-            self._njobs = self.configs.sum(axis=1)
-            self._configs_f = self.configs.astype(np.float64)
-            return
-        except ScenarioError as e:
-            if "too many" not in str(e):
-                raise
-        ratio = self._divisible_ratio()
-        if ratio is not None:
-            self.method, self.exact = "divisible", True
-            self._ratio = ratio  # s_j / C (one number per type)
-            self._count = np.rint(1.0 / ratio).astype(np.int64)
-        else:
-            self.method, self.exact = "greedy", False
-
-    def _divisible_ratio(self) -> np.ndarray | None:
-        """``a_j = s_j / C`` if every demand is proportional to the capacity and ``1 / a_j`` is integral."""
-        pos = self.capacity > 0
-        if np.any(self.demand[:, ~pos] > 0):
-            return None
-        a = self.demand[:, pos] / self.capacity[pos]
-        if not np.allclose(a, a[:, :1], rtol=1e-9, atol=0.0) or np.any(a[:, 0] <= 0):
-            return None
-        inv = 1.0 / a[:, 0]
-        if not np.allclose(inv, np.rint(inv), rtol=0.0, atol=1e-9):
-            return None
-        return a[:, 0]
-
-    def best(self, q: np.ndarray) -> np.ndarray:
-        """A configuration maximising ``q . k`` (``(J,)`` int64); zeros if ``q`` is zero."""
-        q = np.asarray(q, dtype=np.float64)
-        J = self.demand.shape[0]
-        if not np.any(q > 0):
-            return np.zeros(J, dtype=np.int64)
-        if self.method == "enumerate":
-            score = self._configs_f @ q
-            top = np.flatnonzero(best_mask(score))
-            return self.configs[top[int(np.argmax(self._njobs[top]))]].copy()
-        if self.method == "divisible":
-            density = q / self._ratio
-            top = np.flatnonzero(best_mask(density))
-            j = int(top[int(np.argmax(self._count[top]))])
-            k = np.zeros(J, dtype=np.int64)
-            k[j] = self._count[j]
-            return k
-        return self.greedy(q)
-
-    def greedy(self, q: np.ndarray) -> np.ndarray:
-        """Greedy Knapsack: types by decreasing ``q_j / size_j``, each filled as far as it fits."""
-        J = self.demand.shape[0]
-        k = np.zeros(J, dtype=np.int64)
-        used = np.zeros_like(self.capacity)
-        pos = np.flatnonzero(q > 0)
-        order = pos[np.lexsort((pos, score_ranks(-q[pos] / self.size[pos])))].tolist()
-        for j in order:
-            d = self.demand[j]
-            pos = d > 0
-            n = int(np.floor(np.min((self.limit_vec[pos] - used[pos]) / d[pos])))
-            while n > 0 and np.any(used + n * d > self.limit_vec):
-                n -= 1
-            if n > 0:
-                k[j] = n
-                used = used + n * d
-        return k
-
-
-#: (type demands, one server's capacity, blackbox) -> Knapsack; 16: the server kinds of a few scenarios
-_KNAPSACKS: Cache[Knapsack] = Cache(16)
-
-
-def knapsack_for(type_demand: np.ndarray, capacity: np.ndarray, blackbox: str = "exact") -> Knapsack:
-    """A cached :class:`Knapsack` for one server capacity (configurations are enumerated once)."""
-    key = (
-        np.ascontiguousarray(type_demand, dtype=np.float64).tobytes(),
-        np.ascontiguousarray(capacity, dtype=np.float64).tobytes(),
-        blackbox,
-    )
-    return _KNAPSACKS.get(key, lambda: Knapsack(type_demand, capacity, blackbox))
 
 
 class _MaxWeightBase(Agent):

@@ -79,7 +79,7 @@ Parameters (§VII-A; defaults: docs/papers/rms.md#parameters)
 ``b``          ``f(x) = log(1 + x)^(1 - b)``; the simulations' ``log(1 + x)`` is ``b = 0``
                (default), Theorems 1–2 need ``b`` in (0, 1).
 ``eps``        default 0.01 (the paper does not state it).
-``M``          default: computed, ``clustergym.theory.capacity.max_jobs_per_server`` (EC2 5, Fig. 1b 5,
+``M``          default: computed, ``clustergym.theory.rms.max_jobs_per_server`` (EC2 5, Fig. 1b 5,
                Google 512).
 ``frozen_weights``  test hook of Definition 2 (§V, Lemma 1): fixed ``w`` instead of eq. (4)/(5).
 
@@ -100,7 +100,7 @@ from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
-from clustergym.theory.capacity import max_jobs_per_server
+from clustergym.theory.rms import max_jobs_per_server
 from clustergym.validation import boolean, choice, matrix, number, positive, vector
 
 __all__ = [

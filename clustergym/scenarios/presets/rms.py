@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.scenarios.spec import Scenario
-from clustergym.theory.capacity import boundary_point
+from clustergym.theory.rms import boundary_point
 from clustergym.validation import choice, positive
 from clustergym.workloads import (
     Exponential,

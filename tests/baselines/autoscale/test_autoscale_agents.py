@@ -15,9 +15,8 @@ from clustergym.core.commands import Cmd, EventKind
 from clustergym.core.view import ClusterView
 from clustergym.errors import ConfigError
 from clustergym.reproduce import CLAIMS, run_claims
-from clustergym.reproduce.autoscale import windowed_reward
+from clustergym.reproduce.autoscale import check_lp_bound, reward_per_server_table, windowed_reward
 from clustergym.runner import compare, run_episode
-from clustergym.runner.stats import check_lp_bound, reward_per_server_table
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.theory.autoscale import global_greedy, gpa, instance_of, lp_bound_per_server, lp_upper_bound
 from clustergym.workloads import ReplaySource

@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 
 from clustergym.agent_api import Agent, make_agent, make_env_for
 from clustergym.baselines.bfjs.bfjs import SLOT_EPOCHS
-from clustergym.baselines.bfjs.vqs import (
+from clustergym.core.commands import Cmd, Command, EventKind
+from clustergym.errors import ConfigError
+from clustergym.reproduce.bfjs import classify, run_slotted
+from clustergym.scenarios import Scenario, make_preset
+from clustergym.theory.bfjs import (
     _max_rho,
     auto_J,
     best_config,
@@ -25,10 +29,6 @@ from clustergym.baselines.bfjs.vqs import (
     partition_probs,
     vq_type,
 )
-from clustergym.core.commands import Cmd, Command, EventKind
-from clustergym.errors import ConfigError
-from clustergym.reproduce.bfjs import classify, run_slotted
-from clustergym.scenarios import Scenario, make_preset
 from clustergym.workloads import Geometric, ReplaySource, SlottedSource, UniformDemand
 
 EPS = 1e-9

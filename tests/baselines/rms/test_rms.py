@@ -15,7 +15,6 @@ import pytest
 from scipy import stats
 
 from clustergym.agent_api import list_agents, make_agent, make_env_for
-from clustergym.baselines.rms.maxweight import Knapsack, knapsack_for
 from clustergym.baselines.rms.rms import (
     ad_probabilities,
     replacement_probability,
@@ -28,7 +27,8 @@ from clustergym.reproduce.rms import TrapSetup, trap_scenario
 from clustergym.runner import run_episode
 from clustergym.scenarios import Scenario, make_preset
 from clustergym.scenarios.presets.rms import EC2_SERVER, EC2_TYPES
-from clustergym.theory.capacity import enumerate_configurations, product_form_law
+from clustergym.theory.configurations import enumerate_configurations
+from clustergym.theory.rms import Knapsack, knapsack_for, product_form_law
 from clustergym.workloads import (
     Exponential,
     PoissonTypedSource,

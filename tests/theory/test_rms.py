@@ -1,4 +1,4 @@
-"""Oracle and property tests of clustergym.theory.capacity (RMS paper §II, §III, §V Lemma 1, §VII-A)."""
+"""Oracle and property tests of clustergym.theory.rms and clustergym.theory.configurations (RMS paper §II, §III, §V Lemma 1, §VII-A)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from clustergym.errors import ScenarioError
-from clustergym.theory import capacity as capmod
-from clustergym.theory.capacity import (
+from clustergym.theory import configurations as capmod
+from clustergym.theory.configurations import enumerate_configurations, maximal_configurations
+from clustergym.theory.rms import (
     boundary_point,
     capacity_scale,
-    enumerate_configurations,
     interior_margin,
     max_jobs_per_server,
-    maximal_configurations,
     product_form_law,
 )
 
