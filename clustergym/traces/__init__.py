@@ -1,6 +1,7 @@
 """Real workload traces: loaders, preprocessing transforms, caches and summaries.
 
-The trace-driven presets are in :mod:`clustergym.scenarios.presets.traces`, and ``kind: trace``
+The trace-driven presets are in :mod:`clustergym.scenarios.presets` (each paper's trace setup in its
+paper's module, the others in :mod:`clustergym.scenarios.presets.traces`), and ``kind: trace``
 workloads of scenario files in :mod:`clustergym.scenarios.trace_spec`.
 
 clustergym ships no trace data.  Download the public traces (``docs/traces.md``) and point

@@ -29,7 +29,11 @@ from typer.testing import CliRunner
 
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.runner import Probe, run_episode
-from clustergym.scenarios.presets.traces import alibaba_gpu, autoscale_google, bfjs_google, lotes_google, rms_google
+from clustergym.scenarios.presets.autoscale import autoscale_google
+from clustergym.scenarios.presets.bfjs import bfjs_google
+from clustergym.scenarios.presets.lotes import lotes_google
+from clustergym.scenarios.presets.rms import rms_google
+from clustergym.scenarios.presets.traces import alibaba_gpu
 from clustergym.scenarios.trace_spec import trace_workload_from_spec
 from clustergym.traces import (
     FORMATS,

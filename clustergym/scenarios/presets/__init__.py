@@ -4,7 +4,8 @@ One module per paper family holds the builders; each line below names a preset, 
 import path (imported when the preset is first built or described) and a one-line description.
 The Gymnasium ids ``clustergym/<name>-v0`` and ``clustergym list`` follow this order.
 
-Papers (one name per paper, the same in every layer: ``scenarios/presets/<paper>.py``,
+Papers (one name per paper, the same in every layer: ``scenarios/presets/<paper>.py`` (the paper's
+trace setup included),
 ``baselines/<paper>/``, ``theory/<paper>.py``, ``reproduce/<paper>.py``):
 
 * ``rms`` -- Psychas & Ghaderi, "Randomized algorithms for scheduling multi-resource jobs in the
@@ -105,31 +106,32 @@ register_preset(
     "MRIS trace-driven weighted scenario: Alibaba GPU v2023 pods, weight from QoS (Azure substitute)",
     needs_traces=True,
 )
-# real traces
+# the papers' trace setups, each in its paper's module
 register_preset(
     "rms-google",
-    f"{_P}.traces:rms_google",
+    f"{_P}.rms:rms_google",
     "RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, 1000 unit servers (RMS §VII-B)",
     needs_traces=True,
 )
 register_preset(
     "bfjs-google",
-    f"{_P}.traces:bfjs_google",
+    f"{_P}.bfjs:bfjs_google",
     "BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, 1000 unit servers (BF-J/S §VII-B)",
     needs_traces=True,
 )
 register_preset(
     "lotes-google",
-    f"{_P}.traces:lotes_google",
+    f"{_P}.lotes:lotes_google",
     "LoTES Google trace: all attempts, Table-1 machine configurations, k-means classes (LoTES Sec. 5.3)",
     needs_traces=True,
 )
 register_preset(
     "autoscale-google",
-    f"{_P}.traces:autoscale_google",
+    f"{_P}.autoscale:autoscale_google",
     "Auto-scaling Google trace: loss system, reward size x 1/3/9 by priority (auto-scaling Sec. 7.2)",
     needs_traces=True,
 )
+# real traces outside the papers
 register_preset(
     "alibaba-gpu",
     f"{_P}.traces:alibaba_gpu",

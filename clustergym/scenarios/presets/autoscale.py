@@ -20,6 +20,7 @@ exponential service of mean 1, reward per unit time in service, queueing
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -28,10 +29,12 @@ import numpy as np
 from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.autoscale import worst_case_family
-from clustergym.validation import choice, positive
+from clustergym.validation import choice, number, positive
 from clustergym.workloads import Exponential, PoissonTypedSource
+from clustergym.workloads.replay import ReplaySource
 
 __all__ = [
+    "autoscale_google",
     "SYN4_TYPES",
     "SYN4_REWARDS",
     "SYN4_RHO",
@@ -222,4 +225,72 @@ def autoscale_worst_case(
         horizon,
         "Auto-scaling worst-case family W_n: greedy ratio 1 - (1 - 1/n)^n",
         {"n": n_i, "eps": eps_f},
+    )
+
+
+def autoscale_google(
+    num_servers: int = 1000,
+    first_n: int | None = None,
+    p_max: int = 9,
+    traffic_scaling: float = 1.0,
+    horizon: float = math.inf,
+    trace_dir: str | None = None,
+) -> Scenario:
+    """Auto-scaling on the Google trace (auto-scaling paper Sec. 7.2): admit or reject, with rewards.
+
+    Preprocessing: lifecycle ``finished`` (first SUBMIT > 0, ends with FINISH; interruptions
+    allowed), duration = FINISH - last SCHEDULE; size = max(cpu, mem) rounded up to 1/2^p
+    (p <= p_max); priority band 0 = trace {0, 1}, 1 = {2..8}, 2 = {9, 10, 11} (a guess: the paper
+    gives no map, docs/papers/autoscale.md#google-trace);
+    reward rate = size x (1, 3, 9)[band]; type = band x (p_max + 1) + p (tasks have the same type
+    iff band and size agree).  Servers: L of size 1.  Queueing: loss; objective: reward.
+    """
+    # the trace modules (pandas) are imported when a trace preset is built, not with this module
+    from clustergym.scenarios.presets.traces import trace_params
+    from clustergym.traces import transforms as T
+    from clustergym.traces.cache import google_table
+    from clustergym.traces.transforms import pow_half_names
+
+    scope = dict(locals())
+    L = positive(num_servers, "params.num_servers", integer=True)
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    p_max = number(p_max, "params.p_max", lo=0, hi=30, integer=True)
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="finished", first_n=first_n)
+    jobs = table.jobs
+    p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
+    band = T.map_priority(jobs["priority"].to_numpy(), "autoscale-band").astype(np.int64)
+    size = np.ldexp(1.0, -p)
+    reward = size * T.map_priority(jobs["priority"].to_numpy(), "autoscale-factor")
+    J = 3 * (p_max + 1)
+    typ = band * (p_max + 1) + p
+    td = np.tile(T.pow_half_type_demand(p_max), (3, 1))
+    names = tuple(f"b{b}:{n}" for b in range(3) for n in pow_half_names(p_max))
+    source = ReplaySource(
+        T.scale_arrivals(jobs["arrival"].to_numpy(), s),
+        size,
+        jobs["duration"].to_numpy(),
+        type=typ,
+        reward_rate=reward,
+        type_demand=td,
+        names=names,
+        source=table.source,
+    )
+    steps = [
+        "size = max(cpu, mem) rounded up to 1/2^p",
+        "band: {0,1} -> 0, {2..8} -> 1, {9,10,11} -> 2",
+        "reward rate = size x (1, 3, 9)[band]",
+        f"type = band x {p_max + 1} + p ({J} types)",
+        f"arrivals divided by traffic_scaling = {s:g}",
+    ]
+    return Scenario(
+        name="autoscale-google",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="reward",
+        queueing="loss",
+        description="Auto-scaling Google trace: admit/reject tasks, reward = size x 1/3/9 by priority band",
+        params=trace_params(scope, table, steps, jobs_per_band=np.bincount(band, minlength=3).tolist()),
     )

@@ -5,6 +5,8 @@ servers (E3), in slotted time.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from clustergym.core.simulator import SLOT_EPOCHS
@@ -18,8 +20,9 @@ from clustergym.workloads import (
     SlottedSource,
     UniformDemand,
 )
+from clustergym.workloads.replay import ReplaySource
 
-__all__ = ["two_sizes", "uniform_sizes"]
+__all__ = ["bfjs_google", "two_sizes", "uniform_sizes"]
 
 
 def two_sizes(
@@ -97,4 +100,72 @@ def uniform_sizes(
             "rate_per_slot": rate,
             "horizon": horizon,
         },
+    )
+
+
+def bfjs_google(
+    num_servers: int = 1000,
+    traffic_scaling: float = 1.0,
+    first_n: int | None = None,
+    min_demand: float = 1e-3,
+    slot: float = 0.1,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
+    """BF-J/S, VQS on the Google trace (BF-J/S paper §VII-B, Fig. 5), in slotted time.
+
+    Preprocessing: lifecycle ``strict`` (all priorities, SUBMIT > 0); demand = max(cpu, mem),
+    raised to ``min_demand`` when smaller (counted); time unit = one slot of ``slot`` seconds:
+    arrival slot = floor((SUBMIT - first) / traffic_scaling / slot), duration = max(1,
+    ceil(duration / slot)) slots (not scaled).  Decision epochs: one tick per slot, after the
+    slot's departures and arrivals.  Objective: mean queue length (per slot).
+
+    Args:
+        num_servers: L unit servers (the paper: 1000).
+        traffic_scaling: 1/beta (the paper: 1 to 1.6).
+        first_n: the first N kept arrivals (the paper: ~10^6 over ~1.5 days).
+        min_demand: the clamp of tiny demands.
+        slot: seconds per slot (the paper: 100 ms).
+        horizon: simulated slots (``inf``: until every task has finished).
+    """
+    # the trace modules (pandas) are imported when a trace preset is built, not with this module
+    from clustergym.scenarios.presets.traces import trace_params
+    from clustergym.traces import transforms as T
+    from clustergym.traces.cache import google_table
+
+    scope = dict(locals())
+    L = positive(num_servers, "params.num_servers", integer=True)
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    slot = positive(slot, "params.slot")
+    md = positive(min_demand, "params.min_demand")
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="strict", first_n=first_n)
+    jobs = table.jobs
+    demand, clamped = T.clamp_min(T.max_demand(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy()), md)
+    arr = np.floor(T.scale_arrivals(jobs["arrival"].to_numpy(), s) / slot)
+    dur = np.maximum(1.0, np.ceil(jobs["duration"].to_numpy() / slot - 1e-9))
+    source = ReplaySource(
+        arr,
+        demand,
+        dur,
+        source=table.source,
+        columns={"time": "arrival slot", "work": "duration slots", "demand": ["max(cpu, memory)"]},
+    )
+    steps = [
+        "demand = max(cpu, memory)",
+        f"demand raised to min_demand = {md:g} for {clamped} tasks",
+        f"time in slots of {slot:g} s; arrival slot = floor(arrival / {s:g} / slot), duration = max(1, ceil(d / slot))",
+    ]
+    return Scenario(
+        name="bfjs-google",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
+        epochs=SLOT_EPOCHS,
+        description="BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
+        params=trace_params(scope, table, steps, clamped=clamped),
     )

@@ -42,6 +42,7 @@ explodes and flags it unstable.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -51,8 +52,10 @@ from clustergym.errors import ScenarioError
 from clustergym.scenarios.spec import Scenario
 from clustergym.validation import positive
 from clustergym.workloads import Exponential, PoissonClassSource
+from clustergym.workloads.replay import ReplaySource
 
 __all__ = [
+    "lotes_google",
     "LOTES_SEED",
     "TABLE1",
     "TABLE2",
@@ -354,4 +357,100 @@ def lotes_omega(
         queue_cap,
         "LoTES Exp. 3: machine-dependent rates, spread Omega, load x lambda*",
         cv,
+    )
+
+
+def lotes_google(
+    machine_scale: float = 1.0,
+    k: int = 4,
+    fit_hours: float = 24.0,
+    first_n: int | None = None,
+    decimals: int = 2,
+    seed: int = 0,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
+    """LoTES on the Google trace (LoTES Sec. 5.3), 2 resources on 10 heterogeneous machine configurations.
+
+    Machines: every machine of machine_events with its last known (CPU, memory) capacity, rounded
+    to ``decimals`` (2 reproduces Table 1 exactly: 6732, 3863, 1001, 795, 126, 52, 5, 5, 3, 1),
+    counts times ``machine_scale`` (at least one per configuration), configurations in Table-1
+    order (most machines first).  Jobs: lifecycle ``attempts`` -- one job per SUBMIT followed by
+    a SCHEDULE, tasks present at the trace start arrive at t=0 (the initial batch), duration =
+    SCHEDULE -> next FINISH/EVICT/FAIL/KILL/LOST, truncated at the end of the slice.  Classes:
+    k-means (k-means++, ``seed``) on (CPU, memory) of the jobs arriving in the first
+    ``fit_hours`` hours (the 19.7 h shared slice is shorter than a day: all of it), every job
+    assigned to its nearest centroid; the class is the job's type.  Jobs larger than every
+    machine are rejected at arrival and counted.  Objective: jobs waiting (mean wait by Little's law).
+
+    Args:
+        machine_scale: fraction of each configuration's machines (1.0 = the 12,583 of Table 1).
+        k: job classes.
+        fit_hours: the clustering window from the first arrival.
+        first_n: the first N attempts by arrival.
+        decimals: rounding of machine capacities (``None`` keeps the raw values).
+        seed: k-means seed.
+    """
+    # the trace modules (pandas) are imported when a trace preset is built, not with this module
+    from clustergym.scenarios.presets.traces import scaled_counts, trace_params
+    from clustergym.traces import transforms as T
+    from clustergym.traces.cache import cached, file_stamp, google_table
+    from clustergym.traces.google import load_google_machines, machine_configurations, task_event_files
+    from clustergym.traces.paths import trace_path
+
+    scope = dict(locals())
+    scale = positive(machine_scale, "params.machine_scale")
+    k = positive(k, "params.k", integer=True)
+    fit_h = positive(fit_hours, "params.fit_hours")
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
+    mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
+    machines, mrep = cached(("google-machines", file_stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
+    conf = machine_configurations(machines, decimals=None if decimals is None else int(decimals))
+    counts = scaled_counts(conf["count"].to_numpy(), scale)
+    cap = np.repeat(conf[["cpu", "memory"]].to_numpy(), counts, axis=0)
+    table = google_table(trace_dir, lifecycle="attempts", first_n=first_n)
+    jobs = table.jobs
+    X = jobs[["cpu", "memory"]].to_numpy()
+    fit = jobs["arrival"].to_numpy() < fit_h * 3600.0
+    labels, centroids = cached(
+        ("kmeans", file_stamp(task_event_files(trace_dir)), first_n, k, fit_h, int(seed)),
+        lambda: T.kmeans_classes(X, k, fit_mask=fit, seed=int(seed)),
+    )
+    classes = T.class_table(labels, jobs["duration"].to_numpy(), {"cpu": X[:, 0], "memory": X[:, 1]}, k)
+    source = ReplaySource(
+        jobs["arrival"].to_numpy(),
+        X,
+        jobs["duration"].to_numpy(),
+        type=labels,
+        names=tuple(f"class{j + 1}" for j in range(k)),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "type": "class", "demand": ["cpu", "memory"]},
+    )
+    steps = [
+        f"machines: {len(cap)} in {len(conf)} configurations (scale {scale:g}) from machine_events",
+        f"k-means k={k} on (cpu, memory) of the {int(fit.sum())} jobs of the first {fit_h:g} h; all jobs "
+        "assigned to the nearest centroid",
+    ]
+    return Scenario(
+        name="lotes-google",
+        capacity=cap,
+        source=source,
+        resources=("cpu", "memory"),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
+        description="LoTES Google trace: every attempt, 10 machine configurations (Table 1), k-means classes",
+        params=trace_params(
+            scope,
+            table,
+            steps,
+            machine_configurations=[
+                {"cpu": float(c), "memory": float(m), "count": int(n)}
+                for c, m, n in zip(conf["cpu"], conf["memory"], counts)
+            ],
+            machines_report=mrep.to_dict(),
+            centroids=centroids.tolist(),
+            classes=classes.to_dict("records"),
+        ),
     )

@@ -6,19 +6,21 @@ The paper's Google-trace setting (§VII-B) is :func:`clustergym.scenarios.preset
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.rms import boundary_point
-from clustergym.validation import choice, positive
+from clustergym.validation import choice, number, positive
 from clustergym.workloads import (
     Exponential,
     PoissonTypedSource,
 )
+from clustergym.workloads.replay import ReplaySource
 
-__all__ = ["EC2_TYPES", "EC2_NAMES", "EC2_SERVER", "ec2", "bf_trap"]
+__all__ = ["rms_google", "EC2_TYPES", "EC2_NAMES", "EC2_SERVER", "ec2", "bf_trap"]
 
 #: RMS Table I (§VII-A), resources (cpu units, memory GB, disk GB):
 #: Standard Extra Large, High-Memory Extra Large, High-CPU Extra Large.
@@ -125,4 +127,78 @@ def bf_trap(
             "queueing": queueing,
             "routing": routing,
         },
+    )
+
+
+def rms_google(
+    num_servers: int = 1000,
+    traffic_scaling: float = 1.0,
+    first_n: int | None = None,
+    p_max: int = 9,
+    horizon: float = math.inf,
+    queue_cap: int | None = None,
+    trace_dir: str | None = None,
+) -> Scenario:
+    """RMS on the Google trace (RMS paper §VII-B, Figs. 7-8), 1-D power-of-1/2 sizes on unit servers.
+
+    Preprocessing: Google task_events, lifecycle ``strict`` (exactly one SCHEDULE, ends with its
+    only FINISH, no EVICT/FAIL/KILL/LOST, SUBMIT > 0), priorities 0-8 (non-production);
+    arrival = SUBMIT in seconds from the first, times 1/traffic_scaling; duration = FINISH -
+    SCHEDULE (not scaled); type p = min(p(cpu), p(mem)) with p(x) = min(p_max, floor(log2(1/x))),
+    size 2^-p (the max of the rounded-up CPU and memory).  Dummy jobs of type p live
+    Exp(mean = the empirical mean duration of type p).  Objective: mean queue length.
+
+    Args:
+        num_servers: L unit servers (the paper: 1000).
+        traffic_scaling: 1/alpha; arrival times are divided by it (1.25 = 25% more traffic).
+        first_n: the first N kept arrivals (the paper: 10^6; the 19.7 h shared slice has 288,424).
+        p_max: the largest exponent (10 types for 9).
+        horizon: simulated seconds (``inf``: until every task has finished).
+        queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
+    """
+    # the trace modules (pandas) are imported when a trace preset is built, not with this module
+    from clustergym.scenarios.presets.traces import trace_params
+    from clustergym.traces import transforms as T
+    from clustergym.traces.cache import google_table
+    from clustergym.traces.transforms import pow_half_names
+
+    scope = dict(locals())
+    L = positive(num_servers, "params.num_servers", integer=True)
+    s = positive(traffic_scaling, "params.traffic_scaling")
+    p_max = number(p_max, "params.p_max", lo=0, hi=30, integer=True)
+    first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
+    table = google_table(trace_dir, lifecycle="strict", priorities="non-production", first_n=first_n)
+    jobs = table.jobs
+    p = T.rms_type(jobs["cpu"].to_numpy(), jobs["memory"].to_numpy(), p_max=p_max)
+    source = ReplaySource(
+        T.scale_arrivals(jobs["arrival"].to_numpy(), s),
+        np.ldexp(1.0, -p),
+        jobs["duration"].to_numpy(),
+        type=p,
+        type_demand=T.pow_half_type_demand(p_max),
+        names=pow_half_names(p_max),
+        source=table.source,
+        columns={"time": "arrival", "work": "duration", "type": "type", "demand": ["size"]},
+    )
+    steps = [
+        f"type p = min(p(cpu), p(mem)), p(x) = min({p_max}, floor(log2(1/x))); size = 2^-p",
+        f"arrivals divided by traffic_scaling = {s:g}",
+    ]
+    return Scenario(
+        name="rms-google",
+        capacity=np.ones((L, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
+        description="RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
+        params=trace_params(
+            scope,
+            table,
+            steps,
+            jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
+            mean_duration_per_type=source.types.mean_work.tolist(),
+        ),
     )
