@@ -157,7 +157,7 @@ def env_case(preset: str, kwargs: dict, steps: int, seed: int = 0) -> dict:
 
 
 def _shared_dir() -> str | None:
-    """The shared traces as the presets find them ($CLUSTERGYM_TRACES, else ../shared/traces), if present."""
+    """The real traces as the presets find them ($CLUSTERGYM_TRACES, else the user data folder), if present."""
     from clustergym.traces.paths import TraceNotFoundError, resolve_trace_dir
 
     try:
@@ -225,7 +225,7 @@ def test_run_figures_unchanged(golden: dict, case: tuple, mode: str) -> None:
 @pytest.mark.parametrize("case", SHARED_CASES, ids=lambda c: f"{c[0]}-{c[2]}")
 def test_shared_trace_figures_unchanged(golden: dict, case: tuple) -> None:
     if _shared_dir() is None:
-        pytest.skip("../shared/traces not found: set CLUSTERGYM_TRACES to the directory of the shared trace subsets")
+        pytest.skip("the real traces were not found: set CLUSTERGYM_TRACES to the directory of the trace subsets")
     preset, params, agent, ap, seeds, horizon = case
     for s in seeds:
         key = _key(preset, params, agent, ap, s, horizon)

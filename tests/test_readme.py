@@ -89,10 +89,12 @@ def _commands(block: str) -> list[str]:
 
 
 def _traces() -> str | None:
-    for cand in (os.environ.get("CLUSTERGYM_TRACES"), ROOT.parent / "shared" / "traces"):
-        if cand and Path(cand).is_dir():
-            return str(cand)
-    return None
+    from clustergym.traces.paths import TraceNotFoundError, resolve_trace_dir
+
+    try:
+        return str(resolve_trace_dir())
+    except TraceNotFoundError:
+        return None
 
 
 def _env() -> dict[str, str]:
@@ -141,7 +143,7 @@ def test_readme_bash_block_runs(index, tmp_path):
             pytest.fail(f"README bash line not covered by the substitution table or the skips: {command}")
         missing = _missing_extra(command)
         if missing is None and "trace google" in command and _traces() is None:
-            missing = "needs the traces (../shared/traces or $CLUSTERGYM_TRACES)"
+            missing = "needs the traces ($CLUSTERGYM_TRACES or ~/.local/share/clustergym/traces)"
         if missing:
             left_out.append(f"{command}: {missing}")
             continue

@@ -186,7 +186,7 @@ def _r(x: float, nd: int = 4) -> float:
     return float(round(x, nd))
 
 
-_NO_TRACES = ({"skipped": "../shared/traces not found"}, "needs the traces", False)
+_NO_TRACES = ({"skipped": "the traces were not found (set CLUSTERGYM_TRACES)"}, "needs the traces", False)
 
 
 # =============================================================================================== exact instances

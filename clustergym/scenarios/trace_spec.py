@@ -46,7 +46,7 @@ def trace_workload_from_spec(
 
         format: google          # google | alibaba-v2017 | cloudsimpy | alibaba-gpu-v2023 | alibaba-gpu-v2025 | azure
         path: traces/task_events  # optional file or directory, relative to the scenario file
-        trace_dir: /data/traces   # optional; default $CLUSTERGYM_TRACES or ../shared/traces
+        trace_dir: /data/traces   # optional; default $CLUSTERGYM_TRACES, then ~/.local/share/clustergym/traces
         filters: {lifecycle: strict, priorities: non-production, first_n: 20000}   # the loader's options
         transforms: [{rms_type: {p_max: 9}}]                                       # see apply_transforms
         demand: [size]          # columns, one per resource (default: the format's resources)

@@ -82,7 +82,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
 
 
 def traces_available() -> bool:
-    """Whether the real traces can be found (``$CLUSTERGYM_TRACES`` or ``../shared/traces``)."""
+    """Whether the real traces can be found (``trace_dir``, ``$CLUSTERGYM_TRACES`` or the user data folder: :func:`clustergym.traces.paths.resolve_trace_dir`)."""
     from clustergym.traces.paths import TraceNotFoundError, trace_path
 
     try:

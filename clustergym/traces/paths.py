@@ -1,4 +1,4 @@
-"""Where the trace files are: an explicit directory, ``$CLUSTERGYM_TRACES``, or ``../shared/traces``.
+"""Where the trace files are: an explicit directory, ``$CLUSTERGYM_TRACES``, or the user data folder.
 
 clustergym never ships trace data.  A user downloads the public traces (see
 ``docs/traces.md``) into one directory laid out like this::
@@ -14,7 +14,8 @@ and points clustergym at it, in this order of precedence:
 
 1. the ``trace_dir`` argument of a loader, preset or ``clustergym trace --trace-dir``;
 2. the environment variable ``CLUSTERGYM_TRACES``;
-3. ``<repository root>/../shared/traces``, found relative to this file (development checkouts).
+3. the user data folder ``$XDG_DATA_HOME/clustergym/traces`` (``~/.local/share/clustergym/traces``
+   when ``XDG_DATA_HOME`` is unset), :func:`default_trace_dir`.
 
 Every loader also accepts explicit file paths, which bypass the directory.
 """
@@ -82,20 +83,21 @@ class TraceNotFoundError(ScenarioError):
 
 
 def default_trace_dir() -> Path:
-    """``<repository root>/../shared/traces`` relative to the installed package (it may not exist)."""
-    repo_root = Path(__file__).resolve().parents[2]
-    return repo_root.parent / "shared" / "traces"
+    """The user data folder of the traces, ``$XDG_DATA_HOME/clustergym/traces`` (``XDG_DATA_HOME``
+    defaults to ``~/.local/share``, as the XDG base directory specification says); it may not exist."""
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base).expanduser() / "clustergym" / "traces"
 
 
 def _hint() -> str:
     return (
-        f"download the public traces (see docs/traces.md) and pass trace_dir=... "
-        f"(--trace-dir on the command line) or set the environment variable {ENV_VAR} to their directory"
+        f"download the public traces (see docs/traces.md) into {default_trace_dir()}, or pass trace_dir=... "
+        f"(--trace-dir on the command line), or set the environment variable {ENV_VAR} to their directory"
     )
 
 
 def resolve_trace_dir(trace_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The trace directory: ``trace_dir``, else ``$CLUSTERGYM_TRACES``, else ``../shared/traces``.
+    """The trace directory: ``trace_dir``, else ``$CLUSTERGYM_TRACES``, else :func:`default_trace_dir`.
 
     Raises:
         TraceNotFoundError: the chosen directory does not exist.
@@ -105,7 +107,7 @@ def resolve_trace_dir(trace_dir: str | os.PathLike[str] | None = None) -> Path:
     elif os.environ.get(ENV_VAR):
         path, how = Path(os.environ[ENV_VAR]).expanduser(), f"${ENV_VAR}"
     else:
-        path, how = default_trace_dir(), "the default ../shared/traces"
+        path, how = default_trace_dir(), "the default user data folder"
     if not path.is_dir():
         raise TraceNotFoundError(f"trace directory {path} (from {how}) does not exist: {_hint()}")
     return path

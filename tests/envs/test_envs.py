@@ -63,7 +63,7 @@ def _small(env_id: str) -> float:
     try:
         sc = make_preset(name)
     except TraceNotFoundError as e:
-        pytest.skip(f"{name}: needs ../shared/traces ({e})")
+        pytest.skip(f"{name}: needs the real traces, set CLUSTERGYM_TRACES ({e})")
     rates = sc.source.arrival_rates()
     if rates is not None and float(np.sum(rates)) > 0:
         return min(sc.horizon, 30.0 / float(np.sum(rates)))

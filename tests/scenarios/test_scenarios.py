@@ -57,7 +57,7 @@ def test_preset_builds_with_defaults(name):
     try:
         s = make_preset(name)
     except TraceNotFoundError as e:  # a paper preset built from a trace (e.g. mris-alibaba)
-        pytest.skip(f"{name} needs ../shared/traces: {e}")
+        pytest.skip(f"{name} needs the real traces, set CLUSTERGYM_TRACES: {e}")
     assert isinstance(s, Scenario) and s.name == name
     assert s.num_servers >= 1 and s.num_resources == len(s.resources)
     defaults = PRESETS[name].defaults()

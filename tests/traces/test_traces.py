@@ -6,7 +6,8 @@ Two layers:
   ``tests/fixtures/make_trace_fixtures.py`` from a seeded generator, no real rows): exact
   filter counts, units, malformed input (truncated gzip, missing column, non-numeric field,
   negative duration), presets and replays with every kernel invariant checked;
-* the real trace subsets in ``../shared/traces`` (``@pytest.mark.traces``, skipped when absent):
+* the real trace subsets found by :func:`~clustergym.traces.paths.resolve_trace_dir` (``$CLUSTERGYM_TRACES``
+  or the user data folder; ``@pytest.mark.traces``, skipped when absent):
   record counts against the traces README, the filters' effect, and First-Fit / Best-Fit
   replays of trace-driven scenarios.
 """
@@ -69,7 +70,7 @@ G = FIX / "google-clusterdata-2011-2"
 
 
 def _shared_dir() -> Path | None:
-    """The trace directory of the shared subsets ($CLUSTERGYM_TRACES, else ../shared/traces), if present."""
+    """The directory of the real trace subsets ($CLUSTERGYM_TRACES, else the user data folder), if present."""
     try:
         d = resolve_trace_dir()
     except TraceNotFoundError:
@@ -80,9 +81,8 @@ def _shared_dir() -> Path | None:
 SHARED = _shared_dir()
 shared = pytest.mark.skipif(
     SHARED is None,
-    reason=f"../shared/traces not found ({default_trace_dir()}): set "
-    "CLUSTERGYM_TRACES to the directory of the shared trace subsets "
-    "(see docs/traces.md) to run these",
+    reason=f"the real traces were not found ($CLUSTERGYM_TRACES unset, nothing in {default_trace_dir()}): "
+    "set CLUSTERGYM_TRACES to the directory of the trace subsets (see docs/traces.md) to run these",
 )
 
 
@@ -142,6 +142,22 @@ def test_trace_dir_resolution(monkeypatch, tmp_path):
         load_google(tmp_path)
     with pytest.raises(TraceNotFoundError, match="batch_task"):
         load_alibaba_v2017(tmp_path)
+
+
+def test_without_argument_or_variable_the_traces_are_in_the_user_data_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("CLUSTERGYM_TRACES", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_trace_dir() == tmp_path / "data" / "clustergym" / "traces"
+    with pytest.raises(TraceNotFoundError, match="user data folder") as e:
+        resolve_trace_dir()
+    assert str(tmp_path / "data" / "clustergym" / "traces") in str(e.value)
+    (tmp_path / "data" / "clustergym" / "traces").mkdir(parents=True)
+    assert resolve_trace_dir() == tmp_path / "data" / "clustergym" / "traces"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_trace_dir() == tmp_path / "home" / ".local" / "share" / "clustergym" / "traces"
+    # never a folder beside the checkout
+    assert "shared" not in default_trace_dir().parts
 
 
 # ====================================================================================== Google (fixtures)

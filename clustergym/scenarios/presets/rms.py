@@ -155,7 +155,7 @@ def rms_google(
         p_max: the largest exponent (10 types for 9).
         horizon: simulated seconds (``inf``: until every task has finished).
         queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
-        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES``, then the user data folder, :func:`~clustergym.traces.paths.default_trace_dir`).
     """
     # the trace modules (pandas) are imported when a trace preset is built, not with this module
     from clustergym.scenarios.presets.traces import trace_params

@@ -81,7 +81,7 @@ def google_bf_replay(
         first_n: the first N kept arrivals (``None``: all 310,705 of the shared 19.7 h slice).
         horizon: simulated seconds (``inf``: until every task has finished).
         queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
-        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES`` or ``../shared/traces``).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES``, then the user data folder, :func:`~clustergym.traces.paths.default_trace_dir`).
     """
     scope = dict(locals())
     L = positive(num_servers, "params.num_servers", integer=True)

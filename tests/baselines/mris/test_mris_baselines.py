@@ -330,7 +330,7 @@ def test_clairvoyant_observations_show_duration_and_weight():
 
 
 @pytest.mark.traces
-@pytest.mark.skipif(not traces_available(), reason="needs ../shared/traces")
+@pytest.mark.skipif(not traces_available(), reason="needs the real traces (set CLUSTERGYM_TRACES)")
 def test_trace_driven_presets():
     sc = make_preset("mris-alibaba", n_jobs=200, num_servers=1)
     p = sc.params

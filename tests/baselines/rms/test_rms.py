@@ -513,7 +513,7 @@ def _google_or_skip():
     from clustergym.traces import traces_available
 
     if not traces_available():
-        pytest.skip("../shared/traces not found (set CLUSTERGYM_TRACES): the Fig. 8 check replays the Google slice")
+        pytest.skip("the real traces were not found (set CLUSTERGYM_TRACES): the Fig. 8 check replays the Google slice")
 
 
 @pytest.fixture(scope="module")
