@@ -102,7 +102,9 @@ def trace_cmd(
         help="a trace file (or the task_events directory for google) instead of the trace directory's default",
     ),
     trace_dir: Path | None = typer.Option(
-        None, "--trace-dir", help="the trace directory (default $CLUSTERGYM_TRACES, then ~/.local/share/clustergym/traces)"
+        None,
+        "--trace-dir",
+        help="the trace directory (default $CLUSTERGYM_TRACES, then ~/.local/share/clustergym/traces)",
     ),
     first_n: int | None = typer.Option(None, "--first-n", help="keep the first N jobs by arrival"),
     window: str | None = typer.Option(

@@ -974,7 +974,9 @@ def _claim_fig8(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     )
     if not _google_available():
         return (
-            {"skipped": "Google trace not found (set CLUSTERGYM_TRACES or put the traces in ~/.local/share/clustergym/traces)"},
+            {
+                "skipped": "Google trace not found (set CLUSTERGYM_TRACES or put the traces in ~/.local/share/clustergym/traces)"
+            },
             expected,
             False,
         )
