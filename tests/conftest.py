@@ -56,17 +56,3 @@ def run_stepping():
         return env.unwrapped
 
     return run
-
-
-@pytest.fixture(scope="module")
-def benchmark_script(request):
-    """The module ``benchmarks/<name>.py`` named by the test module's ``SCRIPT`` (scripts are not a package)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{request.module.SCRIPT}.py"
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod

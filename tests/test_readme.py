@@ -1,5 +1,5 @@
 """Every ```bash and ```python block of README.md runs, with tiny budgets, so a documented command
-that breaks fails the suite (issue #17).
+that breaks fails the suite.
 
 The fence marks what runs: ```bash and ```python blocks are commands a reader types and run here;
 ```text blocks (option synopses, the layout) are not commands and do not run; ``yaml`` blocks are

@@ -193,7 +193,7 @@ class ModelAgent:
     invalid action acts as WAIT (``model.json``: ``"masked": false``; PPO, A2C
     or DQN with the ``mlp`` policy on a suite task) acts as it was trained: the
     argmax of all its logits, an invalid choice then waiting.  A model whose ``model.json`` says
-    ``"decoding": "two-level"`` (every model trained since issue #20) decides deterministically with
+    ``"decoding": "two-level"`` (every model trained with two-level decoding) decides deterministically with
     :func:`two_level_argmax` in the placement modes.  An equivariant policy is rebuilt for the
     env's spaces at :meth:`reset`, so it runs on any number of servers.
 

@@ -12,13 +12,13 @@ Measured, never asserted: the test suite checks correctness only.  Sections:
   - ``env-random``: the masked random policy through the Gymnasium API (``head``
     action mode, trivial epochs skipped, observations built): steps per second.
 
-* ``replay`` -- the Google Best-Fit replay of issue #10 (``google-bf-replay``:
+* ``replay`` -- the Google Best-Fit replay (``google-bf-replay``:
   completed tasks, CPU and memory, 420 unit servers, Best-Fit over the first 64
   queued jobs at every arrival and completion) through ``clustergym`` and through
   the SimPy reference :mod:`clustergym.perf.simpy_bestfit`, each in its own process, one
   after the other: simulation wall and CPU time (trace loading excluded), peak RSS,
   the two metrics side by side, and the speed-up ratio.  Then the **whole process**
-  (issue #22: interpreter start, imports, trace loading, simulation, output) of
+  (interpreter start, imports, trace loading, simulation, output) of
   ``python -m clustergym run google-bf-replay --agent best-fit --set agent.scan=64 --json``,
   twice on a fresh, empty on-disk trace cache (:mod:`clustergym.traces.diskcache`): ``cold``
   (parses the CSV parts and writes the table) and ``warm`` (reads it), and of the SimPy
@@ -632,7 +632,7 @@ def bench_scale(
     ``events`` events (kernel rows: the agent through ``env.step``, commands one step each)
     or ``steps`` steps (the masked random policy through the Gymnasium API, observations
     built).  The compiled path is not used.  ``ratios`` divides each rate at the largest L
-    by its rate at L = 200 (the issue's targets: >= 1/3 for Best-Fit and First-Fit, >= 1/2
+    by its rate at L = 200 (the targets: >= 1/3 for Best-Fit and First-Fit, >= 1/2
     for the env).  ``digest`` fingerprints the schedule (job servers and start times), so
     two versions of the code can be checked to simulate the same run.  ``servers`` defaults
     to :data:`SCALE_SERVERS`.

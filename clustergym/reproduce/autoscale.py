@@ -208,7 +208,7 @@ def policy_table(
     config: ReproduceConfig | None = None,
 ) -> Any:
     """Reward per server (window ``[t0, T]``) per policy and L on SYN4, with 95% CIs over seeds and
-    the ratios to ``U*`` and ``U^(g)`` (the closing table of issue #8)."""
+    the ratios to ``U*`` and ``U^(g)``, one row per policy and L."""
     import pandas as pd
 
     config = config if config is not None else ReproduceConfig()

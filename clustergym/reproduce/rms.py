@@ -19,7 +19,7 @@ rms-prop1 (C1)         Prop. 1, k = 2, a = 5, b = 4, rho_2 = 0.05; FF/BF/RF x 3 
 rms-fig1b (C2)         (a) BF from the trap state, 3 seeds; (c) RMS from empty          2000; 2x10^4
                        (uniform, eps 0.05, r_j = 50), 1 seed; BF from empty: an early    3000; 5000
                        trap (seed 8) and random-type refill; a 16-seed study of the
-                       time to trap is stated (benchmarks/fig1b_time_to_trap.py)
+                       time to trap is stated (experiments/fig1b_time_to_trap.py)
 rms-fig3 (C4)          EC2, L = 20, zeta in {0.8, 0.85, 0.9, 0.95}, sum of clocks 30     T = 1000, 3 seeds
 rms-fig4 (C5, C15)     RMS (r_j = 10) vs RMS+JSQ (r_j^l = 0.5), same grid               T = 1000, 3 seeds
 rms-fig5-* (C6-C9)     RMS, RMS-RF-AD, RMS-RF-AD+ (r = 150), MWR, MWS, BF, same grid     T = 1000, 3 seeds
@@ -565,7 +565,7 @@ def _watch_outcome(agent: TrapWatch) -> dict[str, Any]:
 
 
 #: Fig. 1b, from an empty system, Best-Fit with the largest-job refill (``bf_time_to_trap``, horizon 5 x 10^4,
-#: seeds 0-15; ``python benchmarks/fig1b_time_to_trap.py --seeds 16 --horizon 50000``): the trap times
+#: seeds 0-15; ``python experiments/fig1b_time_to_trap.py --seeds 16 --horizon 50000``): the trap times
 #: measured (the other 10 seeds were not trapped by 4.9 x 10^4)
 FIG1B_TRAP_TIMES = (578, 1921, 9681, 14713, 29674, 41633)
 FIG1B_STUDY_SEEDS = 16
@@ -607,7 +607,7 @@ def _claim_fig1b(config: ReproduceConfig) -> tuple[Any, Any, bool]:
       ended, the longest after 0.29 time units, before the tenth held; seed 4: 2 entries in 10^4
       time units).
     * So the time to trap is random and long.  From empty, 16 seeds, horizon 5 x 10^4
-      (``benchmarks/fig1b_time_to_trap.py``): trapped at 578, 1921, 9681, 14713, 29674 and 41633, the
+      (``experiments/fig1b_time_to_trap.py``): trapped at 578, 1921, 9681, 14713, 29674 and 41633, the
       other 10 not by 4.9 x 10^4; 4 of 16 by 2 x 10^4, 5 of 16 by 4 x 10^4.  With censoring, the mean
       time to trap is about 10^5 (95% interval 5 x 10^4 to 2.7 x 10^5).  The earlier contrast runs
       (seed 0 to 2 x 10^4; two seeds to 4 x 10^4) were simply not long enough.  Seed 0 is trapped at

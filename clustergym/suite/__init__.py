@@ -1,4 +1,4 @@
-"""The clustergym suite: named, versioned learning tasks with reference scores (issue #19).
+"""The clustergym suite: named, versioned learning tasks with reference scores.
 
 Each task (:mod:`.tasks`) is a Gymnasium id ``clustergym/<task>-v1`` built by :func:`make_task_env`
 (:mod:`.env`); importing this package registers them (``import clustergym`` does).  The reference

@@ -1,4 +1,4 @@
-"""Curricula: training stages on other loads and cluster sizes before the scenario itself (issue #20).
+"""Curricula: training stages on other loads and cluster sizes before the scenario itself.
 
 A curriculum is a list of stages ``(steps, params)``.  Each stage trains for ``steps`` environment
 steps on the training scenario with some of its parameters changed (``load=1.5``,

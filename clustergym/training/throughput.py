@@ -56,8 +56,8 @@ class TrainingConfig:
     torch_threads: int = 1
 
 
-#: the rows of ``clustergym bench --training``: the settings before issue #20 (SB3's PPO defaults,
-#: one env per core in subprocesses) and the levers one at a time, then together
+#: the rows of ``clustergym bench --training``: SB3's PPO defaults as clustergym first used them
+#: (one env per core in subprocesses) and the levers one at a time, then together
 TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
     TrainingConfig("before: SB3 defaults, 2 subproc envs", n_envs=2, vec_env="subproc", n_steps=1024),
     TrainingConfig("1 env, SB3 defaults", n_envs=1),

@@ -1,5 +1,5 @@
 """Every user-facing error exits 2 with a message naming the problem and no traceback; with --json,
-stdout is one JSON document {"error": {"type", "field", "message"}} (issue #17 items 7 and 10).
+stdout is one JSON document {"error": {"type", "field", "message"}}.
 
 The cases are the audit's categories, command by command: scenarios and files, agents and models,
 seeds and horizons, settings, sweeps and output folders, trace options, claims and benchmarks.

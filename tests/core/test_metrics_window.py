@@ -287,7 +287,7 @@ def test_stability_window_follows_the_warmup():
 
 
 def test_short_stable_runs_are_not_flagged_and_overload_is():
-    # the case: work-conserving Best-Fit on ec2 at zeta 0.9 with horizon 20 (the previous
+    # the case that showed the problem: work-conserving Best-Fit on ec2 at zeta 0.9 with horizon 20 (the previous
     # slope rule flagged 1 of 3 seeds); 20 time units are too short to test: undetermined
     for seed in range(3):
         m = run_episode(make_preset("ec2", zeta=0.9), "best-fit", seed=seed, horizon=20.0)

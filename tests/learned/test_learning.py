@@ -1,4 +1,4 @@
-"""Learned agents (issue #9 part A): the equivariant policy's logit layout, equivariance and
+"""Learned agents: the equivariant policy's logit layout, equivariance and
 size transfer; training, saving, reloading and exact reproduction; the ``train`` CLI; bad input.
 
 Training budgets here are tiny (a few hundred to 2k steps): these tests check the

@@ -1,6 +1,6 @@
 """Damaged or foreign model files are ConfigErrors naming the file and the problem (exit 2 from the CLI);
 a run folder works as an agent; `train` refuses to write over a run and `--resume` restores the run's
-whole configuration (issue #17 items 2, 4, 5 and the warm-start example)."""
+whole configuration (and the warm-start example)."""
 
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ def _google_slice() -> bool:
 @pytest.mark.traces
 @pytest.mark.skipif(not _google_slice(), reason="the shared Google trace slice is absent (set CLUSTERGYM_TRACES)")
 def test_autoscale_trace_settings_reach_the_runs():
-    """autoscale.google_servers and autoscale.google_n size the Google-trace claim (issue #22: 1000 servers)."""
+    """autoscale.google_servers and autoscale.google_n size the Google-trace claim (the paper's Fig. 6: 1000 servers)."""
     code, out, err = _cli(
         "reproduce",
         "autoscale-google-trace-ordering",

@@ -1,4 +1,4 @@
-"""`compare` keeps its work (issue #17 items 2, 4 and 6): every input and the output folder are checked
+"""`compare` keeps its work: every input and the output folder are checked
 before anything runs; each episode is kept as it finishes; after Ctrl-C or a failing cell,
 `compare --resume DIR` runs only the missing cells and writes the same tables as an uninterrupted run;
 an earlier run is never overwritten without --overwrite; an agent listed twice is refused."""

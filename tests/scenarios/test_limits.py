@@ -1,5 +1,5 @@
 """Runs that would never end, or never fit in memory, are refused up front with the limit named;
-scenario files get the presets' queue cap; files are UTF-8 and name a key given twice (issue #17: 3, 7, 9)."""
+scenario files get the presets' queue cap; files are UTF-8 and name a key given twice."""
 
 from __future__ import annotations
 

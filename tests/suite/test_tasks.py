@@ -1,4 +1,4 @@
-"""The suite's tasks as Gymnasium environments (issue #19): ids, observation, unmasked use,
+"""The suite's tasks as Gymnasium environments: ids, observation, unmasked use,
 determinism (in-process, across processes, in vector envs), check_env, and the start."""
 
 from __future__ import annotations

@@ -447,7 +447,7 @@ def test_malformed_non_numeric(tmp_path):
 
 def test_malformed_nan_field_and_header_only_csv(tmp_path):
     """A nan or inf where a number belongs names its line and 1-based column; a CSV with a header
-    and no data line says it holds no job (issue #17)."""
+    and no data line says it holds no job."""
     lines = _part0_lines()
     f = lines[99].split(",")
     f[9] = "nan"

@@ -1,4 +1,4 @@
-"""Do plain RL algorithms complete episodes on every suite task?  (issue #19's target, measured.)
+"""Do plain RL algorithms complete episodes on every suite task?  (The suite's learnability target, measured.)
 
 For each suite task and each algorithm -- PPO without masks, MaskablePPO, DQN without masks, all
 Stable-Baselines3 defaults on ``gymnasium.make("clustergym/<task>-v1")`` with the ``MultiInputPolicy``
@@ -7,7 +7,7 @@ completed (Monitor), their mean length in steps, ``ep_rew_mean`` and the share o
 (which act as WAIT).  Figures only, no assertion; the suite's tests check the property itself
 (tests/suite/test_tasks.py: an unmasked agent completes episodes on each task).
 
-    python benchmarks/suite_learners.py [--steps 6000] [--tasks rms-trap,...] [--algos ppo,maskable-ppo,dqn] [--threads 1] [--json]
+    python experiments/suite_learners.py [--steps 6000] [--tasks rms-trap,...] [--algos ppo,maskable-ppo,dqn] [--threads 1] [--json]
 
 The ``azure-vms`` task needs the real traces (``CLUSTERGYM_TRACES``); it is skipped without them.
 """

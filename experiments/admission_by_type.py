@@ -1,6 +1,6 @@
 """What an admission policy turns away, per job type, on a suite task's episodes.
 
-    python benchmarks/admission_by_type.py best-fit-admit models/autoscale-syn4-load15-s0 [--task autoscale-syn4] [--seeds 10]
+    python experiments/admission_by_type.py best-fit-admit models/autoscale-syn4-load15-s0 [--task autoscale-syn4] [--seeds 10]
 
 For each agent (a registered name or a saved model), on the task's first ``--seeds`` reference
 evaluation seeds: the arrivals of each job type and the share of them rejected, summed over the

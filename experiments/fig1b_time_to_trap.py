@@ -9,7 +9,7 @@ number of seeds trapped and censored, and the share trapped by 2, 4, 6, 8 and 10
 The figures stated by the ``rms-fig1b`` claim (``FIG1B_TRAP_TIMES``) come from
 ``--seeds 16 --horizon 50000`` (55 minutes on 2 shared cores).
 
-    python benchmarks/fig1b_time_to_trap.py [--seeds 20] [--horizon 100000] [--select-job largest] [--workers 2] [--json]
+    python experiments/fig1b_time_to_trap.py [--seeds 20] [--horizon 100000] [--select-job largest] [--workers 2] [--json]
 
 A run stops as soon as it is trapped; an untrapped run costs ~6 CPU-minutes per 10^5 time units.
 """

@@ -6,13 +6,13 @@ of runs the kernel calls ``unstable``, ``undetermined`` and ``stable``.  On stab
 previous rule (OLS slope of the queue samples over the second half > 1% of the arrival rate) is
 evaluated on the same runs for comparison.
 
-    python benchmarks/stability_detector.py [--seeds 100] [--workers 2] [--quick] [--json]
+    python experiments/stability_detector.py [--seeds 100] [--workers 2] [--quick] [--json]
 
 Cases (the truth is known from the load, not from the runs):
 
 * stable: ``ec2`` at zeta 0.8, 0.9, 0.95 (the RMS paper's EC2 setting, 20 servers), First-Fit and
   Best-Fit with a scan window of 64 (the compiled path), and work-conserving Best-Fit (largest-job
-  refill) at zeta 0.9; ``two-sizes`` under BF-J/S (bfjs-vqs: stable below the capacity region);
+  refill) at zeta 0.9; ``two-sizes`` under BF-J/S (stable below the capacity region);
 * unstable: ``ec2`` at zeta 1.05, 1.1 and 1.2 (outside the capacity region: the queue must grow
   for any policy), and ``bf-trap`` under Best-Fit with random-type refill (unstable from an empty
   start; see the rms-fig1b claim).

@@ -1,4 +1,4 @@
-"""``benchmarks/headroom_rules.py``: the diagnostic rules act as they say, and the script prints its table."""
+"""``experiments/headroom_rules.py``: the diagnostic rules act as they say, and the script prints its table."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from clustergym.agent_api import make_env_for
 from clustergym.runner import run_episode
 from clustergym.suite import task
 
-# benchmarks/headroom_rules.py, loaded by the benchmark_script fixture (tests/conftest.py)
+# experiments/headroom_rules.py, loaded by the experiment_script fixture (experiments/conftest.py)
 SCRIPT = "headroom_rules"
 SEED = 1_000_000
 
 
 @pytest.fixture(scope="module")
-def headroom(benchmark_script):
-    return benchmark_script
+def headroom(experiment_script):
+    return experiment_script
 
 
 def commands(task_name: str, agent):

@@ -1,6 +1,6 @@
 """Learning curves of several training settings side by side: score against samples and against wall time.
 
-    python benchmarks/training_settings.py "SB3 defaults=runs/old" "16 envs, batch 512, 4 epochs=runs/new" \\
+    python experiments/training_settings.py "SB3 defaults=runs/old" "16 envs, batch 512, 4 epochs=runs/new" \\
         --out docs/figures/training_settings.png
 
 Each ``LABEL=RUN`` is a folder written by ``clustergym train`` with ``--eval-every`` (its ``eval.csv``);

@@ -1,4 +1,4 @@
-"""``benchmarks/admission_by_type.py``: per-type arrivals and rejections add up to the episode's own counts."""
+"""``experiments/admission_by_type.py``: per-type arrivals and rejections add up to the episode's own counts."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 from clustergym.runner import Probe, run_episode
 from clustergym.suite import eval_seeds, task
 
-# benchmarks/admission_by_type.py, loaded by the benchmark_script fixture (tests/conftest.py)
+# experiments/admission_by_type.py, loaded by the experiment_script fixture (experiments/conftest.py)
 SCRIPT = "admission_by_type"
 
 
 @pytest.fixture(scope="module")
-def script(benchmark_script):
-    return benchmark_script
+def script(experiment_script):
+    return experiment_script
 
 
 def test_counts_add_up_to_the_episode_s_rejections(script):

@@ -1,6 +1,6 @@
 """Diagnostic rules that show how much a task leaves to learn beyond its registered baselines.
 
-    python benchmarks/headroom_rules.py [--seeds 30]
+    python experiments/headroom_rules.py [--seeds 30]
 
 Rules of a few lines each, written for one suite task each. They are *not* registered baselines
 and not from the papers: they only measure the headroom that a learned policy could find, using

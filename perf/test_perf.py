@@ -1,10 +1,10 @@
 """pytest-benchmark versions of ``clustergym bench`` (figures, never assertions on time).
 
-Not part of the default ``pytest`` run (``testpaths = ["tests"]``).  Run with
+Not part of the default ``pytest`` run (``testpaths = ["tests", "experiments"]``).  Run with
 
-    pytest benchmarks/ --benchmark-only [--benchmark-json out.json]
+    pytest perf/ --benchmark-only [--benchmark-json out.json]
 
-The replay benchmarks need the shared traces (skipped with the reason otherwise); the
+The replay benchmarks need the real traces (``$CLUSTERGYM_TRACES``; skipped with the reason otherwise); the
 SimPy one needs the ``bench`` extra.  Compare the two replay rows for the speed-up on
 the same 20,000 tasks (``clustergym bench`` reports the ratio itself, on 50,000 or all).
 """
