@@ -10,10 +10,13 @@ expected and what was given, in one style::
     workload.types[0].rate: must be finite, got nan
     queueing: expected one of ['central', 'local', 'loss'], got 'fifo'
 
-``error`` is :class:`~clustergym.errors.ScenarioError` (the default) for the fields of a scenario
-(preset parameters, scenario files, sources, trace options) and
-:class:`~clustergym.errors.ConfigError` for the settings that are not a scenario (agent
-parameters, environment and training options, worker counts).
+The functions raise :class:`~clustergym.errors.ScenarioError` (the default ``error``) for the fields
+of a scenario (preset parameters, scenario files, sources, trace options).  The settings that are
+not a scenario (agent parameters, environment and training options, worker counts) are checked
+through :data:`settings`, the same validators raising :class:`~clustergym.errors.ConfigError`::
+
+    from clustergym.validation import settings
+    scan = settings.number(scan, "agent.scan", lo=1, integer=True)
 
 The rules: a bool is not a number (YAML's ``true`` never becomes 1) and a number is not a bool;
 numbers may be ``int``, ``float``, NumPy scalars or other real numbers (``Fraction``), never
@@ -23,16 +26,29 @@ as an integral float (``1e3``).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from clustergym.errors import ClusterGymError, ScenarioError
+from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 
-__all__ = ["is_number", "describe", "number", "positive", "choice", "boolean", "vector", "matrix", "mapping"]
+__all__ = [
+    "is_number",
+    "describe",
+    "number",
+    "positive",
+    "choice",
+    "boolean",
+    "vector",
+    "matrix",
+    "mapping",
+    "Checks",
+    "settings",
+]
 
 ErrorType = type[ClusterGymError]
 
@@ -229,3 +245,29 @@ def mapping(
         if k not in value:
             raise error(f"{field}.{k}" if field else k, "missing required field")
     return value
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _bind(fn: _F, error: ErrorType) -> _F:
+    return cast(_F, functools.partial(fn, error=error))
+
+
+class Checks:
+    """The validators of this module with their error type bound (:func:`number`, :func:`positive`,
+    :func:`choice`, :func:`boolean`, :func:`vector`, :func:`matrix`, :func:`mapping`)."""
+
+    def __init__(self, error: ErrorType):
+        self.error = error
+        self.number = _bind(number, error)
+        self.positive = _bind(positive, error)
+        self.choice = _bind(choice, error)
+        self.boolean = _bind(boolean, error)
+        self.vector = _bind(vector, error)
+        self.matrix = _bind(matrix, error)
+        self.mapping = _bind(mapping, error)
+
+
+#: the validators for settings that are not a scenario: they raise :class:`~clustergym.errors.ConfigError`
+settings = Checks(ConfigError)

@@ -9,7 +9,19 @@ import numpy as np
 import pytest
 
 from clustergym.errors import ConfigError, ScenarioError
-from clustergym.validation import boolean, choice, describe, is_number, mapping, matrix, number, positive, vector
+from clustergym.validation import (
+    Checks,
+    boolean,
+    choice,
+    describe,
+    is_number,
+    mapping,
+    matrix,
+    number,
+    positive,
+    settings,
+    vector,
+)
 
 NAN, INF = float("nan"), float("inf")
 
@@ -91,6 +103,30 @@ def test_the_error_class_is_the_callers():
             call()
         with pytest.raises(ValueError):  # both error classes are ValueErrors
             call()
+
+
+def test_settings_are_the_validators_raising_config_errors():
+    """Settings that are not a scenario are checked through ``settings``; the plain functions raise
+    ScenarioError, and both report the same message."""
+    with pytest.raises(ConfigError) as e:
+        settings.number(0, "agent.scan", lo=1, integer=True)
+    assert str(e.value) == "agent.scan: must be >= 1, got 0"
+    with pytest.raises(ScenarioError) as plain:
+        number(0, "agent.scan", lo=1, integer=True)
+    assert not isinstance(plain.value, ConfigError) and str(plain.value) == str(e.value)
+    assert settings.positive(3, "workers", integer=True) == 3
+    assert settings.choice("a", "agent.mode", ("a", "b")) == "a"
+    for call in (
+        lambda: settings.choice("x", "agent.mode", ("a",)),
+        lambda: settings.boolean(1, "agent.check"),
+        lambda: settings.positive(-1, "workers"),
+        lambda: settings.vector([1, "a"], "agent.rates"),
+        lambda: settings.matrix("a", "agent.rates"),
+        lambda: settings.mapping([], "agent", {"a"}),
+    ):
+        with pytest.raises(ConfigError):
+            call()
+    assert Checks(ScenarioError).choice("a", "queueing", ("a",)) == "a"
 
 
 @pytest.mark.parametrize(

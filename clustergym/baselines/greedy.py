@@ -56,8 +56,7 @@ from clustergym.core.placement import scan_select
 from clustergym.core.scores import best_mask
 from clustergym.core.simulator import EpochConfig
 from clustergym.envs.reward import ObjectiveReward
-from clustergym.errors import ConfigError
-from clustergym.validation import choice, number
+from clustergym.validation import settings
 
 __all__ = ["select_server", "GreedyAgent", "FirstFit", "BestFit", "RandomFit", "BestFitAdmit", "FirstFitAdmit"]
 
@@ -85,8 +84,8 @@ class GreedyAgent(Agent):
 
     def __init__(self, select_job: str | None = None, scan: int | None = None, **params: Any):
         super().__init__(**params)
-        self.select_job = choice(select_job or self.default_job_rule, "agent.select_job", JOB_RULES, error=ConfigError)
-        self.scan = number(scan, "agent.scan", lo=1, integer=True, allow_none=True, error=ConfigError)
+        self.select_job = settings.choice(select_job or self.default_job_rule, "agent.select_job", JOB_RULES)
+        self.scan = settings.number(scan, "agent.scan", lo=1, integer=True, allow_none=True)
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:

@@ -20,7 +20,7 @@ from rich.table import Table
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli.values import parse_pairs, parse_stage, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
-from clustergym.validation import choice, number
+from clustergym.validation import settings
 
 #: click's UsageError as typer raises it (typer >= 0.24 vendors click)
 _USAGE_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
@@ -199,7 +199,7 @@ def run_cmd(
         sparams, aparams = split_prefix(parse_pairs(set_), "agent.")
         _with_warmup(sparams, warmup)
         sc = resolve_scenario(scenario, **sparams).with_horizon(horizon)
-        number(seed, "--seed", lo=0, integer=True, error=ConfigError)
+        settings.number(seed, "--seed", lo=0, integer=True)
         ag = make_agent(agent, **aparams)
         if not json_out:
             err.print(f"running {agent} on {sc.name} (seed {seed}, horizon {sc.horizon:g})")
@@ -341,7 +341,7 @@ def compare_cmd(
             "a scenario and --agents are required (or --resume DIR of an earlier run)",
         )
     seeds = 5 if seeds is None else seeds
-    p_adjust = choice("holm" if p_adjust is None else p_adjust, "--p-adjust", P_ADJUST_METHODS, error=ConfigError)
+    p_adjust = settings.choice("holm" if p_adjust is None else p_adjust, "--p-adjust", P_ADJUST_METHODS)
 
     # ---- every input is checked before anything runs: parameters, each swept value, agents, the folder
     # a suite task (not a preset nor a file): its scenario, parameters and window are fixed
@@ -361,7 +361,7 @@ def compare_cmd(
     _with_warmup(sparams, warmup)
     if aparams:
         raise ConfigError("--set", "compare takes scenario parameters only (agent.* is for `run`)")
-    number(seeds, "--seeds", lo=1, integer=True, error=ConfigError)
+    settings.number(seeds, "--seeds", lo=1, integer=True)
     if sweep_ is not None:
         param, _, raw = sweep_.partition("=")
         values = [parse_value(v) for v in raw.split(",") if v.strip()]

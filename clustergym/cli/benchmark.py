@@ -172,13 +172,13 @@ def benchmark_cmd(
     from clustergym.runner import worker_count
     from clustergym.suite import EVAL_SEEDS
     from clustergym.suite import task as get_task
-    from clustergym.validation import number
+    from clustergym.validation import settings
 
     try:
         task_names = _tasks(tasks)
         for n in task_names or []:
             get_task(n)
-        number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True, error=ConfigError)
+        settings.number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
         workers = worker_count(workers, "--workers")
         if reference and specs:
             raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")

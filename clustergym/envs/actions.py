@@ -34,7 +34,7 @@ from gymnasium import spaces
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
 from clustergym.errors import ConfigError
-from clustergym.validation import choice
+from clustergym.validation import settings
 
 __all__ = [
     "ActionMode",
@@ -364,4 +364,4 @@ def make_action_mode(name: str | None, sim: Simulator, queue_window: int) -> Act
     """The action mode ``name`` (``None``: :func:`default_action_mode` of the simulator's queueing)."""
     if name is None:
         name = default_action_mode(sim.queueing)
-    return ACTION_MODES[choice(name, "action_mode", ACTION_MODES, error=ConfigError)](sim, queue_window)
+    return ACTION_MODES[settings.choice(name, "action_mode", ACTION_MODES)](sim, queue_window)

@@ -18,7 +18,7 @@ from clustergym.envs.reward import RewardFn, make_reward_fn
 from clustergym.envs.viewer import render_text
 from clustergym.errors import ConfigError, InvalidCommandError, ScenarioError
 from clustergym.scenarios.spec import Scenario
-from clustergym.validation import boolean, choice, number
+from clustergym.validation import settings
 
 __all__ = ["ClusterEnv", "AdmissionEnv"]
 
@@ -159,25 +159,23 @@ class ClusterEnv(gym.Env):
                 epochs = EpochConfig(**epochs)
             except TypeError as e:
                 raise ScenarioError("epochs", str(e)) from None
-        queue_window = number(queue_window, "queue_window", lo=1, integer=True, error=ConfigError)
-        choice(invalid_action, "invalid_action", ("penalize", "wait", "raise"), error=ConfigError)
+        queue_window = settings.number(queue_window, "queue_window", lo=1, integer=True)
+        settings.choice(invalid_action, "invalid_action", ("penalize", "wait", "raise"))
         if render_mode is not None:
-            choice(render_mode, "render_mode", self.metadata["render_modes"], error=ConfigError)
+            settings.choice(render_mode, "render_mode", self.metadata["render_modes"])
         self.sim: Simulator = self.scenario.make_simulator(epochs, validate=validate)
         self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
         self.action_mode = self.mode.name
         self.queue_window = queue_window
         self.skip_trivial = (
-            self.mode.skippable if skip_trivial is None else boolean(skip_trivial, "skip_trivial", error=ConfigError)
+            self.mode.skippable if skip_trivial is None else settings.boolean(skip_trivial, "skip_trivial")
         )
         self.invalid_action = invalid_action
-        self.invalid_penalty = number(invalid_penalty, "invalid_penalty", error=ConfigError)  # finite
-        self.max_invalid_per_epoch = number(
-            max_invalid_per_epoch, "max_invalid_per_epoch", lo=1, integer=True, error=ConfigError
-        )
-        self.reward_scale = number(reward_scale, "reward_scale", lo=0.0, lo_open=True, error=ConfigError)
+        self.invalid_penalty = settings.number(invalid_penalty, "invalid_penalty")  # finite
+        self.max_invalid_per_epoch = settings.number(max_invalid_per_epoch, "max_invalid_per_epoch", lo=1, integer=True)
+        self.reward_scale = settings.number(reward_scale, "reward_scale", lo=0.0, lo_open=True)
         self.render_mode = render_mode
-        self.observe = boolean(observe, "observe", error=ConfigError)
+        self.observe = settings.boolean(observe, "observe")
         self.objective = self.scenario.objective
         self.reward_timing = reward_timing
         if reward_fn is None:
@@ -185,7 +183,7 @@ class ClusterEnv(gym.Env):
         elif not callable(reward_fn):
             raise ConfigError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
         self.reward_fn = reward_fn
-        self.pair_features = boolean(pair_features, "pair_features", error=ConfigError)
+        self.pair_features = settings.boolean(pair_features, "pair_features")
         self.obs_builder = ObservationBuilder(
             self.sim, queue_window, self.mode.mask_size, self.scenario.clairvoyant, pair_features=self.pair_features
         )

@@ -22,7 +22,7 @@ from typing import Any
 from clustergym.core.objectives import objective
 from clustergym.core.simulator import Simulator
 from clustergym.errors import ConfigError
-from clustergym.validation import choice
+from clustergym.validation import settings
 
 __all__ = ["RewardFn", "ObjectiveReward", "StartReward", "make_reward_fn"]
 
@@ -79,7 +79,7 @@ class StartReward(RewardFn):
 def make_reward_fn(objective_name: str, *, timing: Any = "integral", scale: float = 1.0) -> RewardFn:
     """The reward of an objective under a ``reward_timing`` (``"integral"``, ``"start"`` or ``"expected"``)."""
     objective(objective_name)
-    timing = choice(timing, "reward_timing", ("integral", "start", "expected"), error=ConfigError)
+    timing = settings.choice(timing, "reward_timing", ("integral", "start", "expected"))
     if timing == "integral":
         return ObjectiveReward(objective_name, scale)
     if objective_name != "reward":

@@ -24,7 +24,7 @@ import numpy as np
 
 from clustergym.agent_api import AgentRequirements
 from clustergym.errors import ConfigError, require_extra
-from clustergym.validation import choice
+from clustergym.validation import settings
 
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
 
@@ -409,7 +409,7 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
             f"a trained model takes no parameter {next(iter(params))!r} (its one parameter is decoding)",
         )
     if decoding is not None:
-        choice(decoding, "agent.decoding", DECODINGS, error=ConfigError)
+        settings.choice(decoding, "agent.decoding", DECODINGS)
     require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     import torch as th
 

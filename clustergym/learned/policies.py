@@ -51,7 +51,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from clustergym.errors import ConfigError
-from clustergym.validation import boolean, number
+from clustergym.validation import settings
 
 __all__ = [
     "PairScorer",
@@ -262,10 +262,10 @@ class _EquivariantMixin:
             )
         if not isinstance(action_space, spaces.Discrete):
             raise ConfigError("policy", f"the equivariant policy needs a Discrete action space, got {action_space}")
-        self.work_conserving = boolean(work_conserving, "policy.work_conserving", error=ConfigError)
-        self.wait_bias = number(wait_bias, "policy.wait_bias", error=ConfigError)
-        self.use_time = boolean(use_time, "policy.use_time", error=ConfigError)
-        self.server_ids = boolean(server_ids, "policy.server_ids", error=ConfigError)
+        self.work_conserving = settings.boolean(work_conserving, "policy.work_conserving")
+        self.wait_bias = settings.number(wait_bias, "policy.wait_bias")
+        self.use_time = settings.boolean(use_time, "policy.use_time")
+        self.server_ids = settings.boolean(server_ids, "policy.server_ids")
         if self.work_conserving and action_mode == "rule":
             raise ConfigError("policy.work_conserving", "the rule mode has no WAIT to forbid: it chooses among rules")
         if self.work_conserving and action_mode == "admit":

@@ -728,10 +728,10 @@ def run_benchmarks(
 ) -> dict[str, Any]:
     """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
     from clustergym.core import accel
-    from clustergym.errors import ConfigError, require_extra
-    from clustergym.validation import number
+    from clustergym.errors import require_extra
+    from clustergym.validation import settings
 
-    number(memory_events, "--memory-events", lo=0, integer=True, error=ConfigError)
+    settings.number(memory_events, "--memory-events", lo=0, integer=True)
     if ppo:  # checked before anything runs
         require_extra(
             ("torch", "stable_baselines3", "sb3_contrib"), "train", "bench's PPO share (--ppo; --no-ppo skips it)"

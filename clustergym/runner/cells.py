@@ -42,7 +42,7 @@ from clustergym.agent_api import AGENTS, list_agents, make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
-from clustergym.validation import number
+from clustergym.validation import settings
 
 __all__ = [
     "Cell",
@@ -155,7 +155,7 @@ def plan(
     if not seeds:
         raise ConfigError("seeds", "no seed to run (expected at least one)")
     for s in seeds:
-        number(s, "seeds", lo=0, integer=True, error=ConfigError)
+        settings.number(s, "seeds", lo=0, integer=True)
     if sweep is not None and not list(sweep[1]):
         raise ConfigError("sweep", f"no value to sweep {sweep[0]!r} over")
     if isinstance(scenario, Scenario) and (params or sweep):
@@ -241,7 +241,7 @@ def worker_count(workers: int | None, field: str = "workers") -> int:
     """A number of worker processes: ``workers`` (an integer >= 1), or the available cores for ``None``."""
     if workers is None:
         return available_workers()
-    return number(workers, field, lo=1, integer=True, error=ConfigError)
+    return settings.number(workers, field, lo=1, integer=True)
 
 
 def run_cells(

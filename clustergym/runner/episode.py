@@ -17,7 +17,7 @@ from typing import Any
 from clustergym.agent_api import make_agent, make_env_for, requirements_of
 from clustergym.errors import ConfigError
 from clustergym.scenarios import Scenario, resolve_scenario
-from clustergym.validation import number
+from clustergym.validation import settings
 
 __all__ = ["Probe", "run_episode", "RUN_FIELDS"]
 
@@ -120,7 +120,7 @@ def run_episode(
     """
     sc = resolve_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
     sc = sc.with_horizon(horizon).check_run_size()
-    seed = number(seed, "seed", lo=0, integer=True, error=ConfigError)
+    seed = settings.number(seed, "seed", lo=0, integer=True)
     if isinstance(agent, str):
         agent_name = agent_name or agent
         agent = make_agent(agent)

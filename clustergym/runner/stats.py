@@ -23,6 +23,7 @@ import pandas as pd
 
 from clustergym.core.objectives import headline_metric
 from clustergym.errors import ConfigError
+from clustergym.validation import settings
 
 __all__ = [
     "P_ADJUST_METHODS",
@@ -84,9 +85,7 @@ def adjust_p_values(p_values: Sequence[float] | np.ndarray, method: str = "holm"
     false "different"); ``bh``: Benjamini-Hochberg (SciPy's ``false_discovery_control``), which
     controls the false discovery rate; ``none``: unchanged.
     """
-    from clustergym.validation import choice
-
-    choice(method, "p_adjust", P_ADJUST_METHODS, error=ConfigError)
+    settings.choice(method, "p_adjust", P_ADJUST_METHODS)
     p = np.asarray(p_values, dtype=np.float64)
     out = np.full_like(p, math.nan)
     ok = np.isfinite(p)
@@ -156,9 +155,8 @@ def summarize(
         raise ConfigError(
             "reference", f"agent {reference!r} is not among the compared agents {list(dict.fromkeys(results['agent']))}"
         )
-    from clustergym.validation import choice
 
-    choice(p_adjust, "p_adjust", P_ADJUST_METHODS, error=ConfigError)
+    settings.choice(p_adjust, "p_adjust", P_ADJUST_METHODS)
     metrics = tuple(metrics)
     out = []
     keys = ["agent"] if by is None else [by, "agent"]

@@ -271,7 +271,7 @@ def task(name: str) -> Task:
 
 def eval_seeds(n: int | None = None) -> list[int]:
     """The first ``n`` evaluation seeds (default: the reference's :data:`REFERENCE_SEEDS`)."""
-    from clustergym.validation import number
+    from clustergym.validation import settings
 
-    n = REFERENCE_SEEDS if n is None else number(n, "seeds", lo=1, hi=len(EVAL_SEEDS), integer=True, error=ConfigError)
+    n = REFERENCE_SEEDS if n is None else settings.number(n, "seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
     return list(EVAL_SEEDS[:n])

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clustergym.errors import ConfigError
-from clustergym.validation import number
+from clustergym.validation import settings
 
 __all__ = ["Stage", "check_stages", "phases", "make_stage_env"]
 
@@ -61,7 +61,7 @@ def check_stages(stages: Sequence[Any], timesteps: int) -> list[Stage]:
             s = (s.steps, s.params)
         if not isinstance(s, (tuple, list)) or len(s) != 2:
             raise ConfigError(where, f"a stage is (steps, {{parameter: value}}), got {s!r}")
-        steps = number(s[0], f"{where}.steps", lo=1, integer=True, error=ConfigError)
+        steps = settings.number(s[0], f"{where}.steps", lo=1, integer=True)
         if not isinstance(s[1], dict) or not s[1]:
             raise ConfigError(f"{where}.params", f"a stage changes at least one scenario parameter, got {s[1]!r}")
         out.append(Stage(int(steps), dict(s[1])))

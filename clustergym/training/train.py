@@ -57,7 +57,7 @@ from clustergym.learned.model_agent import (
 )
 from clustergym.runner import worker_count
 from clustergym.training.curriculum import Stage, check_stages, phases
-from clustergym.validation import choice, mapping, number
+from clustergym.validation import settings
 
 __all__ = [
     "train",
@@ -178,8 +178,8 @@ def make_train_env(
 
 
 def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> None:
-    choice(algo, "algo", ALGOS, error=ConfigError)
-    choice(policy, "policy", POLICIES, error=ConfigError)
+    settings.choice(algo, "algo", ALGOS)
+    settings.choice(policy, "policy", POLICIES)
     if action_mode == "command":
         raise ConfigError(
             "action_mode",
@@ -188,7 +188,7 @@ def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> Non
         )
     if algo == "dqn" and policy != "mlp":
         raise ConfigError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
-    number(timesteps, "timesteps", lo=1, integer=True, error=ConfigError)
+    settings.number(timesteps, "timesteps", lo=1, integer=True)
 
 
 def policy_spec(
@@ -692,8 +692,8 @@ def train(
                 "warm_start",
                 f"in the rule mode the teacher is one of the rules {env_kwargs['rules']}, not {warm_start!r}",
             )
-    choice(vec_env, "vec_env", VEC_ENVS, error=ConfigError)
-    choice(decoding, "decoding", DECODINGS, error=ConfigError)
+    settings.choice(vec_env, "vec_env", VEC_ENVS)
+    settings.choice(decoding, "decoding", DECODINGS)
     if resume is not None:
         n_envs, vec_env = previous.get("n_envs", n_envs), previous.get("vec_env", "subproc")
     n_envs = worker_count(n_envs, "envs") if n_envs is not None or vec_env == "subproc" else DEFAULT_ENVS
@@ -711,7 +711,7 @@ def train(
             )
     if algo in ("ppo", "maskable-ppo") and resume is None:  # measured defaults (module docstring); --set overrides
         algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
-    mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids"), error=ConfigError)
+    settings.mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids"))
     import inspect
 
     accepted = set(inspect.signature(algo_classes()[algo].__init__).parameters) - {
@@ -743,7 +743,7 @@ def train(
     if warm_start and resume:
         raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
     if warm_start:
-        number(warm_start_steps, "warm_start_steps", lo=1, integer=True, error=ConfigError)
+        settings.number(warm_start_steps, "warm_start_steps", lo=1, integer=True)
     if task is None and Path(scenario).suffix in (".yaml", ".yml", ".json"):
         scenario = str(Path(scenario).resolve())
     if eval_horizon is None:

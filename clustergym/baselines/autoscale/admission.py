@@ -28,9 +28,8 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ConfigError
 from clustergym.theory.autoscale import default_g, type_rewards
-from clustergym.validation import boolean, number
+from clustergym.validation import settings
 
 __all__ = ["PowerOfD", "TrunkReservation", "least_loaded_order"]
 
@@ -49,8 +48,8 @@ class PowerOfD(Agent):
 
     def __init__(self, d: int = 5, fallback: bool = False, **params: Any):
         super().__init__(**params)
-        self.d = number(d, "agent.d", lo=1, integer=True, error=ConfigError)
-        self.fallback = boolean(fallback, "agent.fallback", error=ConfigError)
+        self.d = settings.number(d, "agent.d", lo=1, integer=True)
+        self.fallback = settings.boolean(fallback, "agent.fallback")
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -96,8 +95,8 @@ class TrunkReservation(Agent):
 
     def __init__(self, g: int | None = None, b: float = 0.5, **params: Any):
         super().__init__(**params)
-        self.g_param = number(g, "agent.g", lo=0, integer=True, allow_none=True, error=ConfigError)
-        self.b = number(b, "agent.b", lo=-1.0, lo_open=True, error=ConfigError)
+        self.g_param = settings.number(g, "agent.g", lo=0, integer=True, allow_none=True)
+        self.b = settings.number(b, "agent.b", lo=-1.0, lo_open=True)
         self._epoch = -1
 
     def reset(self, env: Any, seed: int | None = None) -> None:

@@ -57,9 +57,8 @@ from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ConfigError
 from clustergym.theory.autoscale import Config, ConfigSpace, default_g, gpa, space_of
-from clustergym.validation import boolean, choice, number
+from clustergym.validation import settings
 
 __all__ = ["DRA", "DRAPreemption", "DRANoMigration"]
 
@@ -91,11 +90,11 @@ class DRA(Agent):
         **params: Any,
     ):
         super().__init__(**params)
-        self.g_param: int | None = number(g, "agent.g", lo=0, integer=True, allow_none=True, error=ConfigError)
-        self.b = number(b, "agent.b", lo=-1.0, lo_open=True, error=ConfigError)
-        self.check = boolean(check, "agent.check", error=ConfigError)
+        self.g_param: int | None = settings.number(g, "agent.g", lo=0, integer=True, allow_none=True)
+        self.b = settings.number(b, "agent.b", lo=-1.0, lo_open=True)
+        self.check = settings.boolean(check, "agent.check")
         #: with a time, ``config_mix()`` and the admitted/rejected counts cover [track_from, now] only
-        self.track_from = number(track_from, "agent.track_from", lo=0.0, allow_none=True, error=ConfigError)
+        self.track_from = settings.number(track_from, "agent.track_from", lo=0.0, allow_none=True)
 
     # ================================================================== episode state
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -508,9 +507,9 @@ class DRAPreemption(DRA):
 
     def __init__(self, preempt_scope: str = "rank_gt_istar", retry_after_preempt: bool = False, **params: Any):
         super().__init__(**params)
-        self.preempt_scope = choice(preempt_scope, "agent.preempt_scope", self._SCOPES, error=ConfigError)
+        self.preempt_scope = settings.choice(preempt_scope, "agent.preempt_scope", self._SCOPES)
         #: after the preemptions and CRA, admit the triggering job if an Accept-Group slot now holds it
-        self.retry_after_preempt = boolean(retry_after_preempt, "agent.retry_after_preempt", error=ConfigError)
+        self.retry_after_preempt = settings.boolean(retry_after_preempt, "agent.retry_after_preempt")
 
     def _preempt(self, j: int) -> bool:
         budget = self.g * float(self.size[j])

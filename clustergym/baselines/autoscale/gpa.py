@@ -30,7 +30,7 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.theory.autoscale import Config, ConfigSpace, as_fraction, gpa, lp_upper_bound, space_of
-from clustergym.validation import choice
+from clustergym.validation import settings
 
 __all__ = ["StaticReservation", "GPAStatic", "LPStatic", "static_partition_gpa", "static_partition_lp"]
 
@@ -136,7 +136,7 @@ class LPStatic(StaticReservation):
 
     def __init__(self, leftover: str = "empty", **params: Any):
         super().__init__(**params)
-        self.leftover = choice(leftover, "agent.leftover", ("empty", "best"), error=ConfigError)
+        self.leftover = settings.choice(leftover, "agent.leftover", ("empty", "best"))
 
     def partition(self, rho: list[Fraction], space: ConfigSpace) -> list[tuple[Config, int]]:
         return static_partition_lp(rho, self.view.num_servers, space, self.leftover)

@@ -103,7 +103,7 @@ from clustergym.core.placement import ResidualIndex
 from clustergym.core.scores import argbest, score_tol
 from clustergym.core.simulator import SLOT_EPOCHS
 from clustergym.errors import ConfigError
-from clustergym.validation import boolean, choice
+from clustergym.validation import settings
 
 __all__ = ["BFJ", "BFJS", "BFS", "EPS", "FIFOFF", "MODES", "SLOT_EPOCHS", "SlottedAgent", "first_by_id"]
 
@@ -155,7 +155,7 @@ class SlottedAgent(Agent):
 
     def __init__(self, mode: str = "faithful", **params: Any):
         super().__init__(**params)
-        self.mode = choice(mode, "agent.mode", MODES, error=ConfigError)
+        self.mode = settings.choice(mode, "agent.mode", MODES)
         self.vector = mode == "vector"
 
     # ================================================================== episode state
@@ -518,7 +518,7 @@ class FIFOFF(SlottedAgent):
 
     def __init__(self, blocking: bool = True, mode: str = "faithful", **params: Any):
         super().__init__(mode=mode, **params)
-        self.blocking = boolean(blocking, "agent.blocking", error=ConfigError)
+        self.blocking = settings.boolean(blocking, "agent.blocking")
 
     def schedule(self, dep: list[int], new: list[int]) -> None:
         if not self.blocking:

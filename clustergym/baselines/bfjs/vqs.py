@@ -86,7 +86,7 @@ from sortedcontainers import SortedList
 from clustergym.baselines.bfjs.bfjs import SlottedAgent, first_by_id
 from clustergym.errors import ConfigError
 from clustergym.theory.bfjs import Config, auto_J, best_config, k_red, vq_type
-from clustergym.validation import boolean, number
+from clustergym.validation import settings
 
 __all__ = ["VQS", "VQSBF", "VQSAgent"]
 
@@ -106,10 +106,10 @@ class VQSAgent(SlottedAgent):
         **params: Any,
     ):
         super().__init__(mode=mode, **params)
-        J = number(J, "agent.J", lo=2, hi=30, integer=True, allow_none=True, error=ConfigError)
-        round_tiny = boolean(round_tiny, "agent.round_tiny", allow_none=True, error=ConfigError)
-        argmax_snapshot = boolean(argmax_snapshot, "agent.argmax_snapshot", error=ConfigError)
-        hol_blocking = boolean(hol_blocking, "agent.hol_blocking", error=ConfigError)
+        J = settings.number(J, "agent.J", lo=2, hi=30, integer=True, allow_none=True)
+        round_tiny = settings.boolean(round_tiny, "agent.round_tiny", allow_none=True)
+        argmax_snapshot = settings.boolean(argmax_snapshot, "agent.argmax_snapshot")
+        hol_blocking = settings.boolean(hol_blocking, "agent.hol_blocking")
         if hol_blocking and self.best_fit:
             raise ConfigError("agent.hol_blocking", "applies to VQS only (VQS-BF picks the largest job)")
         self.J_param = J

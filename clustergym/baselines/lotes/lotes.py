@@ -54,9 +54,8 @@ from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ConfigError
 from clustergym.theory.lotes import LotesPlan, plan_for
-from clustergym.validation import boolean, choice
+from clustergym.validation import settings
 
 __all__ = ["ArrivalExitDispatcher", "LoTES", "QueueMirror"]
 
@@ -208,12 +207,12 @@ class LoTES(ArrivalExitDispatcher):
         **params: Any,
     ):
         super().__init__(**params)
-        self.rho_mode = choice(rho_mode, "agent.rho_mode", ("resource", "throughput"), error=ConfigError)
-        self.candidates = choice(candidates, "agent.candidates", ("bin", "config"), error=ConfigError)
-        self.exit_scope = choice(exit_scope, "agent.exit_scope", ("config", "bin"), error=ConfigError)
-        self.bins = choice(bins, "agent.bins", ("exhaustive", "algorithm1"), error=ConfigError)
-        self.rounding = choice(rounding, "agent.rounding", ("paper", "swap"), error=ConfigError)
-        self.strict_paper = boolean(strict_paper, "agent.strict_paper", error=ConfigError)
+        self.rho_mode = settings.choice(rho_mode, "agent.rho_mode", ("resource", "throughput"))
+        self.candidates = settings.choice(candidates, "agent.candidates", ("bin", "config"))
+        self.exit_scope = settings.choice(exit_scope, "agent.exit_scope", ("config", "bin"))
+        self.bins = settings.choice(bins, "agent.bins", ("exhaustive", "algorithm1"))
+        self.rounding = settings.choice(rounding, "agent.rounding", ("paper", "swap"))
+        self.strict_paper = settings.boolean(strict_paper, "agent.strict_paper")
         self.method = method
         self.plan: LotesPlan | None = None
 

@@ -47,7 +47,7 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
-from clustergym.validation import boolean, choice
+from clustergym.validation import settings
 
 __all__ = ["LotesGreedy"]
 
@@ -64,8 +64,8 @@ class LotesGreedy(Agent):
 
     def __init__(self, respect_queues: bool = False, queue_scan: str = "fcfs", **params: Any):
         super().__init__(**params)
-        self.queue_scan = choice(queue_scan, "agent.queue_scan", ("fcfs", "first-fit"), error=ConfigError)
-        self.respect_queues = boolean(respect_queues, "agent.respect_queues", error=ConfigError)
+        self.queue_scan = settings.choice(queue_scan, "agent.queue_scan", ("fcfs", "first-fit"))
+        self.respect_queues = settings.boolean(respect_queues, "agent.respect_queues")
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)

@@ -44,8 +44,7 @@ from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd
 from clustergym.core.scores import argbest
 from clustergym.core.simulator import EpochConfig
-from clustergym.errors import ConfigError
-from clustergym.validation import number, positive
+from clustergym.validation import settings
 
 __all__ = ["TetrisTran"]
 
@@ -63,9 +62,9 @@ class TetrisTran(ArrivalExitDispatcher):
 
     def __init__(self, w_align: float = 1.0, w_work: float = 1.0, hours_per_unit: float | None = None, **params: Any):
         super().__init__(**params)
-        self.w_align = number(w_align, "agent.w_align", error=ConfigError)
-        self.w_work = number(w_work, "agent.w_work", error=ConfigError)
-        self.hours_per_unit = positive(hours_per_unit, "agent.hours_per_unit", allow_none=True, error=ConfigError)
+        self.w_align = settings.number(w_align, "agent.w_align")
+        self.w_work = settings.number(w_work, "agent.w_work")
+        self.hours_per_unit = settings.positive(hours_per_unit, "agent.hours_per_unit", allow_none=True)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)

@@ -28,8 +28,7 @@ import numpy as np
 from clustergym.baselines.mris.mris import EventTimeAgent
 from clustergym.core.commands import Command
 from clustergym.core.scores import argbest
-from clustergym.errors import ConfigError
-from clustergym.validation import choice
+from clustergym.validation import settings
 
 __all__ = ["BFExec", "tightest_by_norm"]
 
@@ -43,7 +42,7 @@ class BFExec(EventTimeAgent):
 
     def __init__(self, departures: str = "all", **params: Any):
         super().__init__(**params)
-        self.departures = choice(departures, "agent.departures", ("all", "random"), error=ConfigError)
+        self.departures = settings.choice(departures, "agent.departures", ("all", "random"))
 
     def decide(self) -> Iterator[Command]:
         v = self.view

@@ -60,7 +60,7 @@ from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.theory.mris import KNAPSACKS, MRISInstance, select_batch
-from clustergym.validation import choice, number, positive
+from clustergym.validation import settings
 
 __all__ = [
     "TOL",
@@ -100,7 +100,7 @@ _WORK_EPOCHS = EpochConfig(arrivals=True, completions=True, dummy_completions=Fa
 
 def check_key(key: Any, field: str = "agent.key") -> str:
     """A sort key of :data:`SORT_KEYS`, in any case."""
-    return choice(key.lower() if isinstance(key, str) else key, field, SORT_KEYS, error=ConfigError)
+    return settings.choice(key.lower() if isinstance(key, str) else key, field, SORT_KEYS)
 
 
 def sort_scores(key: str, r: np.ndarray, p: np.ndarray, w: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -529,13 +529,11 @@ class MRIS(EventTimeAgent):
     ):
         super().__init__(**params)
         self.key = check_key(key or self.default_key)
-        self.knapsack = choice(knapsack or self.default_knapsack, "agent.knapsack", KNAPSACKS, error=ConfigError)
-        self.eps = number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True, error=ConfigError)
-        self.gamma0_param = positive(gamma0, "agent.gamma0", allow_none=True, error=ConfigError)
-        self.alpha = number(alpha, "agent.alpha", lo=1.0, lo_open=True, error=ConfigError)
-        self.exact_method = choice(
-            exact_method, "agent.exact_method", ("auto", "prefix", "dp", "milp"), error=ConfigError
-        )
+        self.knapsack = settings.choice(knapsack or self.default_knapsack, "agent.knapsack", KNAPSACKS)
+        self.eps = settings.number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True)
+        self.gamma0_param = settings.positive(gamma0, "agent.gamma0", allow_none=True)
+        self.alpha = settings.number(alpha, "agent.alpha", lo=1.0, lo_open=True)
+        self.exact_method = settings.choice(exact_method, "agent.exact_method", ("auto", "prefix", "dp", "milp"))
 
     def _gamma0(self, scenario: Any) -> tuple[float, bool]:
         """``(gamma0, privileged)``."""

@@ -42,7 +42,7 @@ from clustergym.core.cluster import score_ranks
 from clustergym.core.commands import Cmd, Command
 from clustergym.errors import ConfigError
 from clustergym.theory.mris import MRISInstance
-from clustergym.validation import number
+from clustergym.validation import settings
 
 __all__ = [
     "PriorityQueue",
@@ -139,7 +139,7 @@ class CollectAllPQ(PriorityQueue):
 
     def __init__(self, key: str | None = None, r_max: float | None = None, **params: Any):
         super().__init__(key=key, **params)
-        self.r_max_param = number(r_max, "agent.r_max", allow_none=True, error=ConfigError)
+        self.r_max_param = settings.number(r_max, "agent.r_max", allow_none=True)
 
     def _r_max(self, scenario: Any) -> float:
         if self.r_max_param is not None:

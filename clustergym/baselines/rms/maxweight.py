@@ -69,7 +69,7 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.theory.rms import BLACKBOXES, knapsack_for
-from clustergym.validation import choice, number
+from clustergym.validation import settings
 
 __all__ = ["MaxWeightRefresh", "MaxWeightStop"]
 
@@ -89,7 +89,7 @@ class _MaxWeightBase(Agent):
 
     def __init__(self, blackbox: str = "exact", **params: Any):
         super().__init__(**params)
-        self.blackbox = choice(blackbox, "agent.blackbox", BLACKBOXES, error=ConfigError)
+        self.blackbox = settings.choice(blackbox, "agent.blackbox", BLACKBOXES)
         self.stats: dict[str, int] = {}
 
     def reset(self, env: Any, seed: int | None = None) -> None:
@@ -181,7 +181,7 @@ class MaxWeightRefresh(_MaxWeightBase):
 
     def __init__(self, refresh: str = "local", **params: Any):
         super().__init__(**params)
-        self.refresh = choice(refresh, "agent.refresh", ("local", "global"), error=ConfigError)
+        self.refresh = settings.choice(refresh, "agent.refresh", ("local", "global"))
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)
@@ -252,7 +252,7 @@ class MaxWeightStop(_MaxWeightBase):
 
     def __init__(self, beta: float = 0.5, **params: Any):
         super().__init__(**params)
-        self.beta = number(beta, "agent.beta", lo=0.0, lo_open=True, hi=1.0, error=ConfigError)
+        self.beta = settings.number(beta, "agent.beta", lo=0.0, lo_open=True, hi=1.0)
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         super().reset(env, seed)

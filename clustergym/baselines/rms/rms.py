@@ -101,7 +101,7 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
 from clustergym.theory.rms import max_jobs_per_server
-from clustergym.validation import boolean, choice, matrix, number, positive, vector
+from clustergym.validation import settings
 
 __all__ = [
     "weight_function",
@@ -168,8 +168,8 @@ def _per_type(value: Any, field: str) -> np.ndarray:
     if (isinstance(value, np.ndarray) and value.ndim == 2) or (
         isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], (list, tuple, np.ndarray))
     ):
-        return matrix(value, field, lo=0.0, error=ConfigError)
-    return vector(value, field, lo=0.0, what="(one per job type)", error=ConfigError)
+        return settings.matrix(value, field, lo=0.0)
+    return settings.vector(value, field, lo=0.0, what="(one per job type)")
 
 
 def _check_rates(value: Any) -> np.ndarray:
@@ -203,19 +203,16 @@ class _RMSBase(Agent):
         **params: Any,
     ):
         super().__init__(**params)
-        self.less_wasteful = boolean(
+        self.less_wasteful = settings.boolean(
             self.default_less_wasteful if less_wasteful is None else less_wasteful,
             "agent.less_wasteful",
-            error=ConfigError,
         )
         self.rates = None if rates is None else _check_rates(rates)
-        self.total_rate = positive(total_rate, "agent.total_rate", error=ConfigError)
-        self.speedup = positive(
-            self.default_speedup if speedup is None else speedup, "agent.speedup", error=ConfigError
-        )
-        self.b = number(b, "agent.b", lo=0.0, hi=1.0, hi_open=True, error=ConfigError)
-        self.eps = number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True, error=ConfigError)
-        self.M_param = number(M, "agent.M", lo=1, integer=True, allow_none=True, error=ConfigError)
+        self.total_rate = settings.positive(total_rate, "agent.total_rate")
+        self.speedup = settings.positive(self.default_speedup if speedup is None else speedup, "agent.speedup")
+        self.b = settings.number(b, "agent.b", lo=0.0, hi=1.0, hi_open=True)
+        self.eps = settings.number(eps, "agent.eps", lo=0.0, lo_open=True, hi=1.0, hi_open=True)
+        self.M_param = settings.number(M, "agent.M", lo=1, integer=True, allow_none=True)
         self.frozen_weights = None if frozen_weights is None else _per_type(frozen_weights, "agent.frozen_weights")
         self._last_epoch = -1
         self.stats: dict[str, int] = {}
@@ -358,10 +355,10 @@ class RMS(_RMSBase):
 
     def __init__(self, selection: str | None = None, clock: str | None = None, **params: Any):
         super().__init__(**params)
-        self.selection = choice(
-            self.default_selection if selection is None else selection, "agent.selection", SELECTIONS, error=ConfigError
+        self.selection = settings.choice(
+            self.default_selection if selection is None else selection, "agent.selection", SELECTIONS
         )
-        self.clock = choice(self.default_clock if clock is None else clock, "agent.clock", CLOCKS, error=ConfigError)
+        self.clock = settings.choice(self.default_clock if clock is None else clock, "agent.clock", CLOCKS)
         if self.rates is not None and self.rates.ndim != 1:
             raise ConfigError("agent.rates", f"expected one rate per job type, got shape {self.rates.shape}")
         self.requirements = self._requirements(self._tick_rate(0))
