@@ -125,7 +125,7 @@ def trace_cmd(
     """Summarise a trace: jobs, span, demand quantiles per resource, arrival rate over time, filters."""
     from clustergym.scenarios import PRESETS
     from clustergym.traces.formats import FORMATS, load_trace
-    from clustergym.traces.summary import plot_summary, summarize, trace_data
+    from clustergym.traces.summary import plot_summary, summarize_trace, trace_data
 
     trace_presets = sorted(name for name, p in PRESETS.items() if p.needs_traces)
     if plot is not None:
@@ -174,7 +174,7 @@ def trace_cmd(
                 f"unknown trace {trace!r}: formats are {', '.join(sorted(FORMATS))}; "
                 f"presets are {', '.join(trace_presets)}"
             )
-        summary = summarize(data, bin_width=bin_width)
+        summary = summarize_trace(data, bin_width=bin_width)
         if plot is not None:
             plot_summary(data, plot, bin_width=bin_width)
             summary["plot"] = str(plot)

@@ -46,7 +46,7 @@ __all__ = [
     "cached_plan",
     "knapsack_bin",
     "lotes_inputs",
-    "machine_configurations",
+    "group_machines",
     "nondominated_bins",
     "nondominated_filter",
     "plan_for",
@@ -729,9 +729,7 @@ def solve_lotes(
 
 
 # ====================================================================================== scenario -> inputs
-def machine_configurations(
-    capacity: np.ndarray, speed: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def group_machines(capacity: np.ndarray, speed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group machines into configurations: identical capacity rows (and speed rows).
 
     Returns ``(conf_cap (M, R), counts (M,), conf_of (L,))`` with configurations numbered in
@@ -766,7 +764,7 @@ def lotes_inputs(scenario: Any) -> LotesInputs:
     K = types.num_types
     L = scenario.capacity.shape[0]
     speed = np.ones((L, K)) if scenario.speed is None else np.asarray(scenario.speed, dtype=float)
-    cap, n, conf_of = machine_configurations(scenario.capacity, speed)
+    cap, n, conf_of = group_machines(scenario.capacity, speed)
     first = np.array([int(np.flatnonzero(conf_of == j)[0]) for j in range(cap.shape[0])])
     classes = (scenario.params or {}).get("classes")
     r = np.asarray(types.demand, dtype=float)

@@ -35,7 +35,7 @@ from clustergym.traces.google import (
     load_google,
     load_google_job_events,
     load_google_machines,
-    machine_configurations,
+    machine_shape_counts,
     read_task_events,
 )
 from clustergym.traces.paths import (
@@ -45,7 +45,7 @@ from clustergym.traces.paths import (
     traces_available,
 )
 from clustergym.traces.pipeline import apply_transforms
-from clustergym.traces.summary import plot_summary, summarize, trace_data
+from clustergym.traces.summary import plot_summary, summarize_trace, trace_data
 from clustergym.traces.table import FilterReport, TraceTable
 
 __all__ = [
@@ -60,7 +60,7 @@ __all__ = [
     "load_google",
     "load_google_job_events",
     "load_google_machines",
-    "machine_configurations",
+    "machine_shape_counts",
     "load_alibaba_v2017",
     "load_alibaba_v2017_machines",
     "load_cloudsimpy_jobs",
@@ -72,7 +72,7 @@ __all__ = [
     "load_trace",
     "apply_transforms",
     "clear_cache",
-    "summarize",
+    "summarize_trace",
     "plot_summary",
     "trace_data",
 ]

@@ -67,7 +67,7 @@ __all__ = [
     "load_google",
     "load_google_job_events",
     "load_google_machines",
-    "machine_configurations",
+    "machine_shape_counts",
     "LIFECYCLES",
 ]
 
@@ -621,7 +621,7 @@ def load_google_machines(
     return out, rep
 
 
-def machine_configurations(machines: pd.DataFrame, decimals: int | None = None) -> pd.DataFrame:
+def machine_shape_counts(machines: pd.DataFrame, decimals: int | None = None) -> pd.DataFrame:
     """Distinct (cpu, memory) capacities with their machine counts, most common first (LoTES Table 1).
 
     ``decimals`` rounds the capacities first (Table 1 prints 2 decimals: 0.4995 -> 0.50).

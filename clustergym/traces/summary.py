@@ -2,7 +2,7 @@
 
 :func:`trace_data` takes a :class:`~clustergym.traces.table.TraceTable` or a
 :class:`~clustergym.scenarios.spec.Scenario` whose source replays a table;
-:func:`summarize` turns it into a JSON-ready dict (times in seconds);
+:func:`summarize_trace` turns it into a JSON-ready dict (times in seconds);
 :func:`plot_summary` draws arrivals per time bin (RMS paper Fig. 7 uses 20-minute bins),
 the duration distribution and one demand histogram per resource.
 """
@@ -21,7 +21,7 @@ from clustergym.errors import ScenarioError
 from clustergym.traces.table import TraceTable
 from clustergym.validation import positive
 
-__all__ = ["TraceData", "trace_data", "summarize", "plot_summary", "QUANTILES"]
+__all__ = ["TraceData", "trace_data", "summarize_trace", "plot_summary", "QUANTILES"]
 
 #: quantile name -> level
 QUANTILES: dict[str, float] = {"min": 0.0, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9, "p99": 0.99, "max": 1.0}
@@ -111,7 +111,7 @@ def _nice_width(length: float, max_bins: int) -> float:
     return 86400.0 * math.ceil(length / 86400.0 / max_bins)
 
 
-def summarize(data: TraceData, *, bin_width: float | None = None, max_bins: int = 500) -> dict[str, Any]:
+def summarize_trace(data: TraceData, *, bin_width: float | None = None, max_bins: int = 500) -> dict[str, Any]:
     """A JSON-ready summary: jobs, span, arrival rate over time (per bin), duration and demand quantiles.
 
     Args:
@@ -174,7 +174,7 @@ def plot_summary(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    s = summarize(data, bin_width=bin_width, max_bins=max_bins)
+    s = summarize_trace(data, bin_width=bin_width, max_bins=max_bins)
     R = len(data.demand)
     ncols = max(2, R)
     fig = plt.figure(figsize=(3.2 * ncols, 6.4))

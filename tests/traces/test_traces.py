@@ -51,11 +51,11 @@ from clustergym.traces import (
     load_google_job_events,
     load_google_machines,
     load_trace,
-    machine_configurations,
+    machine_shape_counts,
     plot_summary,
     read_task_events,
     resolve_trace_dir,
-    summarize,
+    summarize_trace,
     trace_data,
     traces_available,
 )
@@ -251,9 +251,9 @@ def test_google_job_and_machine_events():
     assert sum(rep.counts["events"].values()) == len(ev)
     m, rep = load_google_machines(FIX)
     assert len(m) == EXPECTED["google_machines"]["at0"] and rep.rows == EXPECTED["google_machines"]["rows"]
-    conf = machine_configurations(m)
+    conf = machine_shape_counts(m)
     assert conf["count"].tolist() == [12, 7, 3, 2] and conf.iloc[0][["cpu", "memory"]].tolist() == [0.5, 0.4995]
-    assert machine_configurations(m, decimals=2).iloc[0]["memory"] == 0.5
+    assert machine_shape_counts(m, decimals=2).iloc[0]["memory"] == 0.5
     later, rep = load_google_machines(FIX, at=2500.0)  # machine 100 removed at 1000 s, 101 updated at 2000 s
     assert len(later) == EXPECTED["google_machines"]["at0"] - 1 and rep.dropped["removed at or before t=2500 s"] == 1
     assert later.set_index("machine_id").loc[101, "memory"] == 0.749
@@ -736,18 +736,18 @@ def test_trace_workload_malformed_file_names_line(tmp_path):
 
 def test_summary_and_plot(tmp_path):
     t = load_google(FIX, lifecycle="strict")
-    s = summarize(trace_data(t))
+    s = summarize_trace(trace_data(t))
     assert s["jobs"] == len(t) and s["span"]["first_s"] == 0
     assert sum(s["arrival_rate"]["counts"]) == len(t) and s["arrival_rate"]["bin_width_s"] == 1200
     assert set(s["demand"]) == {"cpu", "memory", "disk"} and s["demand"]["cpu"]["max"] <= 1
     assert s["duration"]["p50"] == pytest.approx(float(np.median(t.jobs["duration"])))
     assert s["filter_report"]["kept"] == len(t)
     sc = bfjs_google(trace_dir=str(FIX))
-    sd = summarize(trace_data(sc))
+    sd = summarize_trace(trace_data(sc))
     assert sd["jobs"] == sc.params["jobs"] and sd["span"]["length_s"] == pytest.approx(
         (sc.source.time[-1] - sc.source.time[0]) * 0.1
     )
-    assert summarize(trace_data(rms_google(trace_dir=str(FIX))))["types"]["1/512"] >= 0
+    assert summarize_trace(trace_data(rms_google(trace_dir=str(FIX))))["types"]["1/512"] >= 0
     out = plot_summary(trace_data(t), tmp_path / "g.png")
     assert out.stat().st_size > 5000
 
@@ -888,12 +888,12 @@ def test_real_google_job_and_machine_events():
     assert rep.rows == 37_780 and rep.counts["machines_ever"] == 12_583
     assert rep.counts["events"] == {"ADD": 21_443, "REMOVE": 8_957, "UPDATE": 7_380}
     assert len(m) == 12_477
-    conf = machine_configurations(m)
+    conf = machine_shape_counts(m)
     assert conf["count"].tolist()[:5] == [6_672, 3_835, 992, 788, 123]
     assert conf[["cpu", "memory"]].iloc[0].tolist() == [0.5, 0.4995]
     # every machine with its last known capacity, rounded to 2 decimals: LoTES Table 1 exactly
     ever, _ = load_google_machines(at=None)
-    t1 = machine_configurations(ever, decimals=2)
+    t1 = machine_shape_counts(ever, decimals=2)
     assert t1["count"].tolist() == [6732, 3863, 1001, 795, 126, 52, 5, 5, 3, 1]
 
 

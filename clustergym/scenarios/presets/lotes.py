@@ -116,10 +116,10 @@ def scenario_lambdas(
     from clustergym.theory.lotes import (
         LotesInputs,
         cached_plan,
-        machine_configurations,
+        group_machines,
     )
 
-    cap, n, conf_of = machine_configurations(capacity, speed)
+    cap, n, conf_of = group_machines(capacity, speed)
     first = np.array([int(np.flatnonzero(conf_of == j)[0]) for j in range(cap.shape[0])])
     mu = speed[first] / mean_work[None, :]
     plan = cached_plan(LotesInputs(cap, n, conf_of, alpha, r, mu))
@@ -396,7 +396,7 @@ def lotes_google(
     from clustergym.scenarios.presets.traces import scaled_counts, trace_params
     from clustergym.traces import transforms as T
     from clustergym.traces.cache import cached, file_stamp, google_table
-    from clustergym.traces.google import load_google_machines, machine_configurations, task_event_files
+    from clustergym.traces.google import load_google_machines, machine_shape_counts, task_event_files
     from clustergym.traces.paths import trace_path
 
     scope = dict(locals())
@@ -406,7 +406,7 @@ def lotes_google(
     first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
     mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
     machines, mrep = cached(("google-machines", file_stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
-    conf = machine_configurations(machines, decimals=None if decimals is None else int(decimals))
+    conf = machine_shape_counts(machines, decimals=None if decimals is None else int(decimals))
     counts = scaled_counts(conf["count"].to_numpy(), scale)
     cap = np.repeat(conf[["cpu", "memory"]].to_numpy(), counts, axis=0)
     table = google_table(trace_dir, lifecycle="attempts", first_n=first_n)
