@@ -135,12 +135,16 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return {
         id(n.body[0].value)
         for n in ast.walk(tree)
-        if isinstance(n, kinds) and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+        if isinstance(n, kinds)
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
     }
 
 
 def paper_mentions(files: list[Path] | None = None) -> list[str]:
-    paper_module = re.compile(r"^clustergym\.(baselines|theory|reproduce|scenarios\.presets)\.(%s)\b" % "|".join(FAMILIES))
+    families = "|".join(FAMILIES)
+    paper_module = re.compile(rf"^clustergym\.(baselines|theory|reproduce|scenarios\.presets)\.({families})\b")
     found = []
     for path in _generic_files() if files is None else files:
         rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
