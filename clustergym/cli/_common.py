@@ -17,7 +17,8 @@ import typer.core
 from rich.console import Console
 
 from clustergym._json import jsonable
-from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.comparison import with_warmup
+from clustergym.errors import ClusterGymError
 
 __all__ = [
     "WARMUP_HELP",
@@ -26,9 +27,7 @@ __all__ = [
     "fail",
     "json_error",
     "out",
-    "pd_frame",
     "print_json",
-    "version",
     "with_warmup",
 ]
 
@@ -103,33 +102,11 @@ def print_json(doc: Any) -> None:
 WARMUP_HELP = "warm-up deletion: time averages over [T, horizon], per-job statistics of jobs arriving from T on"
 
 
-def with_warmup(sparams: dict[str, Any], warmup: float | None) -> None:
-    if warmup is not None:
-        if "warmup" in sparams and sparams["warmup"] != warmup:
-            raise ConfigError("warmup", f"--warmup {warmup:g} and --set warmup={sparams['warmup']} disagree")
-        sparams["warmup"] = warmup
-
-
 def json_error(kind: str, field: str | None, message: str) -> None:
     if Commands.json_requested:
         sys.stdout.write(
             json.dumps({"error": {"type": kind, "field": field or None, "message": message}}, indent=2) + "\n"
         )
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("clustergym")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-def pd_frame(rows: list[dict[str, Any]]) -> Any:
-    import pandas as pd
-
-    return pd.DataFrame(rows)
 
 
 def fail(e: Exception, field: str | None = None) -> None:
