@@ -38,36 +38,6 @@ def _window(text: str) -> tuple[float | None, float | None]:
     return start, end
 
 
-def _check_plot_target(plot: Path, command: str = "trace --plot") -> None:
-    """``--plot``: checked before the trace is read or the benchmark runs (which can take minutes)."""
-    from clustergym.errors import require_extra
-
-    require_extra("matplotlib", "plot", command)
-    from matplotlib.figure import Figure
-
-    formats = Figure().canvas.get_supported_filetypes()
-    suffix = plot.suffix.lower().lstrip(".")
-    if suffix not in formats:
-        raise ConfigError(
-            "--plot",
-            f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
-            f"{', '.join('.' + f for f in sorted(formats))}",
-        )
-    parent = plot.parent if str(plot.parent) else Path(".")
-    if plot.is_dir():
-        raise ConfigError("--plot", f"{plot} is a folder; give a file name such as {plot / 'trace.png'}")
-    if not parent.is_dir():
-        raise ConfigError("--plot", f"{plot}: the folder {parent} does not exist")
-    existed = plot.exists()
-    try:  # the one sure test: open it for writing (an existing file is left as it is)
-        with open(plot, "ab"):
-            pass
-    except OSError as e:
-        raise ConfigError("--plot", f"{plot}: cannot write there ({e.strerror or e})") from None
-    if not existed:
-        plot.unlink(missing_ok=True)
-
-
 def _priorities(text: str) -> str | list[int]:
     """``--priorities``: a band name, or comma-separated priority numbers (0..11)."""
     if not text[:1].isdigit():
@@ -121,13 +91,14 @@ def trace_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Summarise a trace: jobs, span, demand quantiles per resource, arrival rate over time, filters."""
+    from clustergym.runner.figures import check_image_target
     from clustergym.scenarios import PRESETS
     from clustergym.traces.formats import FORMATS, load_trace
     from clustergym.traces.summary import plot_summary, summarize, trace_data
 
     trace_presets = sorted(name for name, p in PRESETS.items() if p.needs_traces)
     if plot is not None:
-        _check_plot_target(plot)
+        check_image_target(plot, "trace --plot")
     try:
         if trace in trace_presets:
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
