@@ -383,9 +383,9 @@ def _summarize(p: _Plan, rows: list[dict[str, Any]], folder: RunFolder | None) -
 
     from clustergym.core.objectives import objective
     from clustergym.runner import headline_metric, summarize, write_results
-    from clustergym.theory.autoscale import add_lp_bound
     from clustergym.runner.metric_info import metric_info
     from clustergym.runner.stats import SUMMARY_METRICS
+    from clustergym.theory.autoscale import add_lp_bound
 
     sc, param = p.scenario, p.param
     runs = pd.DataFrame(rows)

@@ -26,7 +26,7 @@ def run_benchmarks(
 ) -> dict[str, Any]:
     """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
     from clustergym.core import accel
-    from clustergym.errors import ConfigError, require_extra
+    from clustergym.errors import require_extra
     from clustergym.validation import settings
 
     settings.number(memory_events, "--memory-events", lo=0, integer=True)
