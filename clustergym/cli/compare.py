@@ -10,7 +10,6 @@ from rich.table import Table
 from clustergym.cli._common import WARMUP_HELP, err, out, print_json
 from clustergym.comparison import Comparison, Reporter, run_comparison
 
-
 # the options whose help takes several lines
 _SCENARIO = typer.Argument(
     None,
