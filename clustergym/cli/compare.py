@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from clustergym.cli._common import WARMUP_HELP, err, out, print_json
-
-if TYPE_CHECKING:
-    from clustergym.comparison import Comparison
-
+from clustergym.comparison import Comparison, Reporter, run_comparison
 
 # the options whose help takes several lines
 _SCENARIO = typer.Argument(
@@ -77,8 +73,6 @@ def compare_cmd(
     kept as it finishes; after Ctrl-C or a failure, `clustergym compare --resume DIR` runs only the
     missing ones and writes the same tables as an uninterrupted run.
     """
-    from clustergym.comparison import run_comparison
-
     bar = _Bar(json_out)
     try:
         res = run_comparison(
@@ -110,7 +104,7 @@ def compare_cmd(
         err.print(f"wrote {', '.join(p.name for p in res.written)} to {res.out}", highlight=False)
 
 
-class _Bar:
+class _Bar(Reporter):
     """The notes and a transient progress bar on stderr (the notes not with --json)."""
 
     def __init__(self, quiet: bool) -> None:

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli.values import parse_pairs
 from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.keyvalue import parse_pairs
 
 __all__ = ["trace_cmd"]
 
