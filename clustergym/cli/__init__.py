@@ -591,7 +591,9 @@ def train_cmd(
         None, help="preset name, scenario file or suite task (not needed with --resume)"
     ),
     algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
-    timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
+    timesteps: int | None = typer.Option(
+        None, "--timesteps", help="total env steps (default 100000; a resumed run: its own total)"
+    ),
     out_dir: Path | None = typer.Option(
         None,
         "--out",
@@ -652,34 +654,33 @@ def train_cmd(
     from clustergym.errors import require_extra
 
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
-    from clustergym.training.train import train
+    from clustergym.training.train import TrainConfig, describe_run, train
 
-    params = parse_pairs(set_)
-    agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
-    stages = [parse_stage(text) for text in stage]
-    train(
-        scenario,
-        algo,
+    config = TrainConfig(
+        scenario=scenario,
+        algo=algo or "maskable-ppo",
+        policy=policy or "equivariant",
         timesteps=timesteps,
         n_envs=envs,
         vec_env=vec_env,
-        policy=policy,
-        seed=seed,
-        out=out_dir,
-        overwrite=overwrite,
-        eval_agents=agents,
-        eval_every=eval_every,
-        eval_seeds=range(eval_seeds),
-        eval_horizon=eval_horizon,
-        resume=resume,
-        progress_bar=progress,
-        warm_start=warm_start,
+        seed=seed or 0,
+        params=parse_pairs(set_),
         decoding=decoding,
+        eval_agents=tuple(a.strip() for a in eval_agents.split(",") if a.strip()),
+        eval_every=eval_every,
+        eval_seeds=tuple(range(eval_seeds)),
+        eval_horizon=eval_horizon,
+        curriculum=tuple(parse_stage(text) for text in stage),
+        warm_start=warm_start,
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
-        curriculum=stages,
-        **params,
+        out=out_dir,
+        overwrite=overwrite,
+        resume=resume,
+        progress_bar=progress,
     )
+    path = train(config)
+    out.print(describe_run(path.parent), highlight=False)
 
 
 @app.command("curves")
