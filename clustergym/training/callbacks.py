@@ -18,7 +18,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from clustergym.learned.model_agent import ModelAgent
 
-__all__ = ["PeriodicEval", "UpdateCheckpoint", "RolloutPosition", "episode_runner"]
+__all__ = ["LiveStats", "PeriodicEval", "UpdateCheckpoint", "RolloutPosition", "episode_runner"]
 
 
 def episode_runner(meta: dict[str, Any], eval_horizon: float | None) -> tuple[Callable[..., dict[str, Any]], str]:
@@ -45,6 +45,25 @@ def episode_runner(meta: dict[str, Any], eval_horizon: float | None) -> tuple[Ca
         return row
 
     return run, metric
+
+
+class LiveStats:
+    """The observation statistics of a training run's ``VecNormalize`` as an agent reads them: the
+    running ``mean`` and ``var`` (``(D,)``), and ``normalize(x)`` as the envs normalise (clipped, float32)."""
+
+    def __init__(self, venv: Any) -> None:
+        self.venv = venv
+
+    @property
+    def mean(self) -> Any:
+        return self.venv.obs_rms.mean
+
+    @property
+    def var(self) -> Any:
+        return self.venv.obs_rms.var
+
+    def normalize(self, x: Any) -> Any:
+        return self.venv.normalize_obs(x).astype("float32")
 
 
 class PeriodicEval(BaseCallback):
@@ -79,7 +98,7 @@ class PeriodicEval(BaseCallback):
     def _evaluate(self) -> None:
         self.last = self.num_timesteps = self.model.num_timesteps
         vn = self.model.get_vec_normalize_env()
-        obs_rms = vn.obs_rms if vn is not None and vn.norm_obs else None
+        obs_rms = LiveStats(vn) if vn is not None and vn.norm_obs else None
         agent = ModelAgent(self.model, self.meta, obs_rms, name="learned")
         if not self.baselines:  # baselines do not change: run them once
             self.baselines = [self.run(a, s, a) for a in self.agents for s in self.seeds]

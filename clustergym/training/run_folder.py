@@ -14,7 +14,6 @@ final model, its evaluations), so it needs ``--overwrite``, which removes them f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -26,7 +25,16 @@ from typing import Any
 import pandas as pd
 
 from clustergym.errors import ConfigError
-from clustergym.learned.model_agent import META_NAME, VECNORM_NAME, read_metadata, vecnormalize_path
+from clustergym.learned.files import (
+    DIGESTS_KEY,
+    LEGACY_VECNORM_SUFFIX,
+    legacy_message,
+    load_vecnormalize,
+    record_digests,
+    save_vecnormalize,
+    verify_digests,
+)
+from clustergym.learned.model_agent import META_NAME, read_metadata
 from clustergym.runner.journal import atomic_write, check_writable
 
 __all__ = [
@@ -44,8 +52,11 @@ __all__ = [
     "check_resume",
 ]
 
-#: what a training run writes in its folder (``--overwrite`` removes these, and nothing else)
-RUN_FILES = (META_NAME, "model.zip", VECNORM_NAME, "eval.csv")
+#: the final model's normalisation statistics (:func:`clustergym.learned.files.save_vecnormalize`)
+STATS_NAME = "vecnormalize.npz"
+#: what a training run writes in its folder (``--overwrite`` removes these, and nothing else; the
+#: statistics of runs saved before the ``.npz`` format too)
+RUN_FILES = (META_NAME, "model.zip", STATS_NAME, "vecnormalize.pkl", "eval.csv")
 RUN_DIRS = ("checkpoints", "tb")
 _CKPT = re.compile(r"rl_model_(\d+)_steps")
 
@@ -103,30 +114,28 @@ def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _stats_path(model_path: Path) -> Path:
+def _stats_path(model_path: Path, suffix: str = ".npz") -> Path:
     """Where the normalisation statistics of a model (or a checkpoint) are written."""
     m = _CKPT.fullmatch(model_path.stem)
     if m:
-        return model_path.parent / f"rl_model_vecnormalize_{m.group(1)}_steps.pkl"
-    return model_path.parent / VECNORM_NAME
-
-
-def _save_stats(venv: Any, path: Path) -> None:
-    atomic_write(path, lambda tmp: venv.save(str(tmp)))
+        return model_path.parent / f"rl_model_vecnormalize_{m.group(1)}_steps{suffix}"
+    return model_path.parent / Path(STATS_NAME).with_suffix(suffix)
 
 
 def load_stats(model_path: Path, venv: Any) -> Any:
-    """``venv`` normalised with the statistics saved beside ``model_path`` (learning goes on), or
-    ``None`` when there are none."""
-    from stable_baselines3.common.vec_env import VecNormalize
+    """``venv`` normalised with the statistics saved beside ``model_path`` (learning goes on).
 
-    path = vecnormalize_path(model_path)
-    if path is None:
-        return None
-    try:
-        out = VecNormalize.load(str(path), venv)
-    except Exception as e:  # a damaged or foreign file
-        raise ConfigError("resume", f"{path}: damaged normalisation statistics ({type(e).__name__}: {e})") from None
+    Raises:
+        ConfigError: they are missing, damaged, or a pickle of a run saved before the ``.npz``
+            format (:func:`clustergym.learned.files.legacy_message` says how to convert it).
+    """
+    path = _stats_path(model_path)
+    if not path.is_file():
+        legacy = _stats_path(model_path, LEGACY_VECNORM_SUFFIX)
+        if legacy.is_file():
+            raise ConfigError("resume", legacy_message(legacy))
+        raise ConfigError("resume", f"{model_path}: its normalisation statistics {path} are missing")
+    out = load_vecnormalize(path, venv)
     out.training = True
     return out
 
@@ -140,25 +149,15 @@ def save_model(model: Any, venv: Any, path: Path) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, write)
-    _save_stats(venv, _stats_path(path))
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    save_vecnormalize(venv, _stats_path(path))
 
 
 def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
-    """``model.json`` (by temp-and-rename), with the SHA-256 digest of every model file the run
-    holds (``"digests"``, by path relative to the folder): a checkpoint of another run, or a
-    changed one, is told apart from the run's own."""
-    files = [run_dir / "model.zip", run_dir / VECNORM_NAME] + [p for _, p in checkpoints(run_dir)]
-    files += [s for s in (_stats_path(p) for p in files[2:]) if s.is_file()]
-    meta["digests"] = {str(p.relative_to(run_dir)): _digest(p) for p in files if p.is_file()}
+    """``model.json`` (by temp-and-rename), then the SHA-256 digest of every model file the run holds
+    (:func:`clustergym.learned.files.record_digests`): a checkpoint of another run, or a changed
+    one, is told apart from the run's own."""
     atomic_write(run_dir / META_NAME, lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))
+    meta[DIGESTS_KEY] = record_digests(run_dir)
 
 
 def _finished_step(run_dir: Path, meta: dict[str, Any]) -> int | None:
@@ -191,20 +190,23 @@ def resume_point(resume: str | Path) -> tuple[Path, Path]:
 
 
 def _check_own(model: Path, run_dir: Path, meta: dict[str, Any]) -> None:
-    """``model`` is a file this run wrote (its digest is the recorded one), when the run records digests."""
-    digests = meta.get("digests")
+    """``model`` and its statistics are files this run wrote: listed in its digests, with those
+    digests (runs saved before digests are not checked)."""
+    digests = meta.get(DIGESTS_KEY)
     if not isinstance(digests, dict):
         return
     try:
-        name = str(model.resolve().relative_to(run_dir.resolve()))
+        name = model.resolve().relative_to(run_dir.resolve()).as_posix()
     except ValueError:
-        name = model.name
-    if digests.get(name) != _digest(model):
+        name = None
+    if name not in digests:
         raise ConfigError(
             "resume",
-            f"{model}: not a checkpoint of the run in {run_dir} (its SHA-256 is not the one the run "
-            f"recorded in {META_NAME}): a file of another run, or one changed since",
+            f"{model}: not a checkpoint of the run in {run_dir} (its {META_NAME} lists no such file): "
+            "a checkpoint resumes the run that wrote it, in that run's folder",
         )
+    stats = _stats_path(model)
+    verify_digests(run_dir / META_NAME, [model, *([stats] if stats.is_file() else [])], meta)
 
 
 def _later_work(run_dir: Path, meta: dict[str, Any], model: Path, step: int) -> list[Path]:
@@ -272,9 +274,8 @@ def check_resume(
         if not kept.exists():
             kept.parent.mkdir(exist_ok=True)
             shutil.copyfile(model, kept)
-            stats = vecnormalize_path(model)
-            if stats is not None:
-                shutil.copyfile(stats, _stats_path(kept))
+            if _stats_path(model).is_file():
+                shutil.copyfile(_stats_path(model), _stats_path(kept))
         model = kept
     last_eval, wall = _evaluations_until(run_dir, step)
     return ResumePoint(model, run_dir, step, dict(meta), last_eval, wall)
