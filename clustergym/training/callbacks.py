@@ -136,7 +136,7 @@ class UpdateCheckpoint(BaseCallback):
     """Checkpoints after policy updates, at least ``every`` steps apart: ``save(model)`` at the start
     of a rollout.  ``last``: the step of the run's last checkpoint (a resumed run's starting point)."""
 
-    def __init__(self, every: int, save: Callable[[Any], None], last: int = 0) -> None:
+    def __init__(self, every: int, save: Callable[[Any], Any], last: int = 0) -> None:
         super().__init__()
         self.every, self.save, self.last = every, save, last
 

@@ -176,10 +176,11 @@ class TrainConfig:
 
 
 def _defaults() -> dict[str, Any]:
-    return {
-        f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        for f in dataclasses.fields(TrainConfig)
-    }
+    out = {}
+    for f in dataclasses.fields(TrainConfig):
+        factory: Any = f.default_factory
+        out[f.name] = f.default if f.default is not dataclasses.MISSING else factory()
+    return out
 
 
 def recorded_config(meta: Mapping[str, Any], where: str, **run: Any) -> TrainConfig:

@@ -3,11 +3,19 @@
     clustergym train bf-trap --algo maskable-ppo --policy equivariant --timesteps 200000 \\
         --envs 2 --eval-agents best-fit,mwr --eval-every 20000 --set horizon=100 --out runs/bf-trap
 
-Writes to ``OUT``:
+The run, top to bottom: :class:`~clustergym.training.config.TrainConfig` (every setting, checked
+in one place) -> :func:`setup` (checked against the scenario; a resumed run: its recorded
+configuration and starting point) -> :func:`training_venv` (the environment) -> :func:`model_for`
+or :func:`load_model` (the model) -> :func:`warm_start` -> :func:`callbacks` -> :func:`learn`
+-> :func:`save`.
 
-* ``model.zip`` + ``model.json`` + ``vecnormalize.pkl``: the final model, loadable by
+Writes to ``OUT`` (:mod:`clustergym.training.run_folder`):
+
+* ``model.zip`` + ``model.json`` + ``vecnormalize.npz``: the final model, loadable by
   path wherever an agent name is accepted (``clustergym run X --agent OUT/model.zip``);
-* ``checkpoints/``: periodic checkpoints (``--resume`` takes one of them);
+  ``model.json`` also records the whole configuration, the run's status and the files' digests;
+* ``checkpoints/``: checkpoints after policy updates, and one at Ctrl-C (``--resume`` continues
+  from the run's latest);
 * ``tb/``: TensorBoard logs (``tensorboard --logdir OUT/tb``);
 * ``eval.csv``: the periodic evaluation of the policy and the chosen baselines on
   the same seeds (common random numbers), one row per (step, agent, seed).
@@ -28,7 +36,9 @@ A2C or DQN with the ``mlp`` policy) is evaluated without masks, as it was traine
 
 ``--stage STEPS:key=value,...`` (repeatable) trains a curriculum first: ``STEPS`` steps with those
 scenario parameters changed (another load, another number of servers), stage after stage, then the
-rest of ``--timesteps`` on the scenario or task itself (:mod:`clustergym.training.curriculum`).
+rest of ``--timesteps`` on the scenario or task itself (:mod:`clustergym.training.curriculum`).  A
+stage ends at a rollout boundary: its steps are rounded up to whole rollouts, recorded as taken,
+with a :class:`~clustergym.training.run_folder.TrainingWarning`.
 """
 
 from __future__ import annotations
@@ -210,7 +220,7 @@ def build_venv(
     ``stage_params``: a curriculum stage's scenario parameters (:func:`make_train_env`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    factories = [
+    factories: list[Any] = [
         functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy, stage_params=stage_params)
         for _ in range(n_envs)
     ]
