@@ -131,8 +131,6 @@ class TrainConfig:
                     "the behaviour-cloning warm start trains the equivariant actor-critic "
                     "(--policy equivariant, --algo ppo, maskable-ppo or a2c)",
                 )
-            if self.resume is not None:
-                raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
 
     @property
     def total(self) -> int:
@@ -217,6 +215,8 @@ def resumed_config(given: TrainConfig, meta: Mapping[str, Any], where: str) -> T
     ``model.json``), with ``given``'s run fields and total.  A field of ``given`` left at its default
     takes the recorded value; one given with another value is refused, naming both (``--set`` pairs
     are compared with every value the run trained with, defaults included)."""
+    if given.warm_start is not None:
+        raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
     run = {name: getattr(given, name) for name in RUN_FIELDS}
     recorded = recorded_config(meta, where, **run)
     defaults = _defaults()

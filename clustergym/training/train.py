@@ -610,34 +610,36 @@ def rollout_steps(model: Any) -> int | None:
 
 
 def stages_as_taken(s: Setup, model: Any) -> Setup:
-    """The stages with their steps as the learner takes them (rounded up to whole rollouts), with a
-    :class:`TrainingWarning` when that is not as asked; the setup records the steps taken."""
+    """The stages, and the run's total, with their steps as the learner takes them: a phase ends at
+    the first rollout boundary at or after its end, so a stage's steps are rounded up to whole
+    rollouts (a stage whose steps the rounding before it already covered takes none and is left
+    out).  A :class:`TrainingWarning` says so when that is not as asked; the setup records the
+    steps taken, so that a resumed run follows the same plan."""
     rollout, c = rollout_steps(model), s.config
     if rollout is None or not c.curriculum:
         return s
-    taken, end, start = [], 0, 0
-    for st in c.curriculum:
+    taken, skipped, end, start = [], [], 0, 0
+    for i, st in enumerate(c.curriculum):
         end += st.steps
-        actual = start + math.ceil((end - start) / rollout) * rollout
-        taken.append(Stage(actual - start, st.params))
+        actual = start + max(0, math.ceil((end - start) / rollout)) * rollout
+        if actual > start:
+            taken.append(Stage(actual - start, st.params))
+        else:
+            skipped.append(str(i + 1))
         start = actual
-    if taken == list(c.curriculum):
+    total = start + max(0, math.ceil((c.total - start) / rollout)) * rollout
+    if taken == list(c.curriculum) and total == c.total:
         return s
     asked = ", ".join(f"{st.steps:,}" for st in c.curriculum)
+    none = f" (stage {', '.join(skipped)} takes none: the rounding before it covers its steps)" if skipped else ""
     warnings.warn(
-        f"--stage: the stages take {', '.join(f'{st.steps:,}' for st in taken)} steps, not {asked} as asked: "
-        f"a stage ends at a rollout boundary (rollouts of {rollout:,} steps: {s.n_envs} envs x "
-        f"{rollout // s.n_envs}); model.json records the steps taken",
+        f"--stage: the stages take {', '.join(f'{st.steps:,}' for st in taken)} steps, not {asked} as asked{none}, "
+        f"and the run {total:,} steps (--timesteps {c.total:,}): a stage ends at a rollout boundary (rollouts of "
+        f"{rollout:,} steps: {s.n_envs} envs x {rollout // s.n_envs}); model.json records the steps taken",
         TrainingWarning,
         stacklevel=3,
     )
-    if sum(st.steps for st in taken) > c.total:
-        raise ConfigError(
-            "curriculum",
-            f"the stages take {sum(st.steps for st in taken):,} steps as whole rollouts of {rollout:,}, "
-            f"more than --timesteps {c.total:,}",
-        )
-    return dataclasses.replace(s, config=dataclasses.replace(c, curriculum=tuple(taken)))
+    return dataclasses.replace(s, config=dataclasses.replace(c, curriculum=tuple(taken), timesteps=total))
 
 
 # ---------------------------------------------------------------------------------------- 3b. the warm start
@@ -815,7 +817,7 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
     if s.config.curriculum != asked:
         meta["curriculum_asked"] = [st.to_json() for st in asked]
     write_meta(s.out, meta)
-    if s.config.warm_start:
+    if s.config.warm_start and s.resume is None:  # a resumed run continues its warm-started policy
         meta["warm_start"] = warm_start(s, model, venv, stage_params)
         write_meta(s.out, meta)
     t0, c0 = time.perf_counter(), time.process_time()

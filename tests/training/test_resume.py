@@ -186,6 +186,24 @@ def test_stage_steps_are_recorded_as_taken_with_a_warning(tmp_path):
     assert meta["curriculum_asked"] == [{"steps": 64, "params": {"num_servers": 6}}]
     assert meta["timesteps"] == 256
 
+    # stages smaller than a rollout: the second is covered by the first's rounding, the run by both
+    out = tmp_path / "small"
+    with pytest.warns(TrainingWarning, match=r"stage 2 takes none.*and the run 128 steps \(--timesteps 48\)"):
+        train(
+            TrainConfig(
+                scenario="ec2",
+                timesteps=48,
+                n_envs=2,
+                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
+                curriculum=((16, {"num_servers": 6}), (16, {"num_servers": 5})),
+                out=out,
+                verbose=False,
+            )
+        )
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["curriculum"] == [{"steps": 128, "params": {"num_servers": 6}}]
+    assert meta["timesteps"] == 128 == meta["config"]["timesteps"]
+
 
 def test_a_key_twice_in_one_stage_is_refused(tmp_path):
     rc, _, err = _cli("train", "ec2", "--stage", "64:zeta=0.5,zeta=0.6", "--out", str(tmp_path / "r"))
@@ -249,6 +267,20 @@ def test_the_config_round_trips_through_json_and_the_keyword_form_builds_the_sam
         TrainConfig.from_json({**c.to_json(), "speed": 2}, "model.json")
     with pytest.raises(TypeError):
         train(c, "ppo")
+
+
+def test_a_warm_started_run_resumes_without_a_second_warm_start(tmp_path):
+    out = tmp_path / "run"
+    warm = ["--warm-start", "best-fit", "--warm-start-steps", "200", "--warm-start-epochs", "1"]
+    rc, _, err = _cli("train", "ec2", "--timesteps", "128", "--out", str(out), *warm, *TINY, *EC2)
+    assert rc == 0, err
+    first = json.loads((out / "model.json").read_text())["warm_start"]
+    rc, _, err = _cli("train", "--resume", str(out), "--timesteps", "256", *warm, "--no-progress")
+    assert rc == 2 and "--warm-start is for new runs" in err
+    rc, _, err = _cli("train", "--resume", str(out), "--timesteps", "256", "--no-progress")
+    assert rc == 0, err
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["timesteps"] == 256 and meta["warm_start"] == first and meta["config"]["warm_start"] == "best-fit"
 
 
 def test_resume_of_a_run_missing_its_statistics_is_refused(finished, tmp_path):
