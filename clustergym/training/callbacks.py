@@ -156,18 +156,13 @@ class UpdateCheckpoint(BaseCallback):
 
 
 class RolloutPosition(BaseCallback):
-    """Where the learner is: ``updated`` is the step count of the policy's last update (the start of
-    the rollout being collected, or the current count between a rollout and the next); the steps of
-    an unfinished rollout have taught the policy nothing yet."""
+    """Where the learner is: ``in_rollout`` while a rollout is collected, from the step ``start`` (the
+    step count of the policy's last update); the steps of an unfinished rollout taught it nothing yet."""
 
     def __init__(self) -> None:
         super().__init__()
         self.in_rollout = False
         self.start = 0
-
-    @property
-    def updated(self) -> int:
-        return self.start if self.in_rollout else int(self.model.num_timesteps)
 
     def _on_rollout_start(self) -> None:
         self.in_rollout, self.start = True, int(self.model.num_timesteps)

@@ -50,6 +50,7 @@ __all__ = [
     "load_stats",
     "write_meta",
     "check_resume",
+    "take_over",
 ]
 
 #: the final model's normalisation statistics (:func:`clustergym.learned.files.save_vecnormalize`)
@@ -247,9 +248,9 @@ def _evaluations_until(run_dir: Path, step: int) -> tuple[int, float]:
 def check_resume(
     model: Path, run_dir: Path, meta: dict[str, Any], step: int, total: int, overwrite: bool
 ) -> ResumePoint:
-    """The point a resume continues from, checked: a file of this run; ``total`` above its ``step``;
-    not behind later work of the run unless ``overwrite`` (which removes that work).  The final
-    model of a finished run is kept as a checkpoint before the run goes on."""
+    """The point a resume continues from, checked (nothing is changed yet: :func:`take_over`): a
+    file of this run; ``total`` above its ``step``; not behind later work of the run unless
+    ``overwrite``."""
     _check_own(model, run_dir, meta)
     if total <= step:
         done = "the run finished its" if model.name == "model.zip" else "it holds"
@@ -268,7 +269,15 @@ def check_resume(
             f"would mix two runs; resume the run itself (--resume {run_dir}), or give --overwrite to drop "
             "its later work",
         )
-    _drop_later_work(later)
+    return ResumePoint(model, run_dir, step, dict(meta))
+
+
+def take_over(point: ResumePoint) -> ResumePoint:
+    """The run folder made ready to continue from ``point`` (checked by :func:`check_resume`): the
+    run's later work removed (``--overwrite``), a finished run's final model kept as the checkpoint
+    of its step, ``eval.csv`` cut at the step; with the run's last evaluation and seconds so far."""
+    run_dir, model, step = point.run_dir, point.model, point.step
+    _drop_later_work(_later_work(run_dir, point.meta, model, step))
     if model.name == "model.zip":  # a finished run goes on: its final model stays, as a checkpoint
         kept = checkpoint_path(run_dir, step)
         if not kept.exists():
@@ -278,4 +287,4 @@ def check_resume(
                 shutil.copyfile(_stats_path(model), _stats_path(kept))
         model = kept
     last_eval, wall = _evaluations_until(run_dir, step)
-    return ResumePoint(model, run_dir, step, dict(meta), last_eval, wall)
+    return ResumePoint(model, run_dir, step, point.meta, last_eval, wall)

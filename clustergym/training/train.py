@@ -70,6 +70,7 @@ from clustergym.training.run_folder import (
     prepare_out,
     resume_point,
     save_model,
+    take_over,
     write_meta,
 )
 from clustergym.validation import mapping
@@ -483,10 +484,20 @@ def setup(config: TrainConfig) -> Setup:
     time_unit = _time_unit(config, semi_markov, task)
     eval_horizon = config.eval_horizon if config.eval_horizon is not None else env_kwargs.get("horizon")
     stages = check_stages(config.curriculum, config.total)
-    config = dataclasses.replace(config, scenario=scenario, n_envs=n_envs, timesteps=config.total)
-    s = Setup(
+    probe = make_train_env(scenario, scenario_params, env_kwargs, config.policy)  # env settings fail here
+    _check_stages(stages, probe.observation_space, scenario, scenario_params, env_kwargs, config.policy, policy_params)
+    probe.close()
+    out = Path("runs/train" if config.out is None else config.out)
+    if point is None:
+        prepare_out(out, config.overwrite)
+    else:  # checked: now the run's folder is made ready (later work removed with --overwrite)
+        point = take_over(point)
+    config = dataclasses.replace(
+        config, scenario=scenario, n_envs=n_envs, timesteps=config.total, resume=point.model if point else None
+    )
+    return Setup(
         config,
-        Path("runs/train" if config.out is None else config.out),
+        out,
         scenario,
         task,
         sc,
@@ -500,12 +511,6 @@ def setup(config: TrainConfig) -> Setup:
         eval_horizon,
         point,
     )
-    probe = make_train_env(scenario, scenario_params, env_kwargs, config.policy)  # env settings fail here
-    _check_stages(stages, probe.observation_space, scenario, scenario_params, env_kwargs, config.policy, policy_params)
-    probe.close()
-    if point is None:
-        prepare_out(s.out, config.overwrite)
-    return s
 
 
 def metadata(s: Setup) -> dict[str, Any]:
@@ -744,7 +749,8 @@ def learn(s: Setup, model: Any, venv: Any, meta: dict[str, Any], stage_params: d
             )
             fresh = False
     except KeyboardInterrupt:
-        model.num_timesteps = calls[0].updated  # the steps of an unfinished rollout taught nothing yet
+        if calls[0].in_rollout:  # the steps of an unfinished rollout taught the policy nothing yet
+            model.num_timesteps = calls[0].start
         meta["status"] = "interrupted"
         kept = checkpoint(s, meta, model)
         venv.close()
