@@ -87,7 +87,8 @@ def parse_pairs(items: Iterable[str], option: str = "--set") -> dict[str, Any]:
 
 def parse_stage(text: str, option: str = "--stage") -> tuple[int, dict[str, Any]]:
     """``STEPS:key=value[,key=value...]`` (a curriculum stage, :mod:`clustergym.training.curriculum`)
-    -> ``(steps, {key: value})``; ``STEPS`` may use ``_`` separators (``100_000``)."""
+    -> ``(steps, {key: value})``; ``STEPS`` may use ``_`` separators (``100_000``); a key given twice
+    in one stage is refused (a stage's parameters are one setting each)."""
     steps, colon, pairs = text.partition(":")
     try:
         n = int(steps.strip())
@@ -98,7 +99,12 @@ def parse_stage(text: str, option: str = "--stage") -> tuple[int, dict[str, Any]
             f"{option} {text!r}",
             "expected STEPS:key=value[,key=value] with STEPS a positive integer, e.g. 100000:load=1.5",
         )
-    return n, parse_pairs(pairs.split(","), option)
+    items = pairs.split(",")
+    keys = [item.partition("=")[0].strip() for item in items]
+    twice = next((k for i, k in enumerate(keys) if k and k in keys[:i]), None)
+    if twice is not None:
+        raise ConfigError(f"{option} {text!r}", f"{twice!r} is given twice in one stage; give it once")
+    return n, parse_pairs(items, option)
 
 
 def split_prefix(params: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -57,6 +57,9 @@ app.command("reproduce")(reproduce_cmd)
 app.command("bench")(bench_cmd)
 app.command("trace")(trace_cmd)
 app.command("benchmark")(benchmark_cmd)
+from clustergym.cli.convert import convert_model_cmd  # noqa: E402
+
+app.command("convert-model")(convert_model_cmd)
 
 
 def main() -> None:

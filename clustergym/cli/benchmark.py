@@ -1,8 +1,11 @@
 """``clustergym benchmark``: score an agent or saved models on the suite, or regenerate its reference.
 
 Registered in :mod:`clustergym.cli` as ``app.command("benchmark")(benchmark_cmd)``.  With ``--json``
-exactly one JSON document goes to stdout; progress and messages go to stderr.  Bad input (an
-unknown agent, model path or task, a seed count out of range) exits with status 2 and a message.
+exactly one JSON document goes to stdout (an error's too); progress and messages go to stderr.  Bad
+input (an unknown agent, model path or task, a seed count out of range, an ``--out`` that is not
+new or empty, a ``--plot`` of an unknown format) exits with status 2 and a message before any
+episode runs.  ``--out`` keeps every finished episode (:mod:`clustergym.cli.benchmark_out`), and
+``--resume`` continues an interrupted run.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.errors import ConfigError
 
 __all__ = ["benchmark_cmd", "plot_normalized"]
 
@@ -82,8 +85,10 @@ def plot_normalized(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
+    from clustergym.runner.journal import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip(".").lower()))
     plt.close(fig)
     return path
 
@@ -146,14 +151,17 @@ def benchmark_cmd(
     tasks: str | None = typer.Option(
         None, "--tasks", help="comma-separated task names (default: every task that can run here)"
     ),
-    seeds: int = typer.Option(30, "--seeds", help="evaluation seeds (the suite's first N, at most 100)"),
+    seeds: int | None = typer.Option(
+        None, "--seeds", help="evaluation seeds (the suite's first N, at most 100) [default: 30]"
+    ),
     workers: int | None = typer.Option(
         None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
     ),
     reference: bool = typer.Option(
         False,
         "--reference",
-        help="regenerate the reference scores (random and every compatible baseline) of --tasks (default all)",
+        help="regenerate the reference scores (random and every compatible baseline) of --tasks (default all) "
+        "into --out DIR/reference.json",
     ),
     plot: Path | None = typer.Option(
         None, "--plot", help="draw the normalized scores to this file (.png, .svg); without an agent, the reference's"
@@ -161,7 +169,20 @@ def benchmark_cmd(
     out_dir: Path | None = typer.Option(
         None,
         "--out",
-        help="write results.csv and summary.json here (with --reference: reference.json, instead of the package's)",
+        help="a new or empty folder: every finished episode is kept there (cells.jsonl), then results.csv "
+        "and summary.json (with --reference: reference.json)",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="write into a non-empty --out (replacing an earlier run)"
+    ),
+    resume: Path | None = typer.Option(
+        None, "--resume", help="continue the interrupted run in this folder (its own specs, tasks and seeds)"
+    ),
+    update_packaged: Path | None = typer.Option(
+        None,
+        "--update-packaged",
+        help="maintainers: put a reference.json written by --reference --out into the package's table "
+        "(refused if it would lose tasks or seeds)",
     ),
     markdown: bool = typer.Option(
         False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)"
@@ -169,41 +190,73 @@ def benchmark_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Score an agent or saved models on the suite's tasks, normalized against the reference baselines."""
+    from clustergym.cli.benchmark_out import check_plot, recorded_settings
     from clustergym.runner import worker_count
+
+    check_plot(plot)
+    if update_packaged is not None:
+        _update_packaged(update_packaged, specs, reference, json_out)
+        return
+    resumed = None
+    if resume is not None:
+        if out_dir is not None and out_dir.resolve() != resume.resolve():
+            raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
+        if overwrite or reference:
+            raise ConfigError("--resume", "--resume continues an agent's benchmark; drop --overwrite and --reference")
+        resumed, rec = recorded_settings(resume, {"specs": specs or None, "tasks": tasks, "seeds": seeds})
+        specs, tasks, seeds = rec["specs"], rec["tasks"], rec["seeds"]
+    seeds = 30 if seeds is None else seeds
+    task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown)
+    workers = worker_count(workers, "--workers")
+    if markdown and not reference and not specs:
+        from clustergym.suite.reference import load_reference
+        from clustergym.suite.reference import markdown as to_markdown
+
+        sys.stdout.write(to_markdown(load_reference()))
+        if plot is None:
+            return
+    if reference:
+        _regenerate(task_names, seeds, workers, out_dir, overwrite, plot, json_out)
+    elif not specs:
+        from clustergym.suite.reference import load_reference
+
+        assert plot is not None
+        path = plot_normalized(_reference_plot_rows(load_reference()), plot, "clustergym suite: reference baselines")
+        _err.print(f"wrote {path}")
+    else:
+        settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds}
+        _benchmark(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out)
+
+
+def _check_inputs(
+    tasks: str | None, seeds: int, specs: list[str] | None, reference: bool, plot: Path | None, markdown: bool
+) -> list[str] | None:
+    """The task names; every input checked before anything runs."""
     from clustergym.suite import EVAL_SEEDS
     from clustergym.suite import task as get_task
     from clustergym.validation import settings
 
-    try:
-        task_names = _tasks(tasks)
-        for n in task_names or []:
-            get_task(n)
-        settings.number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
-        workers = worker_count(workers, "--workers")
-        if reference and specs:
-            raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")
-        if not reference and not specs and plot is None and not markdown:
-            raise ConfigError("agent", "give an agent or model to benchmark, --reference, --plot FILE or --markdown")
-        if markdown and not reference and not specs:
-            from clustergym.suite.reference import load_reference
-            from clustergym.suite.reference import markdown as to_markdown
+    task_names = _tasks(tasks)
+    for n in task_names or []:
+        get_task(n)
+    settings.number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
+    if reference and specs:
+        raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")
+    if not reference and not specs and plot is None and not markdown:
+        raise ConfigError("agent", "give an agent or model to benchmark, --reference, --plot FILE or --markdown")
+    return task_names
 
-            sys.stdout.write(to_markdown(load_reference()))
-            if plot is None:
-                return
-        if reference:
-            _regenerate(task_names, seeds, workers, out_dir, plot, json_out)
-        elif not specs:
-            from clustergym.suite.reference import load_reference
 
-            doc = load_reference()
-            path = plot_normalized(_reference_plot_rows(doc), plot, "clustergym suite: reference baselines")
-            _err.print(f"wrote {path}")
-        else:
-            _benchmark(specs, task_names, seeds, workers, out_dir, plot, json_out)
-    except ClusterGymError as e:
-        _err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+def _update_packaged(source: Path, specs: list[str] | None, reference: bool, json_out: bool) -> None:
+    from clustergym.suite.reference import REFERENCE_PATH, update_packaged
+
+    if specs or reference:
+        raise ConfigError("--update-packaged", "is a step of its own: give no agent and no --reference with it")
+    path = update_packaged(source, REFERENCE_PATH)
+    if json_out:
+        sys.stdout.write(json.dumps({"updated": str(path), "from": str(source)}) + "\n")
+    else:
+        _err.print(f"updated {path} from {source}", highlight=False)
 
 
 def _progress():
@@ -213,14 +266,32 @@ def _progress():
 
 
 def _regenerate(
-    task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None, plot: Path | None, json_out: bool
+    task_names: list[str] | None,
+    seeds: int,
+    workers: int,
+    out_dir: Path | None,
+    overwrite: bool,
+    plot: Path | None,
+    json_out: bool,
 ) -> None:
+    """``--reference``: the reference of the tasks into ``--out DIR/reference.json`` (each task
+    written as soon as it is done); never into the package's table (``--update-packaged`` does that)."""
+    from clustergym.cli.benchmark_out import open_folder
     from clustergym.suite import TASKS
-    from clustergym.suite.reference import build_reference, write_reference
+    from clustergym.suite.reference import build_reference, load_reference, write_reference
 
+    if out_dir is None:
+        raise ConfigError(
+            "--out",
+            "--reference writes its table to --out DIR/reference.json (the package's table changes only "
+            "with --update-packaged DIR/reference.json)",
+        )
+    folder = open_folder(out_dir, None, overwrite, {"reference": True, "tasks": task_names, "seeds": seeds}, [])
+    assert folder is not None
+    folder.add_files(["reference.json"])
     t0 = time.perf_counter()
-    target = None if out_dir is None else out_dir / "reference.json"
     doc: dict[str, Any] = {}
+    path = out_dir / "reference.json"
     with _progress() as prog:
         bar = prog.add_task("reference", total=None)
 
@@ -236,11 +307,10 @@ def _regenerate(
                 log=None if json_out else lambda m: _err.print(m, highlight=False),
             )
             doc = {**one, "tasks": {**doc.get("tasks", {}), **one["tasks"]}}
-            path = write_reference(one, target)
+            write_reference(one, path)
     wall = time.perf_counter() - t0
+    folder.set_status("complete", wall_seconds=wall)
     if plot is not None:
-        from clustergym.suite.reference import load_reference
-
         plot_normalized(_reference_plot_rows(load_reference(path)), plot, "clustergym suite: reference baselines")
     if json_out:
         sys.stdout.write(json.dumps(_jsonable({**doc, "wall_seconds": wall, "path": str(path)}), indent=1) + "\n")
@@ -250,33 +320,41 @@ def _regenerate(
 
 
 def _benchmark(
-    specs: list[str],
+    settings: dict[str, Any],
     task_names: list[str] | None,
-    seeds: int,
     workers: int,
     out_dir: Path | None,
+    overwrite: bool,
+    resumed: Any,
     plot: Path | None,
     json_out: bool,
 ) -> None:
-    from clustergym.suite.scoring import evaluate
+    from clustergym.cli.benchmark_out import open_folder, run_journaled, write_outputs
+    from clustergym.suite.scoring import plan_evaluation, summarize_evaluation
 
+    specs = settings["specs"]
+    ev = plan_evaluation(specs, task_names, seeds=settings["seeds"])  # every input checked: nothing has run
+    folder = open_folder(out_dir, resumed, overwrite, settings, ev.cells)
+    for w in ev.warnings:
+        _err.print(f"warning: {w}", highlight=False)
+    if folder is not None and folder.rows and not json_out:
+        _err.print(
+            f"resuming {folder.path}: {len(folder.rows)} of {len(ev.cells)} episodes kept, "
+            f"{len(ev.cells) - len(folder.rows)} to run",
+            highlight=False,
+        )
     t0 = time.perf_counter()
     with _progress() as prog:
-        bar = prog.add_task("episodes", total=None)
+        bar = prog.add_task("episodes", total=len(ev.cells), completed=len(folder.rows) if folder else 0)
 
-        def tick(task: str, agent: str, seed: int) -> None:
+        def tick(agent: str, seed: int) -> None:
             prog.update(bar, advance=1, description=f"{agent} seed {seed}")
 
-        res = evaluate(specs, task_names, seeds=seeds, workers=workers, progress=tick)
+        rows = run_journaled(ev.cells, folder, workers, tick)
+    res = summarize_evaluation(ev, rows)
     res["wall_seconds"] = time.perf_counter() - t0
-    if out_dir is not None:
-        import pandas as pd
-
-        out_dir.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(res["rows"]).to_csv(out_dir / "results.csv", index=False)
-        (out_dir / "summary.json").write_text(
-            json.dumps(_jsonable({k: v for k, v in res.items() if k != "rows"}), indent=1) + "\n"
-        )
+    if folder is not None:
+        write_outputs(folder, res, res["wall_seconds"])
     if plot is not None:
         rows = [
             {

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from clustergym.cli._common import err, out
 from clustergym.cli.values import parse_pairs, parse_stage
 
 
@@ -14,13 +19,19 @@ def train_cmd(
         None, help="preset name, scenario file or suite task (not needed with --resume)"
     ),
     algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
-    timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
+    timesteps: int | None = typer.Option(
+        None, "--timesteps", help="total env steps (default 100000; with --resume: the run's own total)"
+    ),
     out_dir: Path | None = typer.Option(
         None,
         "--out",
         help="a new or empty folder (default runs/train): model.zip, model.json, checkpoints/, tb/, eval.csv",
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
+    overwrite: bool = typer.Option(
+        False,
+        "--overwrite",
+        help="--out may hold an earlier run: its files are replaced; with --resume: go back to an earlier checkpoint",
+    ),
     policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant (default)"),
     envs: int | None = typer.Option(
         None, "--envs", help="envs per rollout (default: 16 in-process, the available cores with --vec-env subproc)"
@@ -40,9 +51,9 @@ def train_cmd(
     resume: Path | None = typer.Option(
         None,
         "--resume",
-        help="continue a run: a checkpoint .zip or the run "
-        "folder; its scenario, --set settings, algorithm "
-        "and policy are restored from its model.json",
+        help="continue a run: its folder (its latest point) or one of its checkpoints; its whole configuration "
+        "(total steps, --set settings, evaluations, stages) is restored from its model.json; an earlier "
+        "checkpoint of a run that went further needs --overwrite (its later work is removed)",
     ),
     set_: list[str] = typer.Option(
         [],
@@ -75,31 +86,52 @@ def train_cmd(
     from clustergym.errors import require_extra
 
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
-    from clustergym.training.train import train
+    from clustergym.training.curriculum import Stage
+    from clustergym.training.train import TrainConfig, describe_run, train
 
-    params = parse_pairs(set_)
-    agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
-    stages = [parse_stage(text) for text in stage]
-    train(
-        scenario,
-        algo,
+    config = TrainConfig(
+        scenario=scenario,
+        algo=algo or "maskable-ppo",
+        policy=policy or "equivariant",
         timesteps=timesteps,
         n_envs=envs,
         vec_env=vec_env,
-        policy=policy,
-        seed=seed,
-        out=out_dir,
-        overwrite=overwrite,
-        eval_agents=agents,
-        eval_every=eval_every,
-        eval_seeds=range(eval_seeds),
-        eval_horizon=eval_horizon,
-        resume=resume,
-        progress_bar=progress,
-        warm_start=warm_start,
+        seed=seed or 0,
+        params=parse_pairs(set_),
         decoding=decoding,
+        eval_agents=tuple(a.strip() for a in eval_agents.split(",") if a.strip()),
+        eval_every=eval_every,
+        eval_seeds=tuple(range(eval_seeds)),
+        eval_horizon=eval_horizon,
+        curriculum=tuple(Stage(*parse_stage(text)) for text in stage),
+        warm_start=warm_start,
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
-        curriculum=stages,
-        **params,
+        out=out_dir,
+        overwrite=overwrite,
+        resume=resume,
+        progress_bar=progress,
     )
+    with _warnings_on_stderr():
+        path = train(config)
+    out.print(describe_run(path.parent), highlight=False)
+
+
+@contextlib.contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    """A training warning (:class:`~clustergym.training.run_folder.TrainingWarning`: steps taken
+    other than asked, evaluations removed) as one ``warning:`` line on stderr, without a source line."""
+    from clustergym.training.run_folder import TrainingWarning
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, TrainingWarning):
+            err.print("[bold yellow]warning:[/] ", end="")
+            err.print(str(message), markup=False, highlight=False)
+        else:
+            previous(message, category, *args, **kwargs)
+
+    previous = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", TrainingWarning)
+        warnings.showwarning = show
+        yield

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.errors import ConfigError
+from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.runner.cells import Cell
 
-__all__ = ["CELLS_FILE", "RUN_FILE", "RunFolder", "atomic_write", "cell_id", "check_writable"]
+__all__ = ["CELLS_FILE", "RUN_FILE", "RunFolder", "atomic_write", "cell_id", "check_writable", "run_kept"]
 
 RUN_FILE = "run.json"
 CELLS_FILE = "cells.jsonl"
@@ -165,8 +165,9 @@ class RunFolder:
         return folder
 
     @classmethod
-    def resume(cls, path: str | Path, option: str = "--resume") -> RunFolder:
+    def resume(cls, path: str | Path, option: str = "--resume", kind: str = "compare") -> RunFolder:
         """An earlier run of ``path``: its configuration and the rows of its finished cells.
+        ``kind``: the command whose run it must be (``run.json``'s key: ``compare``, ``benchmark``).
 
         Raises:
             ConfigError: no run there, or its ``run.json`` or ``cells.jsonl`` is damaged (the
@@ -178,8 +179,8 @@ class RunFolder:
             raise ConfigError(option, f"{path}: no earlier run there (no {RUN_FILE}); start one with --out {path}")
         try:
             config = json.loads(meta.read_text())
-            if not isinstance(config, dict) or not isinstance(config.get("compare"), dict):
-                raise TypeError("not the run.json of clustergym compare")
+            if not isinstance(config, dict) or not isinstance(config.get(kind), dict):
+                raise TypeError(f"not the run.json of clustergym {kind}")
         except (ValueError, TypeError, UnicodeDecodeError) as e:
             raise ConfigError(option, f"{meta}: damaged ({e})") from None
         check_writable(path, option)
@@ -266,3 +267,47 @@ def _json_config(config: dict[str, Any]) -> Any:
         return x
 
     return conv(_plain(config))
+
+
+def run_kept(cells: list[Cell], folder: RunFolder | None, command: str, **run_rows_kwargs: Any) -> list[dict[str, Any]]:
+    """:func:`clustergym.runner.run_rows` of ``cells`` with each finished cell kept in ``folder`` as
+    it finishes (none: nothing kept), and the rows in plan order -- the kept ones, so a resumed run
+    gives the same rows as an uninterrupted one.
+
+    Raises:
+        KeyboardInterrupt: on Ctrl-C; the folder's status becomes ``interrupted`` and the message
+            says how many cells are kept and how to continue (``clustergym COMMAND --resume DIR``).
+        EvaluationError: a cell failed with a ClusterGymError (status ``failed``, the same advice);
+            another exception is re-raised after the status is set.
+    """
+    from clustergym.runner.cells import EvaluationError, run_rows
+
+    def keep(i: int, row: dict[str, Any]) -> None:
+        if folder is not None:
+            folder.append(i, cells[i], row)
+
+    done = folder.rows if folder is not None else None
+    try:
+        rows = run_rows(cells, done=done, on_row=keep, **run_rows_kwargs)
+    except KeyboardInterrupt:
+        if folder is None:
+            raise KeyboardInterrupt(
+                f"nothing kept (with --out DIR every finished episode is kept, and "
+                f"`clustergym {command} --resume DIR` continues)"
+            ) from None
+        folder.set_status("interrupted")
+        raise KeyboardInterrupt(
+            f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; continue with "
+            f"`clustergym {command} --resume {folder.path}`"
+        ) from None
+    except Exception as e:
+        if folder is None:
+            raise
+        folder.set_status("failed", error=f"{type(e).__name__}: {e}")
+        if not isinstance(e, ClusterGymError):
+            raise
+        raise EvaluationError(
+            f"{e}\n{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; fix the problem "
+            f"and continue with `clustergym {command} --resume {folder.path}`"
+        ) from None
+    return folder.ordered_rows(len(cells)) if folder is not None else rows

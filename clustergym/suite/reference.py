@@ -11,8 +11,10 @@ agent is an oracle (``uses_oracle``: it reads what a learned agent does not get)
 
 Normalized score (:func:`normalized`): ``(score - random) / (best - random)`` with ``best`` the best
 non-oracle baseline's mean (random excluded), so random scores 0 and that baseline 1; the same
-against the best oracle (``vs_oracle``).  ``clustergym benchmark --reference`` regenerates the
-document (``--tasks`` some of its tasks).
+against the best oracle (``vs_oracle``).  ``clustergym benchmark --reference --out DIR`` regenerates
+the document (``--tasks`` some of its tasks) into ``DIR/reference.json``; the packaged table changes
+only with ``clustergym benchmark --update-packaged DIR/reference.json`` (:func:`update_packaged`,
+which refuses to shrink it).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "task_cells",
     "task_rows",
     "traces_available",
+    "update_packaged",
     "write_reference",
 ]
 
@@ -223,15 +226,21 @@ def load_reference(path: str | Path | None = None) -> dict[str, Any]:
     return json.loads(p.read_text())
 
 
-def write_reference(doc: dict[str, Any], path: str | Path | None = None, *, merge: bool = True) -> Path:
-    """Write ``doc`` (merged into the existing document's tasks when ``merge`` and the seeds agree)."""
+def write_reference(doc: dict[str, Any], path: str | Path, *, merge: bool = True) -> Path:
+    """Write ``doc`` to ``path`` (merged into the document already there when ``merge`` and the seeds
+    and suite version agree), by temp-and-rename (never half a file, never through a symlink).
+
+    ``path`` is required: the packaged table (:data:`REFERENCE_PATH`) changes only through
+    :func:`update_packaged`, which refuses to shrink it."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from clustergym.runner.journal import atomic_write
 
     try:
         __version__ = version("clustergym")
     except PackageNotFoundError:
         __version__ = "0+unknown"
-    p = Path(path) if path is not None else REFERENCE_PATH
+    p = Path(path)
     if merge and p.is_file():
         old = json.loads(p.read_text())
         if old.get("seeds") == doc["seeds"] and old.get("suite_version") == doc["suite_version"]:
@@ -246,8 +255,53 @@ def write_reference(doc: dict[str, Any], path: str | Path | None = None, *, merg
         },
     }
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    text = json.dumps(doc, indent=1, allow_nan=True) + "\n"
+    atomic_write(p, lambda tmp: tmp.write_text(text))
     return p
+
+
+def update_packaged(source: str | Path, target: str | Path = REFERENCE_PATH) -> Path:
+    """The maintainer's step: put the reference of ``source`` (a ``reference.json`` written by
+    ``clustergym benchmark --reference --out DIR``) into the packaged table ``target``.
+
+    Never shrinks it: with the same seeds, ``source``'s tasks replace those of ``target`` and the
+    others stay; with more seeds (extending ``target``'s), ``source`` must hold every task of
+    ``target``; fewer or other seeds, or another suite version, are refused.
+
+    Raises:
+        ConfigError: ``source`` is not a reference document, or it would shrink ``target``.
+    """
+    src = Path(source)
+    try:
+        new = json.loads(src.read_text())
+        if not isinstance(new, dict) or not isinstance(new.get("tasks"), dict) or "seeds" not in new:
+            raise TypeError("not a reference document (no seeds and tasks)")
+    except (OSError, ValueError, TypeError, UnicodeDecodeError) as e:
+        raise ConfigError("--update-packaged", f"{src}: {e}") from None
+    old = load_reference(target) if Path(target).is_file() else {"seeds": new["seeds"], "tasks": {}}
+    oseeds, nseeds = list(old.get("seeds", [])), list(new["seeds"])
+    if new.get("suite_version") != old.get("suite_version", new.get("suite_version")):
+        raise ConfigError(
+            "--update-packaged",
+            f"{src}: suite version {new.get('suite_version')}, the table's is {old['suite_version']}",
+        )
+    if nseeds == oseeds:
+        return write_reference(new, target, merge=True)
+    if len(nseeds) > len(oseeds) and nseeds[: len(oseeds)] == oseeds:
+        lost = sorted(set(old["tasks"]) - set(new["tasks"]))
+        if lost:
+            raise ConfigError(
+                "--update-packaged",
+                f"{src} has {len(nseeds)} seeds but not the tasks {', '.join(lost)}: the table would lose "
+                "them (or mix seed counts); regenerate every task with these seeds",
+            )
+        return write_reference(new, target, merge=False)
+    raise ConfigError(
+        "--update-packaged",
+        f"{src} has {len(nseeds)} seeds ({nseeds[:3]}...), the packaged table {len(oseeds)}: updating it would "
+        "shrink it or mix seeds; regenerate with --seeds "
+        f"{len(oseeds)} (or more)",
+    )
 
 
 def normalized(score: float, entry: dict[str, Any], *, oracle: bool = False) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from clustergym.agent_api import make_agent, make_env_for
@@ -28,7 +29,15 @@ from clustergym.suite.reference import (
 from clustergym.suite.tasks import TASKS, Task, eval_seeds
 from clustergym.suite.tasks import task as get_task
 
-__all__ = ["check_agent", "evaluate", "select_tasks"]
+__all__ = [
+    "Evaluation",
+    "check_agent",
+    "distinct_specs",
+    "evaluate",
+    "plan_evaluation",
+    "select_tasks",
+    "summarize_evaluation",
+]
 
 
 def select_tasks(
@@ -69,33 +78,74 @@ def check_agent(spec: str, t: Task) -> str | None:
     return None
 
 
-def evaluate(
+@dataclass
+class Evaluation:
+    """A benchmark's plan, made before any episode runs (:func:`plan_evaluation`).
+
+    Attributes:
+        specs: the specs, each once (:func:`distinct_specs`).
+        seeds: the evaluation seeds.
+        tasks: the tasks that run.
+        skipped: ``task`` or ``task/spec`` -> why it does not run.
+        cells: the episodes, one runner cell each; ``owners[i]`` is the task of ``cells[i]``.
+        reference: the reference document the scores are normalized against.
+        warnings: what was dropped (a spec given twice), to be said to the user.
+    """
+
+    specs: list[str]
+    seeds: list[int]
+    tasks: list[Task]
+    skipped: dict[str, str]
+    cells: list[Any]
+    owners: list[str]
+    reference: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _model_identity(spec: str) -> str | None:
+    """A model spec's identity: the SHA-256 of its ``model.zip`` (a folder means its ``model.zip``);
+    ``None`` for an agent name."""
+    from pathlib import Path
+
+    from clustergym.learned.files import file_digest
+
+    p = Path(spec)
+    if p.is_dir():
+        p = p / "model.zip"
+    return file_digest(p) if p.is_file() else None
+
+
+def distinct_specs(specs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``specs`` with each agent and each model once, and a warning per spec dropped.
+
+    A model given twice -- as its folder and as its ``model.zip``, under two paths, or as a copy --
+    is one model (the same bytes: the same SHA-256); counting it twice would make two "training
+    seeds" of one run (a zero-width interval over specs)."""
+    kept: list[str] = []
+    warnings: list[str] = []
+    seen: dict[str, str] = {}
+    for spec in specs:
+        key = _model_identity(spec) or f"agent:{spec}"
+        if key in seen:
+            warnings.append(f"{spec} is the same model as {seen[key]} (the same file): counted once")
+            continue
+        seen[key] = spec
+        kept.append(spec)
+    return kept, warnings
+
+
+def plan_evaluation(
     specs: Sequence[str],
     tasks: Sequence[str] | None = None,
     *,
     seeds: int = 30,
-    workers: int | None = None,
     reference: dict[str, Any] | None = None,
-    progress: Callable[[str, str, int], None] | None = None,
-) -> dict[str, Any]:
-    """Benchmark ``specs`` on the suite.
-
-    Args:
-        specs: agent names or model paths; several are runs (training seeds) of one method.
-        tasks: task names (default: all that can run here).
-        seeds: the first ``seeds`` evaluation seeds.
-        workers: worker processes (``None``: the available cores).
-        reference: the reference document (default: the shipped one).
-        progress: called with ``(task, spec, seed)`` as episodes finish.
-
-    Returns:
-        ``{"seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
-        "skipped": {...}, "aggregate": {...}, "rows": [...]}`` (see the module docstring).
+) -> Evaluation:
+    """Check everything a benchmark needs and plan its episodes, before any runs.
 
     Raises:
         ConfigError: a bad spec, task or seed count; a spec that runs on none of the tasks.
     """
-    specs = list(dict.fromkeys(specs))
     if not specs:
         raise ConfigError("agent", "no agent or model to benchmark")
     ref = reference if reference is not None else load_reference()
@@ -103,9 +153,10 @@ def evaluate(
     chosen, skipped = select_tasks(tasks, ref)
     for spec in specs:
         make_agent(spec)  # a ConfigError naming a bad agent or model path, before anything runs
+    kept, warnings = distinct_specs(specs)
     plan: list[tuple[Task, str]] = []
     for t in chosen:
-        for spec in specs:
+        for spec in kept:
             why = check_agent(spec, t)
             if why is None:
                 plan.append((t, spec))
@@ -118,14 +169,58 @@ def evaluate(
         for cell in task_cells(t, [spec], seed_list):
             cells.append(cell)
             owners.append(t.name)
+    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings)
+
+
+def evaluate(
+    specs: Sequence[str],
+    tasks: Sequence[str] | None = None,
+    *,
+    seeds: int = 30,
+    workers: int | None = None,
+    reference: dict[str, Any] | None = None,
+    progress: Callable[[str, str, int], None] | None = None,
+) -> dict[str, Any]:
+    """Benchmark ``specs`` on the suite.
+
+    Args:
+        specs: agent names or model paths; several are runs (training seeds) of one method (a
+            model given twice counts once: :func:`distinct_specs`).
+        tasks: task names (default: all that can run here).
+        seeds: the first ``seeds`` evaluation seeds.
+        workers: worker processes (``None``: the available cores).
+        reference: the reference document (default: the shipped one).
+        progress: called with ``(task, spec, seed)`` as episodes finish.
+
+    Returns:
+        ``{"seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
+        "skipped": {...}, "aggregate": {...}, "rows": [...], "warnings": [...]}`` (see the module
+        docstring).
+
+    Raises:
+        ConfigError: a bad spec, task or seed count; a spec that runs on none of the tasks.
+    """
+    ev = plan_evaluation(specs, tasks, seeds=seeds, reference=reference)
 
     def tick(agent: str, seed: int) -> None:
         if progress is not None:
             progress("", agent, seed)
 
-    rows = run_rows(cells, workers=workers, progress=tick)
-    out: dict[str, Any] = {"seeds": seed_list, "specs": specs, "tasks": {}, "skipped": skipped, "rows": []}
-    for name, row in zip(owners, rows):
+    return summarize_evaluation(ev, run_rows(ev.cells, workers=workers, progress=tick))
+
+
+def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The result of :func:`evaluate` from the plan and the runner rows of its cells (in plan order)."""
+    specs, seed_list, ref = ev.specs, ev.seeds, ev.reference
+    out: dict[str, Any] = {
+        "seeds": seed_list,
+        "specs": specs,
+        "tasks": {},
+        "skipped": dict(ev.skipped),
+        "warnings": list(ev.warnings),
+        "rows": [],
+    }
+    for name, row in zip(ev.owners, rows):
         m = row["task"]
         out["rows"].append(
             {
@@ -138,28 +233,14 @@ def evaluate(
                 "uses_oracle": row["uses_oracle"],
             }
         )
-    for t in chosen:
+    for t in ev.tasks:
         entry = ref["tasks"][t.name]
         runs = {}
         for spec in specs:
             scores = [r["score"] for r in out["rows"] if r["task"] == t.name and r["agent"] == spec]
             if not scores:
                 continue
-            mean, half = mean_ci(scores)
-            per_seed = [normalized(s, entry) for s in scores]
-            runs[spec] = {
-                "mean": mean,
-                "ci95": half,
-                "scores": scores,
-                "normalized": normalized(mean, entry),
-                "normalized_ci95": abs(half / (entry["best_score"] - entry["random"]))
-                if entry["best_score"] not in (None, entry["random"])
-                else math.nan,
-                "vs_oracle": normalized(mean, entry, oracle=True),
-                "normalized_per_seed": per_seed,
-                **_paired_with_best(scores, seed_list, entry),
-                "complete": sum(r["complete"] for r in out["rows"] if r["task"] == t.name and r["agent"] == spec),
-            }
+            runs[spec] = _run_summary(scores, seed_list, entry, out["rows"], t.name, spec)
         if runs:
             out["tasks"][t.name] = {
                 "id": t.id,
@@ -173,6 +254,27 @@ def evaluate(
             }
     out["aggregate"] = _aggregates(out["tasks"], specs)
     return out
+
+
+def _run_summary(
+    scores: list[float], seed_list: list[int], entry: dict[str, Any], rows: list[dict[str, Any]], task: str, spec: str
+) -> dict[str, Any]:
+    """One spec's scores on one task: mean, interval, normalized scores, paired difference, completions."""
+    mean, half = mean_ci(scores)
+    per_seed = [normalized(s, entry) for s in scores]
+    return {
+        "mean": mean,
+        "ci95": half,
+        "scores": scores,
+        "normalized": normalized(mean, entry),
+        "normalized_ci95": abs(half / (entry["best_score"] - entry["random"]))
+        if entry["best_score"] not in (None, entry["random"])
+        else math.nan,
+        "vs_oracle": normalized(mean, entry, oracle=True),
+        "normalized_per_seed": per_seed,
+        **_paired_with_best(scores, seed_list, entry),
+        "complete": sum(r["complete"] for r in rows if r["task"] == task and r["agent"] == spec),
+    }
 
 
 def _paired_with_best(scores: Sequence[float], seeds: Sequence[int], entry: dict[str, Any]) -> dict[str, Any]:

@@ -3,11 +3,19 @@
     clustergym train bf-trap --algo maskable-ppo --policy equivariant --timesteps 200000 \\
         --envs 2 --eval-agents best-fit,mwr --eval-every 20000 --set horizon=100 --out runs/bf-trap
 
-Writes to ``OUT``:
+The run, top to bottom: :class:`~clustergym.training.config.TrainConfig` (every setting, checked
+in one place) -> :func:`setup` (checked against the scenario; a resumed run: its recorded
+configuration and starting point) -> :func:`training_venv` (the environment) -> :func:`model_for`
+or :func:`load_model` (the model) -> :func:`warm_start` -> :func:`callbacks` -> :func:`learn`
+-> :func:`save`.
 
-* ``model.zip`` + ``model.json`` + ``vecnormalize.pkl``: the final model, loadable by
+Writes to ``OUT`` (:mod:`clustergym.training.run_folder`):
+
+* ``model.zip`` + ``model.json`` + ``vecnormalize.npz``: the final model, loadable by
   path wherever an agent name is accepted (``clustergym run X --agent OUT/model.zip``);
-* ``checkpoints/``: periodic checkpoints (``--resume`` takes one of them);
+  ``model.json`` also records the whole configuration, the run's status and the files' digests;
+* ``checkpoints/``: checkpoints after policy updates, and one at Ctrl-C (``--resume`` continues
+  from the run's latest);
 * ``tb/``: TensorBoard logs (``tensorboard --logdir OUT/tb``);
 * ``eval.csv``: the periodic evaluation of the policy and the chosen baselines on
   the same seeds (common random numbers), one row per (step, agent, seed).
@@ -28,39 +36,50 @@ A2C or DQN with the ``mlp`` policy) is evaluated without masks, as it was traine
 
 ``--stage STEPS:key=value,...`` (repeatable) trains a curriculum first: ``STEPS`` steps with those
 scenario parameters changed (another load, another number of servers), stage after stage, then the
-rest of ``--timesteps`` on the scenario or task itself (:mod:`clustergym.training.curriculum`).
+rest of ``--timesteps`` on the scenario or task itself (:mod:`clustergym.training.curriculum`).  A
+stage ends at a rollout boundary: its steps are rounded up to whole rollouts, recorded as taken,
+with a :class:`~clustergym.training.run_folder.TrainingWarning`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import math
 import time
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from clustergym.agent_api import AgentRequirements
 from clustergym.envs.actions import default_action_mode
 from clustergym.errors import ConfigError, require_extra
-from clustergym.learned.model_agent import (
-    ALGOS,
-    DECODINGS,
-    META_NAME,
-    VECNORM_NAME,
-    ModelAgent,
-    algo_classes,
-    load_sb3,
-    vecnormalize_path,
-)
+from clustergym.learned.model_agent import algo_classes, load_sb3, read_metadata
 from clustergym.runner import worker_count
+from clustergym.training.config import POLICIES, VEC_ENVS, TrainConfig, resumed_config
 from clustergym.training.curriculum import Stage, check_stages, phases
+from clustergym.training.run_folder import (
+    ResumePoint,
+    TrainingWarning,
+    check_resume,
+    checkpoint_path,
+    load_stats,
+    prepare_out,
+    resume_point,
+    save_model,
+    take_over,
+    write_meta,
+)
 from clustergym.validation import settings
 
 __all__ = [
     "train",
+    "TrainConfig",
+    "Setup",
+    "setup",
     "make_train_env",
     "build_venv",
     "new_model",
@@ -72,8 +91,6 @@ __all__ = [
     "DEFAULT_ENVS",
 ]
 
-#: how the training envs run (``--vec-env``)
-VEC_ENVS = ("dummy", "subproc")
 #: in-process training envs by default: one batched policy forward pass steps all of them
 DEFAULT_ENVS = 16
 
@@ -88,8 +105,6 @@ def ppo_defaults(n_envs: int) -> dict[str, Any]:
     return {"n_steps": max(2048 // n_envs, 16), "batch_size": 512, "n_epochs": 4}
 
 
-#: policy kinds accepted by ``--policy``
-POLICIES = ("mlp", "equivariant")
 #: ``--set`` keys that are environment arguments rather than scenario parameters
 ENV_KEYS = (
     "action_mode",
@@ -177,20 +192,6 @@ def make_train_env(
     return env
 
 
-def _check_args(algo: str, policy: str, action_mode: str, timesteps: int) -> None:
-    settings.choice(algo, "algo", ALGOS)
-    settings.choice(policy, "policy", POLICIES)
-    if action_mode == "command":
-        raise ConfigError(
-            "action_mode",
-            "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
-            f"agents; train {algo} with action_mode head, slot or admit",
-        )
-    if algo == "dqn" and policy != "mlp":
-        raise ConfigError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
-    settings.number(timesteps, "timesteps", lo=1, integer=True)
-
-
 def policy_spec(
     algo: str, policy: str, action_mode: str, hidden: int, policy_params: dict[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
@@ -220,7 +221,7 @@ def build_venv(
     ``stage_params``: a curriculum stage's scenario parameters (:func:`make_train_env`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    factories = [
+    factories: list[Any] = [
         functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy, stage_params=stage_params)
         for _ in range(n_envs)
     ]
@@ -255,131 +256,6 @@ def new_model(
         **algo_kwargs,
         **(buffer_kwargs or {}),
     )
-
-
-def _eval_callback(
-    meta: dict[str, Any],
-    out: Path,
-    eval_agents: Sequence[str],
-    eval_every: int,
-    eval_seeds: Sequence[int],
-    eval_horizon: float | None,
-    verbose: bool,
-) -> Any:
-    """Every ``eval_every`` steps: the current policy and the baselines on the same seeds -> eval.csv + TB
-    (on a suite task: the task's episodes and score)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    from clustergym.core.objectives import objective_metric
-    from clustergym.runner import Probe, run_episode
-    from clustergym.scenarios import resolve_scenario
-    from clustergym.suite import find_task
-    from clustergym.suite.env import window_metrics
-
-    t = find_task(meta["scenario"]) if meta.get("task") else None
-    if t is not None:
-        sc, metric = t.scenario(), "score"
-        episode_args: dict[str, Any] = {"env_id": t.id, "probes": {"task": Probe(window_metrics)}}
-    else:
-        sc = resolve_scenario(meta["scenario"], **meta["scenario_params"])
-        metric, episode_args = objective_metric(sc.objective), {"horizon": eval_horizon}
-
-    def run(agent: Any, seed: int, name: str) -> dict[str, Any]:
-        row = run_episode(sc, agent, seed=seed, agent_name=name, **episode_args)
-        if t is not None:
-            row["score"] = row["task"]["score"]
-        return row
-
-    csv = out / "eval.csv"
-
-    class PeriodicEval(BaseCallback):
-        """Evaluations after policy updates: at the start of a rollout (the previous update done) once
-        ``eval_every`` steps have passed since the last one, and at the end of training; never before
-        the first update of the run, so no two rows evaluate the same policy."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.last = 0
-            self.t0 = 0.0
-            self.baselines: list[dict[str, Any]] = []
-
-        def _on_training_start(self) -> None:
-            self.last = self.model.num_timesteps  # a resumed run: its checkpoint was evaluated before
-            if not self.t0:  # the run's first learn() (a curriculum calls it once per stage)
-                self.t0 = time.perf_counter()
-
-        def _evaluate(self) -> None:
-            self.num_timesteps = self.model.num_timesteps
-            vn = self.model.get_vec_normalize_env()
-            agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None, name="learned")
-            if not self.baselines:  # baselines do not change: run them once
-                self.baselines = [run(a, s, a) for a in eval_agents for s in eval_seeds]
-            rows = [run(agent, s, "learned") for s in eval_seeds]
-            agent.policy.set_training_mode(False)
-            self.model.policy.set_training_mode(False)
-            df = pd.DataFrame(rows + self.baselines)[["agent", "seed", metric, "unstable"]]
-            df.insert(0, "step", self.num_timesteps)
-            df.insert(1, "wall_seconds", time.perf_counter() - self.t0)  # training time so far (this run)
-            df.to_csv(csv, mode="a", header=not csv.exists(), index=False)
-            means = df.groupby("agent", sort=False)[metric].mean()
-            for name, value in means.items():
-                self.logger.record(f"eval/{metric}/{name}", float(value))
-            # written now, at the step of the evaluated policy, with the train/* scalars of its update
-            self.logger.dump(self.num_timesteps)
-            if verbose:
-                episodes = [ep["r"] for ep in self.model.ep_info_buffer or []]
-                train_return = f" (training ep_rew_mean {sum(episodes) / len(episodes):.4g})" if episodes else ""
-                print(
-                    f"[eval @ {self.num_timesteps}] {metric}: "
-                    + ", ".join(f"{k}={v:.4g}" for k, v in means.items())
-                    + train_return,
-                    flush=True,
-                )
-
-        def _on_step(self) -> bool:
-            return True
-
-        def _on_rollout_start(self) -> None:
-            if self.model.num_timesteps - self.last >= eval_every:
-                self.last = self.model.num_timesteps
-                self._evaluate()
-
-        def _on_training_end(self) -> None:
-            if self.model.num_timesteps > self.last or not csv.exists():
-                self.last = self.model.num_timesteps
-                self._evaluate()  # also writes the last update's train/* scalars to TensorBoard
-
-    return PeriodicEval()
-
-
-def _checkpoint_callback(every: int, path: Path) -> Any:
-    """Checkpoints after policy updates, at least ``every`` steps apart (SB3's checkpoint files, with
-    the VecNormalize statistics): taken at the start of a rollout, so each holds a new policy."""
-    from stable_baselines3.common.callbacks import CheckpointCallback
-
-    class UpdateCheckpoint(CheckpointCallback):
-        def __init__(self) -> None:
-            super().__init__(save_freq=1, save_path=str(path), save_vecnormalize=True)
-            self.last = 0
-
-        def _on_training_start(self) -> None:
-            self.last = self.model.num_timesteps
-
-        def _on_step(self) -> bool:
-            return True
-
-        def _on_rollout_start(self) -> None:
-            if self.model.num_timesteps - self.last >= every:
-                self.last = self.num_timesteps = self.model.num_timesteps
-                super()._on_step()  # save_freq 1: saves now
-
-        def _on_training_end(self) -> None:
-            # SB3 writes a rollout's scalars before its update: the last update's train/* would be lost
-            # (on a run of one rollout, every train/* scalar)
-            if self.logger.name_to_value:
-                self.logger.dump(self.model.num_timesteps)
-
-    return UpdateCheckpoint()
 
 
 def _check_stages(
@@ -418,14 +294,6 @@ def _check_stages(
             )
 
 
-def _saved_timesteps(ckpt: Path) -> int:
-    """The step count SB3 saved in a model or checkpoint ``.zip`` (its ``data`` entry), without loading it."""
-    import zipfile
-
-    with zipfile.ZipFile(ckpt) as z:
-        return int(json.loads(z.read("data"))["num_timesteps"])
-
-
 def _enter_stage(model: Any, venv: Any, raw: Any, rebuild: Any) -> tuple[Any, Any]:
     """``model`` on the next stage's envs ``raw``: normalised as ``venv`` was (its return statistics
     carried over), the same model if the spaces agree, else a new one (``rebuild``) with the same
@@ -452,478 +320,514 @@ def _enter_stage(model: Any, venv: Any, raw: Any, rebuild: Any) -> tuple[Any, An
     return model, new
 
 
-#: what a training run writes in its folder (``--overwrite`` removes these, and nothing else)
-RUN_FILES = (META_NAME, "model.zip", VECNORM_NAME, "eval.csv")
-RUN_DIRS = ("checkpoints", "tb")
+# ---------------------------------------------------------------------------------------- 1. the setup
+@dataclass(frozen=True)
+class Setup:
+    """A checked run: its configuration (a resumed run's: the recorded one) and what follows from it.
+
+    ``scenario`` is the task's name, the preset's, or the scenario file's absolute path;
+    ``env_kwargs`` the training envs' settings (the task's defaults and ``--set`` keys; ``horizon``
+    in simulated time units); ``time_unit`` the semi-Markov discount's unit (``None``: per step)."""
+
+    config: TrainConfig
+    out: Path
+    scenario: str
+    task: Any
+    sc: Any
+    scenario_params: dict[str, Any]
+    env_kwargs: dict[str, Any]
+    algo_kwargs: dict[str, Any]
+    policy_params: dict[str, Any]
+    n_envs: int
+    semi_markov: Any
+    time_unit: float | None
+    eval_horizon: float | None
+    resume: ResumePoint | None
 
 
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    """A new run's folder: new or empty, unless ``overwrite`` (the earlier run's files are removed)."""
-    import shutil
-
-    from clustergym.runner.journal import check_writable
-
-    if out.is_dir() and any(out.iterdir()):
-        if not overwrite:
-            earlier = (out / META_NAME).exists()
-            raise ConfigError(
-                "out",
-                f"{out} {'holds an earlier training run' if earlier else 'is not empty'}: "
-                f"continue a run with --resume {out}, replace it with --overwrite, or choose "
-                "another --out",
-            )
-        for name in RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-        for name in RUN_DIRS:
-            if (out / name).is_dir():
-                shutil.rmtree(out / name)
-    check_writable(out, "out")
+def _resume(config: TrainConfig) -> tuple[TrainConfig, ResumePoint]:
+    """The configuration of the run ``config.resume`` names, and the checked point it continues from:
+    a model of this run (the same loader as ``clustergym run``: a damaged file is the same error),
+    below the asked total, not behind later work of the run (:func:`.run_folder.check_resume`)."""
+    model, run_dir = resume_point(config.resume)  # type: ignore[arg-type]
+    meta = read_metadata(model)
+    merged = resumed_config(config, meta, str(model))
+    if config.out is not None and Path(config.out).resolve() != run_dir.resolve():
+        raise ConfigError("out", f"--resume continues the run in {run_dir}; --out {config.out} is another folder")
+    step = int(load_sb3(algo_classes()[merged.algo], model, merged.algo, device="cpu").num_timesteps)
+    if merged.timesteps is None:  # a run recorded before its total was: as asked, or 100,000
+        merged = dataclasses.replace(merged, timesteps=merged.total)
+    point = check_resume(model, run_dir, meta, step, merged.total, config.overwrite)
+    return dataclasses.replace(merged, out=run_dir, resume=point.model), point
 
 
-def resume_point(resume: str | Path) -> tuple[Path, Path]:
-    """``(checkpoint, run folder)`` of ``--resume``: a checkpoint ``.zip`` (in ``OUT/checkpoints/``),
-    a ``model.zip``, or a run folder (its latest checkpoint, else its ``model.zip``)."""
-    p = Path(resume)
-    if p.is_dir():
-        ckpts = sorted(
-            (p / "checkpoints").glob("rl_model_*_steps.zip"),
-            key=lambda c: int(c.stem.split("_")[-2]) if c.stem.split("_")[-2].isdigit() else -1,
-        )
-        final = p / "model.zip"
-        if final.is_file() and (not ckpts or final.stat().st_mtime >= ckpts[-1].stat().st_mtime):
-            return final, p
-        if ckpts:
-            return ckpts[-1], p
-        raise ConfigError("resume", f"{p}: no checkpoint (checkpoints/rl_model_N_steps.zip) nor model.zip there")
-    if not p.is_file():
-        raise ConfigError("resume", f"{resume}: no such checkpoint")
-    return p, (p.parent.parent if p.parent.name == "checkpoints" else p.parent)
-
-
-def _resumed_settings(
-    ckpt: Path, meta: dict[str, Any], scenario: str | None, algo: str | None, policy: str | None, params: dict[str, Any]
-) -> dict[str, Any]:
-    """The recorded run's settings; a setting given again must have the recorded value."""
-    recorded = {
-        "algo.": meta.get("algo_kwargs", {}),
-        "policy.": meta.get("policy_kwargs", {}),
-        "": {
-            **meta.get("scenario_params", {}),
-            **meta.get("train_env_kwargs", meta.get("env_kwargs", {})),
-            **{k: v for k, v in meta.items() if k == "semi_markov"},
-        },
-    }
-    flat = {prefix + k: v for prefix, d in recorded.items() for k, v in d.items()}
-    for name, value in (("scenario", scenario), ("algo", algo), ("policy", policy)):
-        rec = meta.get(name)
-        same = (
-            value is None
-            or value == rec
-            or (name == "scenario" and Path(value).exists() and str(Path(value).resolve()) == rec)
-        )
-        if not same:
-            raise ConfigError(
-                name,
-                f"{ckpt} continues a run trained with {name} {rec!r}, not {value!r}: drop "
-                f"it (--resume restores the run's settings) or start a new run",
-            )
-    for key, value in params.items():
-        if key not in flat or flat[key] != value:
-            was = f"{key}={flat[key]!r}" if key in flat else f"no {key} (its default)"
-            raise ConfigError(
-                key,
-                f"{ckpt} continues a run trained with {was}, not {key}={value!r}: drop --set "
-                f"{key} (--resume restores the run's settings) or start a new run",
-            )
-    return flat
-
-
-def train(
-    scenario: str | None,
-    algo: str | None = None,
-    *,
-    timesteps: int = 100_000,
-    n_envs: int | None = None,
-    vec_env: str = "dummy",
-    policy: str | None = None,
-    seed: int | None = None,
-    out: str | Path | None = None,
-    overwrite: bool = False,
-    eval_agents: Sequence[str] = (),
-    eval_every: int = 0,
-    eval_seeds: Sequence[int] = range(3),
-    eval_horizon: float | None = None,
-    resume: str | Path | None = None,
-    checkpoint_every: int | None = None,
-    normalize_reward: bool = True,
-    hidden: int = 64,
-    progress_bar: bool = False,
-    torch_threads: int = 1,
-    verbose: bool = True,
-    warm_start: str | None = None,
-    decoding: str = "two-level",
-    warm_start_steps: int = 20_000,
-    warm_start_epochs: int = 10,
-    algo_kwargs: dict[str, Any] | None = None,
-    curriculum: Sequence[Any] = (),
-    **params: Any,
-) -> Path:
-    """Train ``algo`` with ``policy`` on ``scenario`` and save ``OUT/model.zip``; return its path.
-
-    ``resume`` continues an earlier run with the whole configuration it recorded in ``model.json``
-    (scenario and its parameters, env settings, algorithm and its settings, policy, seed), in its
-    own folder; a setting given again must have the recorded value.  A new run's ``out`` must be
-    new or empty unless ``overwrite`` (which removes the earlier run's files).
-
-    Args:
-        scenario: preset name or scenario file (``None`` with ``resume``).
-        algo: ``ppo``, ``maskable-ppo`` (default), ``dqn`` or ``a2c``.
-        timesteps: total env steps (decision epochs x commands) to train for, counting the
-            steps of the checkpoint when resuming.
-        n_envs: environments per rollout (default: :data:`DEFAULT_ENVS` in-process ones, the available
-            cores with ``vec_env="subproc"``).
-        vec_env: ``dummy`` (the envs step in this process and the policy runs one batched forward
-            pass over all of them: the fastest here, ``clustergym bench --training``) or ``subproc``
-            (one process per env, for envs whose steps cost more than the policy).
-        policy: ``mlp`` (flattened observation) or ``equivariant`` (default).
-        seed: seeds the model and the training envs (evaluation uses seeds ``eval_seeds``); default 0.
-        out: output folder (default ``runs/train``; with ``resume``, the run's own folder).
-        overwrite: write a new run into a folder that holds files (an earlier run's are removed).
-        eval_agents: baselines evaluated beside the policy every ``eval_every`` steps (0: only at the end).
-        eval_seeds, eval_horizon: the evaluation episodes (horizon in simulated time units).
-        resume: a checkpoint ``.zip`` (or ``model.zip``, or the run folder) of an earlier run to continue.
-        checkpoint_every: steps between checkpoints (default: a tenth of ``timesteps``).
-        normalize_reward: VecNormalize's return-based reward scaling.
-        hidden: width of the policy's layers (equivariant, or the MLP's two hidden layers).
-        progress_bar: SB3's tqdm/rich progress bar.
-        torch_threads: torch CPU threads of the learner (the machine is shared).
-        warm_start: a registered rule-based agent to imitate before RL (behaviour cloning,
-            :mod:`clustergym.training.imitation`); equivariant policy, new runs only.
-        warm_start_steps, warm_start_epochs: the teacher's decisions recorded, and the passes
-            over them.
-        decoding: how the saved model acts when evaluated (``model.json``; the periodic
-            evaluations use it too): ``two-level`` (default), ``argmax`` or ``sample``
-            (:data:`clustergym.learned.model_agent.DECODINGS`).
-        algo_kwargs: extra keyword arguments of the SB3 algorithm (``--set algo.gamma=0.995``).
-        curriculum: stages ``(steps, {parameter: value})`` trained in order before the scenario
-            itself, within ``timesteps`` (:mod:`clustergym.training.curriculum`; a resumed run
-            continues its own).  Each stage ends at the first rollout boundary at or after its steps.
-        **params: ``--set`` pairs: scenario parameters, env kwargs (``action_mode``,
-            ``queue_window``, ``horizon`` of training episodes, ``reward_scale``), ``algo.*``,
-            ``policy.*`` (``policy.work_conserving=true``) and ``semi_markov`` (``true`` or a
-            time unit: ``gamma`` per unit of simulated time instead of per decision, PPO,
-            MaskablePPO and A2C; :mod:`clustergym.training.semi_markov`).
-    """
-    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
-    import torch as th
-    from stable_baselines3.common.callbacks import CallbackList
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    # ---- 1. arguments: scenario (or suite task), env and algorithm settings (a resumed run's own, from model.json)
-    from clustergym.learned.model_agent import read_metadata
-    from clustergym.scenarios import resolve_scenario
+def _on_task(config: TrainConfig, task: Any, scenario_params: dict[str, Any], env_kwargs: dict[str, Any]) -> None:
+    """A suite task fixes its scenario and its episodes' horizon: refuse a ``--set`` of them."""
     from clustergym.suite import find_task
 
-    previous: dict[str, Any] = {}
-    if resume is not None:
-        ckpt, run_dir = resume_point(resume)
-        previous = read_metadata(ckpt)
-        params = _resumed_settings(ckpt, previous, scenario, algo, policy, params)
-        scenario, algo, policy = previous["scenario"], previous["algo"], previous["policy"]
-        seed = previous.get("seed", 0) if seed is None else seed
-        hidden, normalize_reward = previous.get("hidden", hidden), previous.get("normalize_reward", normalize_reward)
-        if out is not None and Path(out).resolve() != run_dir.resolve():
-            raise ConfigError("out", f"--resume continues the run in {run_dir}; --out {out} is another folder")
-        out, resume = run_dir, ckpt
-        recorded = previous.get("curriculum", [])
-        if curriculum and [s.to_json() for s in check_stages(curriculum, timesteps)] != recorded:
-            raise ConfigError(
-                "curriculum",
-                f"{ckpt} continues a run with the stages {recorded}: drop --stage (--resume restores them)",
-            )
-        curriculum = recorded
-    if scenario is None:
-        raise ConfigError("scenario", "a scenario is required (or --resume of an earlier run)")
-    algo = "maskable-ppo" if algo is None else algo
-    policy = "equivariant" if policy is None else policy
-    seed = 0 if seed is None else seed
-    semi_markov = params.pop("semi_markov", False)  # a training setting, not a scenario parameter
-    scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
-    algo_kwargs = {**(algo_kwargs or {}), **more_algo}
-    task = find_task(scenario)
-    if task is not None:  # a suite task: its scenario and horizon are fixed, its settings are the defaults
-        fixed = sorted(scenario_params) + (["horizon"] if "horizon" in env_kwargs else [])
-        if fixed:
-            # a task named like its preset (mris-poisson, azure-vms) takes the name: a scenario file reaches the preset
-            how = (
-                f"train on the preset {task.preset!r}"
-                if find_task(task.preset) is None
-                else f"the name {task.preset!r} is the task's; train on a scenario file with "
-                f"'preset: {task.preset}' and 'params:'"
-            )
-            stage = (
-                f"--stage STEPS:{fixed[0]}=VALUE trains on another value with the task's own environment; or "
-                if fixed[0] != "horizon"
-                else ""
-            )
-            raise ConfigError(
-                "--set",
-                f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} cannot be set "
-                f"({stage}{how} to change them)",
-            )
-        if eval_horizon is not None:
-            raise ConfigError("--eval-horizon", f"suite task {task.name!r} fixes its episodes' horizon")
-        env_kwargs = {**task.env_kwargs(), **env_kwargs}
-        scenario = task.name
-        sc = task.scenario()
-    else:
-        sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
+    fixed = sorted(scenario_params) + (["horizon"] if "horizon" in env_kwargs else [])
+    if fixed:
+        # a task named like its preset (mris-poisson, azure-vms) takes the name: a scenario file reaches the preset
+        how = (
+            f"train on the preset {task.preset!r}"
+            if find_task(task.preset) is None
+            else f"the name {task.preset!r} is the task's; train on a scenario file with "
+            f"'preset: {task.preset}' and 'params:'"
+        )
+        stage = (
+            f"--stage STEPS:{fixed[0]}=VALUE trains on another value with the task's own environment; or "
+            if fixed[0] != "horizon"
+            else ""
+        )
+        raise ConfigError(
+            "--set",
+            f"suite task {task.name!r} fixes its scenario and horizon; {fixed[0]!r} cannot be set "
+            f"({stage}{how} to change them)",
+        )
+    if config.eval_horizon is not None:
+        raise ConfigError("--eval-horizon", f"suite task {task.name!r} fixes its episodes' horizon")
+
+
+def _env_settings(config: TrainConfig, task: Any, sc: Any, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The training envs' settings: the task's defaults, the queueing's action mode, a queue window
+    of 8, and in the rule mode the rules (named in ``model.json``)."""
+    env_kwargs = {**(task.env_kwargs() if task is not None else {}), **env_kwargs}
     env_kwargs.setdefault("action_mode", default_action_mode(sc.queueing))
     env_kwargs.setdefault("queue_window", 8)
-    if env_kwargs["action_mode"] == "rule" or "rules" in env_kwargs:  # the rules, named in model.json
+    if env_kwargs["action_mode"] == "command":
+        raise ConfigError(
+            "action_mode",
+            "the 'command' mode (MultiDiscrete, factorised mask) is for rule-based "
+            f"agents; train {config.algo} with action_mode head, slot or admit",
+        )
+    if env_kwargs["action_mode"] == "rule" or "rules" in env_kwargs:
         from clustergym.learned.rule_select import default_rules, parse_rules
 
         if env_kwargs["action_mode"] != "rule":
             raise ConfigError("rules", "rules are chosen among in the rule mode: add --set action_mode=rule")
         rules = env_kwargs.get("rules")
         env_kwargs["rules"] = parse_rules(rules) if rules is not None else default_rules(task or sc)
-        if warm_start and warm_start not in env_kwargs["rules"]:
+        if config.warm_start and config.warm_start not in env_kwargs["rules"]:
             raise ConfigError(
                 "warm_start",
-                f"in the rule mode the teacher is one of the rules {env_kwargs['rules']}, not {warm_start!r}",
+                f"in the rule mode the teacher is one of the rules {env_kwargs['rules']}, not {config.warm_start!r}",
             )
-    settings.choice(vec_env, "vec_env", VEC_ENVS)
-    settings.choice(decoding, "decoding", DECODINGS)
-    if resume is not None:
-        n_envs, vec_env = previous.get("n_envs", n_envs), previous.get("vec_env", "subproc")
-    n_envs = worker_count(n_envs, "envs") if n_envs is not None or vec_env == "subproc" else DEFAULT_ENVS
-    _check_args(algo, policy, env_kwargs["action_mode"], timesteps)
-    time_unit = None
-    if semi_markov is not False:  # --set semi_markov=true|T: gamma per time unit (clustergym.training.semi_markov)
-        from clustergym.training.semi_markov import semi_markov_time_unit
+    return env_kwargs
 
-        time_unit = semi_markov_time_unit(semi_markov, algo, task.time_unit if task is not None else None)
-        if warm_start:
-            raise ConfigError(
-                "semi_markov",
-                "the warm start fits the critic to per-decision discounted returns; "
-                "train with semi_markov without --warm-start",
-            )
-    if algo in ("ppo", "maskable-ppo") and resume is None:  # measured defaults (module docstring); --set overrides
-        algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
-    settings.mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids"))
+
+def _algo_settings(
+    config: TrainConfig, n_envs: int, more: dict[str, Any], policy_params: dict[str, Any]
+) -> dict[str, Any]:
+    """The SB3 algorithm's keyword arguments: the measured PPO defaults (:func:`ppo_defaults`), then
+    ``algo_kwargs`` and ``algo.*``; each one a setting the algorithm has."""
     import inspect
 
-    accepted = set(inspect.signature(algo_classes()[algo].__init__).parameters) - {
-        "self",
-        "policy",
-        "env",
-        "seed",
-        "device",
-        "tensorboard_log",
-        "policy_kwargs",
-        "verbose",
-        "_init_setup_model",
-    }
+    algo_kwargs = {**config.algo_kwargs, **more}
+    if config.algo in ("ppo", "maskable-ppo"):
+        algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
+    settings.mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids"))
+    if policy_params and config.policy != "equivariant":
+        raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
+    internal = {"self", "policy", "env", "seed", "device", "tensorboard_log", "policy_kwargs", "verbose"}
+    accepted = set(inspect.signature(algo_classes()[config.algo].__init__).parameters) - internal
+    accepted.discard("_init_setup_model")
     for key in algo_kwargs:
         if key not in accepted:
-            raise ConfigError(f"algo.{key}", f"{algo} has no setting {key!r}; it takes {', '.join(sorted(accepted))}")
-    if policy_params and policy != "equivariant":
-        raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
-    probe = make_train_env(scenario, scenario_params, env_kwargs, policy)  # env settings fail here, not in a worker
-    stages = check_stages(curriculum, timesteps)
-    _check_stages(stages, probe.observation_space, scenario, scenario_params, env_kwargs, policy, policy_params)
-    probe.close()
-    if warm_start and (policy != "equivariant" or algo == "dqn"):
-        raise ConfigError(
-            "warm_start",
-            "the behaviour-cloning warm start trains the equivariant actor-critic "
-            "(--policy equivariant, --algo ppo, maskable-ppo or a2c)",
-        )
-    if warm_start and resume:
-        raise ConfigError("warm_start", "a resumed run continues its own policy; --warm-start is for new runs")
-    if warm_start:
-        settings.number(warm_start_steps, "warm_start_steps", lo=1, integer=True)
-    if task is None and Path(scenario).suffix in (".yaml", ".yml", ".json"):
-        scenario = str(Path(scenario).resolve())
-    if eval_horizon is None:
-        eval_horizon = env_kwargs.get("horizon")  # evaluate on episodes as long as the training ones
-    out = Path("runs/train" if out is None else out)
-    if resume is None:
-        _prepare_out(out, overwrite)
-    th.set_num_threads(torch_threads)
+            raise ConfigError(
+                f"algo.{key}", f"{config.algo} has no setting {key!r}; it takes {', '.join(sorted(accepted))}"
+            )
+    return algo_kwargs
 
-    # the metadata a loaded agent needs (model.json); horizon/reward_scale only shape training episodes.
-    # A policy trained without masks where an invalid action waits is evaluated the same way ("masked": false)
-    masked = algo == "maskable-ppo" or policy != "mlp" or env_kwargs.get("invalid_action") != "wait"
-    meta: dict[str, Any] = {
-        **{k: v for k, v in previous.items() if k == "warm_start"},
-        "algo": algo,
-        "policy": policy,
-        "decoding": previous.get("decoding", "argmax") if previous else decoding,
-        "scenario": scenario,
-        "scenario_params": scenario_params,
+
+def _time_unit(config: TrainConfig, semi_markov: Any, task: Any) -> float | None:
+    """``--set semi_markov=true|T``: ``gamma`` per time unit (:mod:`clustergym.training.semi_markov`)."""
+    if semi_markov is False:
+        return None
+    from clustergym.training.semi_markov import semi_markov_time_unit
+
+    unit = semi_markov_time_unit(semi_markov, config.algo, task.time_unit if task is not None else None)
+    if config.warm_start:
+        raise ConfigError(
+            "semi_markov",
+            "the warm start fits the critic to per-decision discounted returns; "
+            "train with semi_markov without --warm-start",
+        )
+    return unit
+
+
+def setup(config: TrainConfig) -> Setup:
+    """Check ``config`` against its scenario and resolve it; a resumed run: the recorded configuration
+    and its checked starting point.  Everything is checked here, before a step is taken; a new run's
+    folder is prepared (new or empty, unless ``overwrite``)."""
+    from clustergym.scenarios import resolve_scenario
+    from clustergym.suite import find_task
+
+    point = None
+    if config.resume is not None:
+        config, point = _resume(config)
+    params = dict(config.params)
+    semi_markov = params.pop("semi_markov", False)  # a training setting, not a scenario parameter
+    scenario_params, env_kwargs, more_algo, policy_params = split_params(params)
+    scenario = str(config.scenario)
+    task = find_task(scenario)
+    if task is not None:
+        _on_task(config, task, scenario_params, env_kwargs)
+        scenario, sc = task.name, task.scenario()
+    else:
+        sc = resolve_scenario(scenario, **scenario_params)  # fails early, naming a bad parameter
+        if Path(scenario).suffix in (".yaml", ".yml", ".json"):
+            scenario = str(Path(scenario).resolve())
+    env_kwargs = _env_settings(config, task, sc, env_kwargs)
+    n = config.n_envs
+    n_envs = worker_count(n, "envs") if n is not None or config.vec_env == "subproc" else DEFAULT_ENVS
+    algo_kwargs = _algo_settings(config, n_envs, more_algo, policy_params)
+    time_unit = _time_unit(config, semi_markov, task)
+    eval_horizon = config.eval_horizon if config.eval_horizon is not None else env_kwargs.get("horizon")
+    stages = check_stages(config.curriculum, config.total)
+    probe = make_train_env(scenario, scenario_params, env_kwargs, config.policy)  # env settings fail here
+    _check_stages(stages, probe.observation_space, scenario, scenario_params, env_kwargs, config.policy, policy_params)
+    probe.close()
+    out = Path("runs/train" if config.out is None else config.out)
+    if point is None:
+        prepare_out(out, config.overwrite)
+    else:  # checked: now the run's folder is made ready (later work removed with --overwrite)
+        point = take_over(point)
+    config = dataclasses.replace(
+        config, scenario=scenario, n_envs=n_envs, timesteps=config.total, resume=point.model if point else None
+    )
+    return Setup(
+        config,
+        out,
+        scenario,
+        task,
+        sc,
+        scenario_params,
+        env_kwargs,
+        algo_kwargs,
+        policy_params,
+        n_envs,
+        semi_markov,
+        time_unit,
+        eval_horizon,
+        point,
+    )
+
+
+def metadata(s: Setup) -> dict[str, Any]:
+    """``model.json``: what a loaded agent needs (algorithm, policy, scenario, observation, env
+    settings: ``horizon``/``reward_scale`` only shape training episodes), the whole configuration
+    (``"config"``, what ``--resume`` restores) and the run's status.  A policy trained without masks
+    where an invalid action waits is evaluated the same way (``"masked": false``)."""
+    c, task, env_kwargs = s.config, s.task, s.env_kwargs
+    previous = s.resume.meta if s.resume is not None else {}
+    masked = c.algo == "maskable-ppo" or c.policy != "mlp" or env_kwargs.get("invalid_action") != "wait"
+    agent_keys = ("action_mode", "rules", "queue_window", "invalid_action", "pair_features")
+    return {
+        **{k: v for k, v in previous.items() if k in ("warm_start", "curriculum_asked")},
+        "algo": c.algo,
+        "policy": c.policy,
+        "decoding": c.decoding,
+        "scenario": s.scenario,
+        "scenario_params": s.scenario_params,
         "task": task.id if task is not None else None,
         # the observation the policy learns on: the task's (its scaled features) or the environment's own
         "observation": "task" if task is not None else "env",
         "observation_time_unit": task.time_unit if task is not None else None,
         "masked": masked,
-        "env_kwargs": {
-            k: env_kwargs[k]
-            for k in ("action_mode", "rules", "queue_window", "invalid_action", "pair_features")
-            if k in env_kwargs
-        },
+        "env_kwargs": {k: env_kwargs[k] for k in agent_keys if k in env_kwargs},
         "train_env_kwargs": env_kwargs,
-        "seed": seed,
-        "n_envs": n_envs,
-        "vec_env": vec_env,
-        "normalize_reward": normalize_reward,
-        "normalize_obs": policy == "mlp",
-        "hidden": hidden,
-        "algo_kwargs": algo_kwargs,
-        "policy_kwargs": policy_params,
-        "semi_markov": semi_markov,
-        "semi_markov_time_unit": time_unit,
-        "curriculum": [s.to_json() for s in stages],
+        "seed": c.seed,
+        "n_envs": s.n_envs,
+        "vec_env": c.vec_env,
+        "normalize_reward": c.normalize_reward,
+        "normalize_obs": c.policy == "mlp",
+        "hidden": c.hidden,
+        "algo_kwargs": s.algo_kwargs,
+        "policy_kwargs": s.policy_params,
+        "semi_markov": s.semi_markov,
+        "semi_markov_time_unit": s.time_unit,
+        "curriculum": [st.to_json() for st in c.curriculum],
+        "config": c.to_json(),
+        "status": "running",
+        "resumed_from": str(c.resume or ""),
     }
-    (out / META_NAME).write_text(json.dumps(meta, indent=2))
 
-    # ---- 2. vectorised envs (one process per env), with reward (and, for mlp, observation) normalisation;
-    # with a curriculum, those of the stage the run is at (the first one, or a resumed checkpoint's)
-    plan = phases(stages, timesteps)
-    at = _saved_timesteps(Path(resume)) if resume else 0
-    stage_params = next((p for end, p in plan if end > at), plan[-1][1])
-    venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed, stage_params)
-    vn_path = vecnormalize_path(Path(resume)) if resume else None
-    if vn_path is not None:
-        venv = VecNormalize.load(str(vn_path), venv)
-        venv.training = True
-    else:
-        venv = VecNormalize(
-            venv, norm_obs=policy == "mlp", norm_reward=normalize_reward, gamma=algo_kwargs.get("gamma", 0.99)
-        )
 
-    # ---- 3. the model: new, or resumed from a checkpoint
-    buffer_kwargs: dict[str, Any] = {}
-    if time_unit is not None:
-        from clustergym.training.semi_markov import semi_markov_buffer_kwargs
+# ---------------------------------------------------------------------------------------- 2. the environment
+def training_venv(s: Setup, stage_params: dict[str, Any], stats_of: Path | None = None) -> Any:
+    """The normalised training envs of a stage (``{}``: the scenario or task itself): reward
+    normalisation, and observation normalisation for the ``mlp`` policy; with ``stats_of``, the
+    statistics saved with that model (a resumed run goes on learning them)."""
+    from stable_baselines3.common.vec_env import VecNormalize
 
-        buffer_kwargs = semi_markov_buffer_kwargs(algo, venv.observation_space, time_unit)
+    c = s.config
+    raw = build_venv(s.scenario, s.scenario_params, s.env_kwargs, c.policy, s.n_envs, c.vec_env, c.seed, stage_params)
+    loaded = load_stats(stats_of, raw) if stats_of is not None else None
+    if loaded is not None:
+        return loaded
+    gamma = s.algo_kwargs.get("gamma", 0.99)
+    return VecNormalize(raw, norm_obs=c.policy == "mlp", norm_reward=c.normalize_reward, gamma=gamma)
 
-    def rebuild(env: Any) -> Any:
-        """A new model on ``env`` (also at a curriculum stage of another cluster size)."""
-        more = buffer_kwargs
-        if time_unit is not None and env.observation_space != venv.observation_space:
-            more = semi_markov_buffer_kwargs(algo, env.observation_space, time_unit)
-        return new_model(
-            algo,
-            policy,
-            env_kwargs["action_mode"],
-            env,
-            seed=seed,
-            hidden=hidden,
-            policy_params=policy_params,
-            algo_kwargs=algo_kwargs,
-            tensorboard_log=str(out / "tb"),
-            buffer_kwargs=more,
-        )
 
-    if resume:
-        model = load_sb3(
-            algo_classes()[algo],
-            Path(resume),
-            algo,
-            env=venv,
-            device="cpu",
-            tensorboard_log=str(out / "tb"),
-            **buffer_kwargs,
-        )
-    else:
-        model = rebuild(venv)
+# ---------------------------------------------------------------------------------------- 3. the model
+def _buffer_kwargs(s: Setup, space: Any) -> dict[str, Any]:
+    if s.time_unit is None:
+        return {}
+    from clustergym.training.semi_markov import semi_markov_buffer_kwargs
 
-    # ---- 3b. optional warm start: imitate a rule-based teacher (actor) and fit its returns (critic)
-    if warm_start:
-        from clustergym.training.imitation import clone, collect_demonstrations, return_scale, teacher_params
+    return semi_markov_buffer_kwargs(s.config.algo, space, s.time_unit)
 
-        t_bc = time.perf_counter()
-        # the teacher sees every epoch it asks for (trivial ones too: a rule may keep records across
-        # epochs); the demonstrations keep only the decisions the policy will face
-        demo_kwargs = env_kwargs if env_kwargs.get("action_mode") == "rule" else {**env_kwargs, "skip_trivial": False}
-        demo_env = make_train_env(scenario, scenario_params, demo_kwargs, policy, stage_params=stage_params)
-        teacher = teacher_params(warm_start, env_kwargs["action_mode"], env_kwargs["queue_window"])
-        demos = collect_demonstrations(demo_env, warm_start, warm_start_steps, seed=20_000 + 100 * seed, params=teacher)
-        running, scale = return_scale(demos, model.gamma)
-        if normalize_reward:  # PPO's reward scaling starts from the statistics the critic was fitted with
-            venv.ret_rms.update(running)
-        else:
-            scale = 1.0
-        stats = clone(model.policy, demos, gamma=model.gamma, scale=scale, epochs=warm_start_epochs, seed=seed)
-        meta["warm_start"] = {
-            "teacher": warm_start,
-            "teacher_params": teacher,
-            "steps": warm_start_steps,
-            "epochs": warm_start_epochs,
-            **stats,
-            "wall_seconds": time.perf_counter() - t_bc,
-        }
-        if verbose:
-            print(
-                f"warm start: imitated {warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} decisions "
-                f"({stats['inexpressible']:.0f} of them not expressible in the action mode: run, not imitated), "
-                f"accuracy {stats['accuracy']:.3f}",
-                flush=True,
-            )
 
-    # ---- 4. callbacks: checkpoints (with VecNormalize stats) and periodic evaluation against baselines
-    every = checkpoint_every or max(timesteps // 10, 1)
-    callbacks = [_checkpoint_callback(every, out / "checkpoints")]
-    if time_unit is not None:
-        from clustergym.training.semi_markov import SemiMarkovCallback
-
-        callbacks.append(SemiMarkovCallback())
-    if eval_agents or eval_every:
-        callbacks.append(
-            _eval_callback(
-                meta, out, list(eval_agents), eval_every or timesteps + 1, list(eval_seeds), eval_horizon, verbose
-            )
-        )
-
-    # ---- 5. learn, then save the model, the normalisation stats and the budget
-    t0, c0 = time.perf_counter(), time.process_time()
-    first = True
-    for end, params_of_phase in plan:  # one phase without a curriculum; a stage at a time with one
-        if model.num_timesteps >= end:
-            continue
-        if params_of_phase != stage_params:  # the next stage (or the scenario itself): its envs
-            stage_params = params_of_phase
-            new_venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed, stage_params)
-            model, venv = _enter_stage(model, venv, new_venv, rebuild)
-            if verbose:
-                print(f"[stage @ {model.num_timesteps}] {stage_params or 'the scenario itself'}", flush=True)
-        model.learn(
-            end - model.num_timesteps,
-            callback=CallbackList(callbacks),
-            progress_bar=progress_bar,
-            reset_num_timesteps=first and not resume,
-            tb_log_name=algo,
-        )
-        first = False
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    model.save(out / "model.zip")
-    venv.save(str(out / VECNORM_NAME))
-    # CPU seconds of this process (the learner and in-process envs; not subprocess envs' workers)
-    meta.update(
-        timesteps=int(model.num_timesteps),
-        wall_seconds_last_run=wall,
-        cpu_seconds_last_run=cpu,
-        resumed_from=str(resume or ""),
+def model_for(s: Setup, venv: Any) -> Any:
+    """A new model on ``venv`` (:func:`new_model`: also at a curriculum stage of another cluster size)."""
+    c = s.config
+    return new_model(
+        c.algo,
+        c.policy,
+        s.env_kwargs["action_mode"],
+        venv,
+        seed=c.seed,
+        hidden=c.hidden,
+        policy_params=s.policy_params,
+        algo_kwargs=s.algo_kwargs,
+        tensorboard_log=str(s.out / "tb"),
+        buffer_kwargs=_buffer_kwargs(s, venv.observation_space),
     )
-    (out / META_NAME).write_text(json.dumps(meta, indent=2))
-    venv.close()
-    if verbose:
+
+
+def load_model(s: Setup, venv: Any) -> Any:
+    """The resumed run's model, on ``venv`` (its stage's envs)."""
+    assert s.resume is not None
+    Algo, buffers = algo_classes()[s.config.algo], _buffer_kwargs(s, venv.observation_space)
+    path, tb = s.resume.model, str(s.out / "tb")
+    return load_sb3(Algo, path, s.config.algo, env=venv, device="cpu", tensorboard_log=tb, **buffers)
+
+
+def rollout_steps(model: Any) -> int | None:
+    """Steps one ``learn`` iteration takes (a rollout of every env): a phase ends at the first
+    multiple at or after its end.  ``None`` when it is counted in episodes (DQN's ``train_freq``)."""
+    if hasattr(model, "n_steps"):
+        return int(model.n_steps * model.n_envs)
+    freq = getattr(model, "train_freq", None)
+    if freq is not None and getattr(freq.unit, "value", "") == "step":
+        return int(freq.frequency * model.n_envs)
+    return None
+
+
+def stages_as_taken(s: Setup, model: Any) -> Setup:
+    """The stages, and the run's total, with their steps as the learner takes them: a phase ends at
+    the first rollout boundary at or after its end, so a stage's steps are rounded up to whole
+    rollouts (a stage whose steps the rounding before it already covered takes none and is left
+    out).  A :class:`TrainingWarning` says so when that is not as asked; the setup records the
+    steps taken, so that a resumed run follows the same plan."""
+    rollout, c = rollout_steps(model), s.config
+    if rollout is None or not c.curriculum:
+        return s
+    taken, skipped, end, start = [], [], 0, 0
+    for i, st in enumerate(c.curriculum):
+        end += st.steps
+        actual = start + max(0, math.ceil((end - start) / rollout)) * rollout
+        if actual > start:
+            taken.append(Stage(actual - start, st.params))
+        else:
+            skipped.append(str(i + 1))
+        start = actual
+    total = start + max(0, math.ceil((c.total - start) / rollout)) * rollout
+    if taken == list(c.curriculum) and total == c.total:
+        return s
+    asked = ", ".join(f"{st.steps:,}" for st in c.curriculum)
+    none = f" (stage {', '.join(skipped)} takes none: the rounding before it covers its steps)" if skipped else ""
+    warnings.warn(
+        f"--stage: the stages take {', '.join(f'{st.steps:,}' for st in taken)} steps, not {asked} as asked{none}, "
+        f"and the run {total:,} steps (--timesteps {c.total:,}): a stage ends at a rollout boundary (rollouts of "
+        f"{rollout:,} steps: {s.n_envs} envs x {rollout // s.n_envs}); model.json records the steps taken",
+        TrainingWarning,
+        stacklevel=3,
+    )
+    return dataclasses.replace(s, config=dataclasses.replace(c, curriculum=tuple(taken), timesteps=total))
+
+
+# ---------------------------------------------------------------------------------------- 3b. the warm start
+def warm_start(s: Setup, model: Any, venv: Any, stage_params: dict[str, Any]) -> dict[str, Any]:
+    """Imitate a rule-based teacher (actor) and fit its returns (critic) before RL
+    (:mod:`clustergym.training.imitation`); return what ``model.json`` records of it."""
+    from clustergym.training.imitation import clone, collect_demonstrations, return_scale, teacher_params
+
+    c, env_kwargs = s.config, s.env_kwargs
+    assert c.warm_start is not None
+    t_bc = time.perf_counter()
+    # the teacher sees every epoch it asks for (trivial ones too: a rule may keep records across
+    # epochs); the demonstrations keep only the decisions the policy will face
+    demo_kwargs = env_kwargs if env_kwargs.get("action_mode") == "rule" else {**env_kwargs, "skip_trivial": False}
+    demo_env = make_train_env(s.scenario, s.scenario_params, demo_kwargs, c.policy, stage_params=stage_params)
+    teacher = teacher_params(c.warm_start, env_kwargs["action_mode"], env_kwargs["queue_window"])
+    demos = collect_demonstrations(
+        demo_env, c.warm_start, c.warm_start_steps, seed=20_000 + 100 * c.seed, params=teacher
+    )
+    running, scale = return_scale(demos, model.gamma)
+    if c.normalize_reward:  # PPO's reward scaling starts from the statistics the critic was fitted with
+        venv.ret_rms.update(running)
+    else:
+        scale = 1.0
+    stats = clone(model.policy, demos, gamma=model.gamma, scale=scale, epochs=c.warm_start_epochs, seed=c.seed)
+    if c.verbose:
         print(
-            f"trained {algo}/{policy} on {sc.name} for {model.num_timesteps} steps in {wall:.0f} s -> "
-            f"{out / 'model.zip'}",
+            f"warm start: imitated {c.warm_start}{''.join(f' {k}={v}' for k, v in teacher.items())} on {len(demos)} "
+            f"decisions ({stats['inexpressible']:.0f} of them not expressible in the action mode: run, not "
+            f"imitated), accuracy {stats['accuracy']:.3f}",
             flush=True,
         )
-    return out / "model.zip"
+    return {
+        "teacher": c.warm_start,
+        "teacher_params": teacher,
+        "steps": c.warm_start_steps,
+        "epochs": c.warm_start_epochs,
+        **stats,
+        "wall_seconds": time.perf_counter() - t_bc,
+    }
+
+
+# ---------------------------------------------------------------------------------------- 4. the callbacks
+def callbacks(s: Setup, meta: dict[str, Any]) -> list[Any]:
+    """The learner's position (first: Ctrl-C keeps the last update's policy), checkpoints every
+    ``checkpoint_every`` steps (default a tenth of the run), the semi-Markov discount's durations,
+    and the periodic evaluation; a resumed run continues the schedules where the run left them."""
+    from clustergym.training.callbacks import PeriodicEval, RolloutPosition, UpdateCheckpoint
+
+    c, point = s.config, s.resume
+    every = c.checkpoint_every or max(c.total // 10, 1)
+    save = functools.partial(checkpoint, s, meta)
+    out: list[Any] = [RolloutPosition(), UpdateCheckpoint(every, save, point.step if point is not None else 0)]
+    if s.time_unit is not None:
+        from clustergym.training.semi_markov import SemiMarkovCallback
+
+        out.append(SemiMarkovCallback())
+    if c.eval_agents or c.eval_every:
+        last, wall = (point.last_eval, point.wall_seconds) if point is not None else (0, 0.0)
+        evaluation = PeriodicEval(
+            meta, s.out, c.eval_agents, c.eval_every or c.total + 1, c.eval_seeds, s.eval_horizon, c.verbose, last, wall
+        )
+        out.append(evaluation)
+    return out
+
+
+def checkpoint(s: Setup, meta: dict[str, Any], model: Any) -> Path:
+    """``OUT/checkpoints/rl_model_<N>_steps.zip`` and its statistics; ``model.json`` records its digest."""
+    path = checkpoint_path(s.out, int(model.num_timesteps))
+    save_model(model, model.get_vec_normalize_env(), path)
+    write_meta(s.out, meta)
+    return path
+
+
+# ---------------------------------------------------------------------------------------- 5. the run
+def learn(s: Setup, model: Any, venv: Any, meta: dict[str, Any], stage_params: dict[str, Any]) -> tuple[Any, Any]:
+    """Train to ``timesteps``, a phase at a time (one without a curriculum; each stage, then the
+    scenario itself, with one); return the model and its envs.  Ctrl-C saves a checkpoint of the
+    policy's last update and marks the run interrupted (``--resume`` continues it)."""
+    from stable_baselines3.common.callbacks import CallbackList
+
+    c, calls = s.config, callbacks(s, meta)
+    fresh = s.resume is None
+    try:
+        for end, params_of_phase in phases(c.curriculum, c.total):
+            if model.num_timesteps >= end:
+                continue
+            if params_of_phase != stage_params:  # the next stage (or the scenario itself): its envs
+                stage_params = params_of_phase
+                raw = build_venv(
+                    s.scenario, s.scenario_params, s.env_kwargs, c.policy, s.n_envs, c.vec_env, c.seed, stage_params
+                )
+                model, venv = _enter_stage(model, venv, raw, functools.partial(model_for, s))
+                if c.verbose:
+                    print(f"[stage @ {model.num_timesteps}] {stage_params or 'the scenario itself'}", flush=True)
+            model.learn(
+                end - model.num_timesteps,
+                callback=CallbackList(calls),
+                progress_bar=c.progress_bar,
+                reset_num_timesteps=fresh,
+                tb_log_name=c.algo,
+            )
+            fresh = False
+    except KeyboardInterrupt:
+        if calls[0].in_rollout:  # the steps of an unfinished rollout taught the policy nothing yet
+            model.num_timesteps = calls[0].start
+        meta["status"] = "interrupted"
+        kept = checkpoint(s, meta, model)
+        venv.close()
+        raise KeyboardInterrupt(
+            f"the policy of step {model.num_timesteps:,} is kept in {kept}; continue the run with "
+            f"`clustergym train --resume {s.out}`"
+        ) from None
+    return model, venv
+
+
+# ---------------------------------------------------------------------------------------- 6. the saved run
+def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], wall: float, cpu: float) -> Path:
+    """``OUT/model.zip`` with its normalisation statistics, and ``model.json`` marked finished with
+    the steps taken and this process's seconds (CPU: the learner and in-process envs)."""
+    path = s.out / "model.zip"
+    save_model(model, venv, path)
+    meta.update(
+        timesteps=int(model.num_timesteps),
+        status="finished",
+        policy_class=type(model.policy).__name__,
+        wall_seconds_last_run=wall,
+        cpu_seconds_last_run=cpu,
+    )
+    write_meta(s.out, meta)
+    return path
+
+
+def describe_run(run_dir: str | Path) -> str:
+    """One line on a finished run: the algorithm, the policy (its class), the task or scenario, the
+    steps and the time of its last process."""
+    meta = json.loads((Path(run_dir) / "model.json").read_text(encoding="utf-8"))
+    on = f"suite task {meta['scenario']}" if meta.get("task") else f"scenario {meta['scenario']}"
+    policy = f"the {meta['policy']} policy ({meta.get('policy_class', '?')})"
+    return (
+        f"trained {meta['algo']} with {policy} on {on} for {meta['timesteps']:,} steps in "
+        f"{meta.get('wall_seconds_last_run', 0):.0f} s -> {Path(run_dir) / 'model.zip'}"
+    )
+
+
+def train(config: TrainConfig | str | None = None, algo: str | None = None, **kwargs: Any) -> Path:
+    """Train as ``config`` says (:class:`TrainConfig`) and save ``OUT/model.zip``; return its path.
+
+    The keyword form ``train(scenario, algo, timesteps=..., ..., **params)`` builds the configuration
+    (:meth:`TrainConfig.from_kwargs`: keywords that are not fields are ``--set`` pairs).  With
+    ``resume`` the run continues with the configuration it recorded in ``model.json``, in its own
+    folder, up to ``timesteps`` (default: its own total); a setting given again must have the
+    recorded value.  The steps, in order: :func:`setup`, :func:`training_venv`, :func:`model_for`
+    (or :func:`load_model`), :func:`warm_start`, :func:`callbacks`, :func:`learn`, :func:`save`.
+
+    Raises:
+        ConfigError: a bad setting, scenario, output folder or resume point; nothing is trained.
+        KeyboardInterrupt: Ctrl-C; the policy of the last update is kept as a checkpoint.
+    """
+    if not isinstance(config, TrainConfig):
+        config = TrainConfig.from_kwargs(config, algo, **kwargs)
+    elif algo is not None or kwargs:
+        raise TypeError("train(config) takes no other argument: put the settings in the TrainConfig")
+    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
+    import torch as th
+
+    s = setup(config)
+    th.set_num_threads(s.config.torch_threads)
+    at = s.resume.step if s.resume is not None else 0
+    stage_params = next((p for end, p in phases(s.config.curriculum, s.config.total) if end > at), {})
+    venv = training_venv(s, stage_params, s.resume.model if s.resume is not None else None)
+    model = load_model(s, venv) if s.resume is not None else model_for(s, venv)
+    asked = s.config.curriculum
+    s = stages_as_taken(s, model)
+    meta = metadata(s)
+    if s.config.curriculum != asked:
+        meta["curriculum_asked"] = [st.to_json() for st in asked]
+    write_meta(s.out, meta)
+    if s.config.warm_start and s.resume is None:  # a resumed run continues its warm-started policy
+        meta["warm_start"] = warm_start(s, model, venv, stage_params)
+        write_meta(s.out, meta)
+    t0, c0 = time.perf_counter(), time.process_time()
+    model, venv = learn(s, model, venv, meta, stage_params)
+    path = save(s, model, venv, meta, time.perf_counter() - t0, time.process_time() - c0)
+    venv.close()
+    return path

@@ -99,7 +99,11 @@ def test_curriculum_run_trains_each_stage_records_it_and_resumes_inside_it(tmp_p
     ckpt = out / "checkpoints" / "rl_model_256_steps.zip"
     assert ckpt.is_file()
     res = runner.invoke(app, ["train", "--resume", str(ckpt), "--timesteps", "640", "--no-progress"])
+    assert res.exit_code == 2 and "2 later checkpoints and its final model" in " ".join(res.stderr.split())
+    # --overwrite goes back to the checkpoint: the run's later work is removed, not mixed in
+    res = runner.invoke(app, ["train", "--resume", str(ckpt), "--timesteps", "640", "--no-progress", "--overwrite"])
     assert res.exit_code == 0, res.output
+    assert sorted(set(pd.read_csv(out / "eval.csv")["step"])) == [128, 384, 640]
     assert "[stage @ 384] the scenario itself" in res.stdout
     assert json.loads((out / "model.json").read_text())["curriculum"] == meta["curriculum"]
     res = runner.invoke(

@@ -1,0 +1,292 @@
+"""``clustergym train --resume`` continues the run it names, and only that one; the typed
+configuration behind ``train``; ``--stage`` steps recorded as taken.
+
+Budgets are tiny (rollouts of 128 steps: 2 envs x 64, one epoch, 4 servers, episodes of 3 time
+units): these tests check what is restored, kept and refused, not what is learned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("stable_baselines3", reason="needs the train extra")
+
+from clustergym.cli import app
+from clustergym.errors import ConfigError
+from clustergym.training.config import TrainConfig
+from clustergym.training.run_folder import TrainingWarning
+from clustergym.training.train import train
+
+runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--envs", "2", "--set", "algo.n_steps=64", "--set", "algo.batch_size=64", "--set", "algo.n_epochs=1"]
+EC2 = ["--set", "horizon=3", "--set", "num_servers=4", "--no-progress"]
+EVAL = ["--eval-agents", "best-fit", "--eval-every", "256", "--eval-seeds", "1"]
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    res = runner.invoke(app, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, " ".join(res.stderr.split())
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished run of 512 steps on ec2 with evaluations every 256 steps and checkpoints every 128."""
+    out = tmp_path_factory.mktemp("resume") / "run"
+    rc, _, err = _cli("train", "ec2", "--timesteps", "512", "--out", str(out), *TINY, *EC2, *EVAL)
+    assert rc == 0, err
+    return out
+
+
+def _copy(run: Path, tmp_path: Path, name: str = "run") -> Path:
+    shutil.copytree(run, tmp_path / name)
+    return tmp_path / name
+
+
+def test_ctrl_c_then_resume_gives_the_asked_total_with_every_evaluation(tmp_path):
+    """SIGINT to a training process: exit 130, the last update's policy kept as a checkpoint, the run
+    marked interrupted; ``--resume OUT`` alone trains to the run's own total (not the default
+    100,000) with its evaluations, whose steps are those of an uninterrupted run, each once."""
+    out = tmp_path / "run"
+    args = ["train", "ec2", "--timesteps", "1536", "--out", str(out), *TINY, *EC2, *EVAL]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "clustergym", *args], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        csv = out / "eval.csv"
+        if csv.is_file() and pd.read_csv(csv)["step"].max() >= 512:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["status"] == "interrupted" and "Traceback" not in stderr
+    assert "clustergym train --resume" in " ".join(stderr.split())
+    kept = max(int(p.stem.split("_")[2]) for p in (out / "checkpoints").glob("rl_model_*_steps.zip"))
+    assert 512 <= kept < 1536 and kept % 128 == 0  # a policy update's step: whole rollouts
+    assert not (out / "model.zip").exists()
+
+    rc, stdout, err = _cli("train", "--resume", str(out), "--no-progress")
+    assert rc == 0, err
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["status"] == "finished" and meta["timesteps"] == 1536 and meta["config"]["timesteps"] == 1536
+    ev = pd.read_csv(out / "eval.csv")
+    assert list(ev.groupby("step").size().index) == [256, 512, 768, 1024, 1280, 1536]
+    assert (ev.groupby(["step", "agent"]).size() == 1).all()  # every evaluation once, both agents
+    assert ev["wall_seconds"].is_monotonic_increasing
+    assert "suite task" not in stdout and "scenario ec2" in " ".join(stdout.split())
+
+
+def test_a_finished_run_is_continued_only_to_a_larger_total(finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    before = (run / "model.zip").read_bytes()
+    rc, _, err = _cli("train", "--resume", str(run), "--no-progress")
+    assert rc == 2 and "give --timesteps above 512" in err
+    assert (run / "model.zip").read_bytes() == before
+    rc, _, err = _cli("train", "--resume", str(run), "--timesteps", "256", "--no-progress")
+    assert rc == 2 and "--timesteps 256 is not above the 512 steps" in err
+    rc, _, err = _cli("train", "--resume", str(run), "--timesteps", "768", "--no-progress")
+    assert rc == 0, err
+    meta = json.loads((run / "model.json").read_text())
+    assert meta["timesteps"] == 768 and meta["config"]["eval_agents"] == ["best-fit"]
+    # the earlier final model is kept as the checkpoint of its step
+    assert (run / "checkpoints" / "rl_model_512_steps.zip").read_bytes() == before
+    assert sorted(set(pd.read_csv(run / "eval.csv")["step"])) == [256, 512, 768]
+
+
+def test_an_early_checkpoint_of_a_finished_run_needs_overwrite_and_then_replaces_its_later_work(finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    ckpt = run / "checkpoints" / "rl_model_256_steps.zip"
+    rc, _, err = _cli("train", "--resume", str(ckpt), "--no-progress")
+    assert rc == 2 and "went further (1 later checkpoint and its final model" in err
+    assert (run / "model.zip").exists() and (run / "checkpoints" / "rl_model_384_steps.zip").exists()
+    rc, _, err = _cli("train", "--resume", str(ckpt), "--no-progress", "--overwrite")
+    assert rc == 0, err
+    steps = sorted(int(p.stem.split("_")[2]) for p in (run / "checkpoints").glob("rl_model_*_steps.zip"))
+    assert steps == [128, 256, 384]  # the new run's 384, not a mix: its digest is the recorded one
+    meta = json.loads((run / "model.json").read_text())
+    assert set(meta["sha256"]) >= {"checkpoints/rl_model_384_steps.zip", "model.zip"}
+    assert meta["timesteps"] == 512 and meta["resumed_from"].endswith("rl_model_256_steps.zip")
+    assert sorted(set(pd.read_csv(run / "eval.csv")["step"])) == [256, 512]
+
+
+def test_a_checkpoint_of_another_run_is_refused(finished, tmp_path):
+    a, b = _copy(finished, tmp_path, "a"), _copy(finished, tmp_path, "b")
+    rc, _, err = _cli("train", "--resume", str(a), "--timesteps", "640", "--no-progress", "--seed", "0")
+    assert rc == 0, err
+    # a's 640-step model placed among b's checkpoints: b never wrote it
+    foreign = b / "checkpoints" / "rl_model_640_steps.zip"
+    shutil.copyfile(a / "model.zip", foreign)
+    shutil.copyfile(a / "vecnormalize.npz", b / "checkpoints" / "rl_model_vecnormalize_640_steps.npz")
+    rc, _, err = _cli("train", "--resume", str(foreign), "--timesteps", "768", "--no-progress")
+    assert rc == 2 and "not a checkpoint of the run" in err
+    # an --out other than the run's own folder is refused too
+    rc, _, err = _cli("train", "--resume", str(b), "--timesteps", "768", "--out", str(a), "--no-progress")
+    assert rc == 2 and "another folder" in err
+
+
+def test_a_damaged_checkpoint_is_the_same_clear_error_as_in_run(finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    ckpt = run / "checkpoints" / "rl_model_384_steps.zip"
+    ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
+    (run / "model.zip").unlink()  # an interrupted run: the damaged checkpoint is its latest point
+    rc, _, err = _cli("train", "--resume", str(run), "--no-progress")
+    rc_run, stdout, _ = _cli("run", "ec2", "--agent", str(ckpt), "--set", "num_servers=4", "--json")
+    message = json.loads(stdout)["error"]["message"]
+    assert rc == 2 and rc_run == 2 and "Traceback" not in err
+    assert "".join(message.split()) in "".join(err.split()) and str(ckpt) in message
+
+
+def test_resume_restores_every_recorded_setting_and_refuses_another(finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    rc, _, err = _cli("train", "--resume", str(run), "--timesteps", "640", "--eval-every", "100", "--no-progress")
+    assert rc == 2 and "trained with eval_every 256, not 100" in err
+    rc, _, err = _cli("train", "--resume", str(run), "--timesteps", "640", "--set", "num_servers=5", "--no-progress")
+    assert rc == 2 and "trained with num_servers=4, not num_servers=5" in err
+    # the same values given again are accepted
+    rc, _, err = _cli("train", "--resume", str(run), "--timesteps", "640", *TINY, *EC2, *EVAL)
+    assert rc == 0, err
+
+
+def test_stage_steps_are_recorded_as_taken_with_a_warning(tmp_path):
+    """A stage of 64 steps with rollouts of 128 takes 128: model.json records 128 (and the asked
+    64), the warning says so, and the run's stage boundary is at 128."""
+    out = tmp_path / "run"
+    with pytest.warns(TrainingWarning, match=r"the stages take 128 steps, not 64 as asked"):
+        train(
+            TrainConfig(
+                scenario="ec2",
+                timesteps=256,
+                n_envs=2,
+                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
+                curriculum=((64, {"num_servers": 6}),),
+                out=out,
+                verbose=False,
+            )
+        )
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["curriculum"] == [{"steps": 128, "params": {"num_servers": 6}}] == meta["config"]["curriculum"]
+    assert meta["curriculum_asked"] == [{"steps": 64, "params": {"num_servers": 6}}]
+    assert meta["timesteps"] == 256
+
+    # stages smaller than a rollout: the second is covered by the first's rounding, the run by both
+    out = tmp_path / "small"
+    with pytest.warns(TrainingWarning, match=r"stage 2 takes none.*and the run 128 steps \(--timesteps 48\)"):
+        train(
+            TrainConfig(
+                scenario="ec2",
+                timesteps=48,
+                n_envs=2,
+                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
+                curriculum=((16, {"num_servers": 6}), (16, {"num_servers": 5})),
+                out=out,
+                verbose=False,
+            )
+        )
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["curriculum"] == [{"steps": 128, "params": {"num_servers": 6}}]
+    assert meta["timesteps"] == 128 == meta["config"]["timesteps"]
+
+
+def test_a_key_twice_in_one_stage_is_refused(tmp_path):
+    rc, _, err = _cli("train", "ec2", "--stage", "64:zeta=0.5,zeta=0.6", "--out", str(tmp_path / "r"))
+    assert rc == 2 and "'zeta' is given twice in one stage" in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_report_names_the_task_and_the_policy_used(tmp_path):
+    rc, stdout, err = _cli(
+        "train", "rms-trap", "--algo", "ppo", "--policy", "mlp", "--timesteps", "128", "--out", str(tmp_path / "r"),
+        *TINY, "--no-progress",
+    )  # fmt: skip
+    assert rc == 0, err
+    line = " ".join(stdout.split())
+    assert "trained ppo with the mlp policy (ActorCriticPolicy) on suite task rms-trap for 128 steps" in line
+    assert "bf-trap" not in line
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"algo": "sac"}, "algo"),
+        ({"policy": "cnn"}, "policy"),
+        ({"timesteps": 0}, "timesteps"),
+        ({"n_envs": 0}, "envs"),
+        ({"eval_every": -1}, "eval_every"),
+        ({"eval_seeds": (0, -1)}, "eval_seeds"),
+        ({"eval_horizon": 0.0}, "eval_horizon"),
+        ({"hidden": 0}, "hidden"),
+        ({"decoding": "median"}, "decoding"),
+        ({"vec_env": "ray"}, "vec_env"),
+        ({"algo": "dqn"}, "policy"),
+        ({"warm_start": "best-fit", "policy": "mlp"}, "warm_start"),
+        ({"curriculum": ((0, {"load": 1.5}),)}, "stage 1.steps"),
+        ({"curriculum": ((300, {"load": 1.5}),), "timesteps": 200}, "curriculum"),
+    ],
+)
+def test_the_config_checks_each_field_in_one_place(kwargs, field):
+    with pytest.raises(ConfigError) as e:
+        TrainConfig(scenario="ec2", **kwargs)
+    assert e.value.field == field
+
+
+def test_the_config_round_trips_through_json_and_the_keyword_form_builds_the_same_config():
+    c = TrainConfig(
+        scenario="ec2",
+        algo="ppo",
+        policy="mlp",
+        timesteps=1000,
+        params={"num_servers": 4, "algo.gamma": 0.9},
+        eval_agents=("best-fit",),
+        curriculum=((100, {"load": 1.5}),),
+    )
+    assert TrainConfig.from_json(json.loads(json.dumps(c.to_json())), "x") == c
+    keyword = TrainConfig.from_kwargs(
+        "ec2", "ppo", policy="mlp", timesteps=1000, eval_agents=["best-fit"], curriculum=[(100, {"load": 1.5})],
+        num_servers=4, **{"algo.gamma": 0.9},
+    )  # fmt: skip
+    assert keyword == c
+    with pytest.raises(ConfigError, match="unknown setting 'speed'"):
+        TrainConfig.from_json({**c.to_json(), "speed": 2}, "model.json")
+    with pytest.raises(TypeError):
+        train(c, "ppo")
+
+
+def test_a_warm_started_run_resumes_without_a_second_warm_start(tmp_path):
+    out = tmp_path / "run"
+    warm = ["--warm-start", "best-fit", "--warm-start-steps", "200", "--warm-start-epochs", "1"]
+    rc, _, err = _cli("train", "ec2", "--timesteps", "128", "--out", str(out), *warm, *TINY, *EC2)
+    assert rc == 0, err
+    first = json.loads((out / "model.json").read_text())["warm_start"]
+    rc, _, err = _cli("train", "--resume", str(out), "--timesteps", "256", *warm, "--no-progress")
+    assert rc == 2 and "--warm-start is for new runs" in err
+    rc, _, err = _cli("train", "--resume", str(out), "--timesteps", "256", "--no-progress")
+    assert rc == 0, err
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["timesteps"] == 256 and meta["warm_start"] == first and meta["config"]["warm_start"] == "best-fit"
+
+
+def test_resume_of_a_run_missing_its_statistics_is_refused(finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    (run / "model.zip").unlink()
+    (run / "checkpoints" / "rl_model_vecnormalize_384_steps.npz").unlink()
+    rc, _, err = _cli("train", "--resume", str(run), "--no-progress")
+    assert rc == 2 and "normalisation statistics" in err and "missing" in err
+    assert zipfile.is_zipfile(run / "checkpoints" / "rl_model_384_steps.zip")
