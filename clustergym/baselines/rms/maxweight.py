@@ -65,7 +65,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym._cache import Cache
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.scores import best_mask, score_ranks
@@ -145,6 +145,7 @@ class Knapsack:
         if not np.any(q > 0):
             return np.zeros(J, dtype=np.int64)
         if self.method == "enumerate":
+            assert self.configs is not None  # enumerated in __init__
             score = self._configs_f @ q
             top = np.flatnonzero(best_mask(score))
             return self.configs[top[int(np.argmax(self._njobs[top]))]].copy()
@@ -206,8 +207,8 @@ class _MaxWeightBase(Agent):
         self.blackbox = choice(blackbox, "agent.blackbox", BLACKBOXES, error=ConfigError)
         self.stats: dict[str, int] = {}
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
         if not v.types.exact:
             raise ConfigError("agent", f"agent {self.name!r} needs discrete job types")
@@ -297,8 +298,8 @@ class MaxWeightRefresh(_MaxWeightBase):
         super().__init__(**params)
         self.refresh = choice(refresh, "agent.refresh", ("local", "global"), error=ConfigError)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self.committed = np.zeros(self.L, dtype=bool)
         self.stats["refreshes"] = 0
 
@@ -368,8 +369,8 @@ class MaxWeightStop(_MaxWeightBase):
         super().__init__(**params)
         self.beta = number(beta, "agent.beta", lo=0.0, lo_open=True, hi=1.0, error=ConfigError)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self.stopped = np.zeros(self.L, dtype=bool)
         self.stats["stops"] = 0
 
@@ -409,8 +410,8 @@ class MaxWeightStop(_MaxWeightBase):
         if item == self._REFRESH:  # central queues: empty servers re-run the blackbox and fill
             v = self.view
             while v.num_queued > 0:
-                empty = np.flatnonzero((v.count_real.sum(axis=1) == 0) & (v.count_dummy.sum(axis=1) == 0))
-                empty = [int(s) for s in empty if int(s) not in self._refreshed]
+                idle = np.flatnonzero((v.count_real.sum(axis=1) == 0) & (v.count_dummy.sum(axis=1) == 0))
+                empty = [int(s) for s in idle if int(s) not in self._refreshed]
                 if not empty:
                     return None
                 s = empty[0]
