@@ -19,7 +19,9 @@ import clustergym.baselines
 import clustergym.suite  # noqa: F401  (registers the suite's task ids, clustergym/<task>-v1)
 from clustergym.agent_api import (
     Agent,
+    AgentContext,
     AgentRequirements,
+    agent_context,
     list_agents,
     make_agent,
     make_env_for,
@@ -38,7 +40,9 @@ except PackageNotFoundError:  # a source tree that is not installed
 
 __all__ = [
     "Agent",
+    "AgentContext",
     "AgentRequirements",
+    "agent_context",
     "list_agents",
     "make_agent",
     "make_env_for",

@@ -2,20 +2,37 @@
 
 Every agent, learned or published, is driven the same way::
 
-    env = make_env(scenario, agent)          # the scenario plus the agent's decision epochs
+    env = make_env_for(scenario, agent)      # the scenario plus the agent's decision epochs
     obs, info = env.reset(seed=seed)
-    agent.reset(env, seed=seed)
+    agent.reset(agent_context(env, seed), seed=seed)   # what it may read, not the env
     while True:
         action, _ = agent.predict(obs, deterministic=True)
         obs, reward, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
 
-``predict`` has Stable-Baselines3's signature, so a trained SB3 model and a
-baseline are interchangeable.  Rule-based agents read the full state through
-the env's read-only :class:`~clustergym.core.view.ClusterView` and return
-:class:`~clustergym.core.commands.Command` objects, one per call, ending each
-epoch with ``WAIT``.
+(:func:`clustergym.run_episode` does exactly this.)  An agent is handed an :class:`AgentContext`,
+never the environment: the read-only :class:`~clustergym.core.view.ClusterView` of the kernel, the
+scenario, the objective, its own seeded generator (:meth:`AgentContext.generator`), and the spaces
+and action mask a masked policy samples from.  ``predict`` has Stable-Baselines3's signature, so a
+trained SB3 model and a baseline are interchangeable: an object with ``predict`` only (an SB3 model)
+needs no ``reset`` and is fed observations alone.  Rule-based agents read the full state through the
+view and return :class:`~clustergym.core.commands.Command` objects, one per call, ending each epoch
+with ``WAIT``.  An agent whose decisions the kernel's compiled loop reproduces says so with
+:meth:`Agent.compiled_policy`; the runner decides whether that path may run (it gives identical
+results only under the environment's default reward).
+
+A minimal agent::
+
+    class Oldest(Agent):
+        # start the oldest queued job that fits on the first server where it fits
+
+        def act(self, observation):
+            for job in self.view.queue():
+                server = self.view.select_server("first-fit", job)
+                if server >= 0:
+                    return Command.place(job, server)
+            return Command.wait()
 """
 
 from __future__ import annotations
@@ -31,11 +48,16 @@ import numpy as np
 
 from clustergym.core.commands import Cmd
 from clustergym.core.simulator import EpochConfig
+from clustergym.core.view import ClusterView
+from clustergym.envs.context import AgentContext, agent_context
 from clustergym.errors import ConfigError
 
 __all__ = [
     "Agent",
+    "AgentContext",
     "AgentRequirements",
+    "CompiledPolicy",
+    "agent_context",
     "register_agent",
     "agent_factory",
     "make_agent",
@@ -83,6 +105,19 @@ class AgentRequirements:
     env_kwargs: tuple[tuple[str, Any], ...] = ()
 
 
+@dataclass(frozen=True)
+class CompiledPolicy:
+    """A whole-episode policy the kernel's compiled loop reproduces (:mod:`clustergym.core.fastpath`).
+
+    Attributes:
+        server_rule: the greedy server rule, ``"first-fit"`` or ``"best-fit"``.
+        scan: the scan window, the first ``scan`` queued jobs (a positive integer).
+    """
+
+    server_rule: str
+    scan: int
+
+
 class Agent(ABC):
     """Base class of rule-based agents.
 
@@ -92,32 +127,48 @@ class Agent(ABC):
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    requirements: ClassVar[AgentRequirements] = AgentRequirements()
+    #: what it needs from the environment (a class constant, or per instance for parametrised agents)
+    requirements: AgentRequirements = AgentRequirements()
     #: its decisions at an epoch depend on the state at that epoch only (no record kept across epochs,
     #: such as a mirror of the queue or counters of arrivals), so it may be driven at some epochs and
     #: not others: the rules a learned policy chooses among (:mod:`clustergym.learned.rule_select`)
     epoch_local: ClassVar[bool] = False
+    #: the episode's context and its view, set by :meth:`reset` (an agent reads nothing else)
+    context: AgentContext
+    view: ClusterView
 
     def __init__(self, **params: Any):
         if params:
             raise ConfigError(
                 f"agent.{next(iter(params))}", f"agent {self.name!r} takes no parameter {next(iter(params))!r}"
             )
-        self.view: Any = None
         self.rng = np.random.default_rng(0)
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
         """The requirements on a given scenario (most agents: the class constant)."""
         return self.requirements
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        """Bind to an environment at the start of an episode.
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        """Start an episode with what the agent may read (:class:`AgentContext`).
 
-        ``seed`` seeds the agent's own generator (independent of the env's streams).
+        ``seed`` (default: the context's) seeds the agent's own generator, ``self.rng``
+        (:meth:`AgentContext.generator`, independent of the env's streams).  For scripts, an
+        environment may be passed instead of a context: it is replaced by
+        :func:`agent_context` of it at once, and the agent keeps only the context.
         """
-        self.env = env.unwrapped
-        self.view = self.env.view
-        self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0xA9E17]))
+        if not isinstance(context, AgentContext):  # an environment, from a script
+            context = agent_context(context, seed)
+        elif seed is not None:
+            context = context.with_seed(seed)
+        self.context = context
+        self.view = context.view
+        self.rng = context.generator()
+
+    def compiled_policy(self) -> CompiledPolicy | None:
+        """The compiled whole-episode policy that makes the same decisions as this agent, or ``None``
+        (most agents).  The runner, not the agent, decides whether it may run
+        (:func:`clustergym.runner.episode.run_compiled`)."""
+        return None
 
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True

@@ -61,6 +61,7 @@ def one_run(task: tuple) -> dict:
     label, preset, params, agent_name, aparams, horizon, seed = task
     from clustergym.agent_api import make_agent, make_env_for
     from clustergym.core.metrics import stability_test
+    from clustergym.runner.episode import run_compiled
     from clustergym.scenarios import make_preset
 
     sc = make_preset(preset, **params, horizon=float(horizon), queue_cap=None)
@@ -68,8 +69,7 @@ def one_run(task: tuple) -> dict:
     env = make_env_for(sc, agent)
     env.reset(seed=seed)
     agent.reset(env, seed=seed)
-    fast = getattr(agent, "run_fast", None)
-    done = fast is not None and fast(env) is not None
+    done = run_compiled(agent, env) is not None
     while not done:
         cmd, _ = agent.predict(None)
         _, _, term, trunc, _ = env.step(cmd)

@@ -49,13 +49,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements, CompiledPolicy
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.placement import scan_select
 from clustergym.core.scores import best_mask
 from clustergym.core.simulator import EpochConfig
-from clustergym.envs.reward import ObjectiveReward
 from clustergym.validation import settings
 
 __all__ = ["select_server", "GreedyAgent", "FirstFit", "BestFit", "RandomFit", "BestFitAdmit", "FirstFitAdmit"]
@@ -88,8 +87,8 @@ class GreedyAgent(Agent):
         self.scan = settings.number(scan, "agent.scan", lo=1, integer=True, allow_none=True)
         self._epoch = -1
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self._epoch = -1
         self._sweep: list[int] = []
 
@@ -139,30 +138,18 @@ class GreedyAgent(Agent):
                     return Command.place(job, s)
         return Command.wait()
 
-    def run_fast(self, env: Any) -> tuple[float, int] | None:
-        """Run the freshly reset episode to its end on the compiled path, if it applies.
-
-        With a scan window, First-Fit or Best-Fit, a central queue and numba installed,
-        :func:`clustergym.core.fastpath.run_scan_episode` runs the whole episode in one
-        compiled loop with bit-identical results; returns ``(return, steps)`` as the
-        ``step`` loop would have summed them, or ``None`` (run the ordinary loop).
-        """
-        from clustergym.core import fastpath
-
-        env = getattr(env, "unwrapped", env)
-        reward = env.reward_fn
+    def compiled_policy(self) -> CompiledPolicy | None:
+        """With a scan window and First-Fit or Best-Fit, the compiled loop
+        (:func:`clustergym.core.fastpath.run_scan_episode`) makes this agent's decisions, bit for bit;
+        the runner runs it where it gives identical results (the env's default reward, every epoch
+        shown, numba installed).  ``None`` without a window, for Random-Fit, and for a subclass that
+        decides otherwise (the compiled loop has this class's rules only)."""
         cls = type(self)
         if any(getattr(cls, m) is not getattr(GreedyAgent, m) for m in ("act", "_next_in_sweep", "_server_for")):
-            return None  # a subclass that decides otherwise: the compiled loop has this class's rules only
-        if (
-            env.skip_trivial
-            or type(reward) is not ObjectiveReward
-            or not fastpath.supported(env.sim, self.server_rule, self.scan, reward.integral)
-        ):
             return None
-        return fastpath.run_scan_episode(
-            env.sim, self.server_rule, self.scan, sign=reward.sign, integral=reward.integral, scale=reward.scale
-        )
+        if self.scan is None or self.server_rule not in ("first-fit", "best-fit"):
+            return None
+        return CompiledPolicy(self.server_rule, self.scan)
 
     def _sweep_order(self) -> list[int]:
         v = self.view
@@ -188,7 +175,7 @@ class GreedyAgent(Agent):
         elif v.types.exact:
             cands = [h for t in range(v.num_types) if (h := v.head_of_type(t)) >= 0]
         else:
-            cands = v.queue()
+            cands = list(v.queue())
         if not cands:
             return -1
         ids = np.fromiter(cands, dtype=np.int64, count=len(cands))

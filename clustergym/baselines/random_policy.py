@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium.spaces import MultiDiscrete
 
 from clustergym.agent_api import Agent, AgentRequirements
 from clustergym.core.commands import Cmd
@@ -31,10 +32,10 @@ class RandomMasked(Agent):
     )
 
     def act(self, observation: Any) -> Any:
-        env = self.env
-        mask = env.action_masks()
-        space = env.action_space
-        if hasattr(space, "nvec"):  # MultiDiscrete with a factorised mask
+        ctx = self.context
+        mask = ctx.action_mask()
+        space = ctx.action_space
+        if isinstance(space, MultiDiscrete):  # a factorised mask
             out, start = [], 0
             for n in space.nvec:
                 valid = np.flatnonzero(mask[start : start + n])

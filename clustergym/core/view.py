@@ -70,6 +70,11 @@ class ClusterView:
     def horizon(self) -> float:
         return self._sim.horizon
 
+    @property
+    def any_slots(self) -> bool:
+        """Whether a reservation slot has been created on some server since the episode began."""
+        return bool(self._sim.cluster.any_slots)
+
     # --- oracle data (what a learned agent does not see)
     @property
     def rates(self) -> np.ndarray | None:

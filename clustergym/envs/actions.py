@@ -19,14 +19,24 @@ mode       space                   meaning
            ``([12, A, L])``        ``arg`` a queue-window slot (PLACE, REPLACE,
                                    ROUTE, REJECT) or a type (DUMMY, RESERVE,
                                    RELEASE); its mask is per dimension (factorised)
+``rule``   ``Discrete(N)``         ``a``: rule ``a`` of ``N`` injected rules
+                                   (:class:`RuleSet`) acts at this decision epoch;
+                                   every action is valid; an epoch at which every
+                                   rule would WAIT is trivial (skipped)
 ========== ======================= =================================================
+
+The ``rule`` mode's rules are injected (``make_action_mode("rule", sim, K, rules=...)``, the env's
+``rules`` argument): :class:`~clustergym.learned.rule_select.RuleDriver` is the package's
+:class:`RuleSet`, and :mod:`clustergym.learned.rule_select` builds the environment that lets a policy
+choose a rule once per epoch.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from gymnasium import spaces
@@ -36,12 +46,17 @@ from clustergym.core.simulator import Simulator
 from clustergym.errors import ConfigError
 from clustergym.validation import settings
 
+if TYPE_CHECKING:
+    from clustergym.envs.context import AgentContext
+
 __all__ = [
     "ActionMode",
     "HeadServerMode",
     "SlotServerMode",
     "AdmitMode",
     "CommandMode",
+    "RuleMode",
+    "RuleSet",
     "make_action_mode",
     "ACTION_MODES",
 ]
@@ -72,6 +87,15 @@ class ActionMode(ABC):
     def __init__(self, sim: Simulator, queue_window: int):
         self.sim = sim
         self.queue_window = queue_window
+
+    @classmethod
+    def create(cls, sim: Simulator, queue_window: int, rules: RuleSet | None = None) -> ActionMode:
+        """The mode on ``sim``; ``rules`` only for a mode that takes them (``rule``)."""
+        if rules is not None:
+            raise ConfigError(
+                "rules", f"the {cls.name!r} action mode takes no rules (the 'rule' mode chooses among rules)"
+            )
+        return cls(sim, queue_window)
 
     @property
     @abstractmethod
@@ -119,6 +143,10 @@ class ActionMode(ABC):
         """Whether ``mask`` (computed on the current state) alone shows that ``action`` decodes to
         a command ``Simulator.check`` accepts, so the env may skip the check (False: check it)."""
         return False
+
+    def reset(self, context: AgentContext, seed: int | None) -> None:
+        """Start an episode (called by the env after the kernel's reset; most modes keep no state)."""
+        return None
 
 
 class _OneJobMode(ActionMode):
@@ -347,7 +375,98 @@ class CommandMode(ActionMode):
         return ids[: self.queue_window]
 
 
-ACTION_MODES = {m.name: m for m in (HeadServerMode, SlotServerMode, AdmitMode, CommandMode)}
+class RuleSet(Protocol):
+    """The rules injected into the ``rule`` mode: rule-based agents issuing commands, asked for their
+    first command at every epoch (so each sees every epoch, whichever acts).  They read the state
+    through their :class:`~clustergym.envs.context.AgentContext`, never the observation."""
+
+    @property
+    def names(self) -> Sequence[str]:
+        """The rules' names, one per action (``N``)."""
+        ...
+
+    def reset(self, context: AgentContext, seed: int | None) -> None:
+        """Start an episode: every rule gets the context and seeds its own generator from ``seed``."""
+        ...
+
+    def first_commands(self) -> Sequence[Command]:
+        """Every rule's first command at the current epoch: each rule is asked once per epoch, and the
+        answers are kept until the epoch ends."""
+        ...
+
+    def next_command(self, i: int) -> Command:
+        """Rule ``i``'s next command at the current epoch, after the first (:meth:`first_commands`)."""
+        ...
+
+
+class RuleMode(ActionMode):
+    """``Discrete(N)``: action ``a`` lets rule ``a`` of the injected :class:`RuleSet` act.
+
+    The first action of an epoch chooses the rule and executes its first command; later steps in
+    the same epoch (with ``Command`` objects, or any action) continue the chosen rule until its WAIT.
+    Every action is valid; an epoch at which every rule's first command is WAIT leaves nothing to
+    choose, so the env skips it when ``skip_trivial`` (each rule has still been asked).
+    """
+
+    name = "rule"
+
+    def __init__(self, sim: Simulator, queue_window: int, rules: RuleSet | None = None):
+        super().__init__(sim, queue_window)
+        if rules is None:
+            raise ConfigError(
+                "action_mode",
+                "the 'rule' mode chooses among injected rules: pass rules "
+                "(clustergym.learned.rule_select.make_rule_select_env builds them from names)",
+            )
+        if not all(hasattr(rules, m) for m in ("names", "reset", "first_commands", "next_command")):
+            raise ConfigError(
+                "rules",
+                f"expected the rule mode's rules as a RuleSet (clustergym.learned.rule_select.RuleDriver), got "
+                f"{rules!r}; rules named by text are chosen among by clustergym train --set action_mode=rule",
+            )
+        self.rules = rules
+        n = len(rules.names)
+        if n < 1:
+            raise ConfigError("rules", "the 'rule' mode needs at least one rule")
+        self._space = spaces.Discrete(n)
+        self._chosen, self._chosen_epoch = -1, -1
+
+    @classmethod
+    def create(cls, sim: Simulator, queue_window: int, rules: RuleSet | None = None) -> ActionMode:
+        return cls(sim, queue_window, rules)
+
+    @property
+    def space(self) -> spaces.Space:
+        return self._space
+
+    @property
+    def mask_size(self) -> int:
+        return int(self._space.n)
+
+    def reset(self, context: AgentContext, seed: int | None) -> None:
+        self.rules.reset(context, seed)
+        self._chosen, self._chosen_epoch = -1, -1
+
+    def mask(self) -> np.ndarray:
+        return np.ones(self.mask_size, dtype=bool)
+
+    def nothing_to_decide(self) -> bool:
+        return all(c.kind == Cmd.WAIT for c in self.rules.first_commands())
+
+    def only_wait(self, mask: np.ndarray) -> bool:
+        return self.nothing_to_decide()
+
+    def decode(self, action) -> Command:
+        epoch = self.sim.n_epochs
+        if epoch != self._chosen_epoch:  # the epoch's first action chooses the rule
+            self._chosen, self._chosen_epoch = int(action), epoch
+            return self.rules.first_commands()[self._chosen]
+        return self.rules.next_command(self._chosen)
+
+
+ACTION_MODES: dict[str, type[ActionMode]] = {
+    m.name: m for m in (HeadServerMode, SlotServerMode, AdmitMode, CommandMode, RuleMode)
+}
 
 
 #: the action mode of each queueing mode when none is asked for
@@ -360,8 +479,13 @@ def default_action_mode(queueing: str) -> str:
     return DEFAULT_ACTION_MODES[queueing]
 
 
-def make_action_mode(name: str | None, sim: Simulator, queue_window: int) -> ActionMode:
-    """The action mode ``name`` (``None``: :func:`default_action_mode` of the simulator's queueing)."""
+def make_action_mode(name: str | None, sim: Simulator, queue_window: int, rules: RuleSet | None = None) -> ActionMode:
+    """The action mode ``name`` (``None``: :func:`default_action_mode` of the simulator's queueing),
+    with ``rules`` injected into a mode that takes them (``rule``).
+
+    Raises:
+        ConfigError: an unknown mode, rules for a mode without rules, or a rule mode without them.
+    """
     if name is None:
         name = default_action_mode(sim.queueing)
-    return ACTION_MODES[settings.choice(name, "action_mode", ACTION_MODES)](sim, queue_window)
+    return ACTION_MODES[settings.choice(name, "action_mode", ACTION_MODES)].create(sim, queue_window, rules)

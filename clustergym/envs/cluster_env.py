@@ -12,7 +12,8 @@ from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.objectives import objective_metric
 from clustergym.core.simulator import EpochConfig, Simulator
 from clustergym.core.view import ClusterView
-from clustergym.envs.actions import ActionMode, make_action_mode
+from clustergym.envs.actions import ActionMode, RuleMode, RuleSet, make_action_mode
+from clustergym.envs.context import agent_context
 from clustergym.envs.observation import ObservationBuilder
 from clustergym.envs.reward import RewardFn, make_reward_fn
 from clustergym.envs.viewer import render_text
@@ -83,9 +84,11 @@ class ClusterEnv(gym.Env):
       scenario file, a dict in the file format, or a
       :class:`~clustergym.scenarios.spec.Scenario`; extra keyword arguments are
       the preset's parameters (e.g. ``zeta=0.9``).
-    * ``action_mode``: ``head``, ``slot``, ``admit`` or ``command`` (default
+    * ``action_mode``: ``head``, ``slot``, ``admit``, ``command`` or ``rule`` (default
       ``head`` for central queues, ``admit`` for loss systems, ``command`` for
       local queues).
+    * ``rules``: the rules of the ``rule`` mode (a :class:`~clustergym.envs.actions.RuleSet`,
+      e.g. :class:`~clustergym.learned.rule_select.RuleDriver`); reset with the env.
     * ``queue_window``: ``K``, the queue jobs shown (and addressable by ``slot``).
     * ``epochs``: extra decision epochs (an ``EpochConfig`` or dict), merged
       with the scenario's.
@@ -145,6 +148,7 @@ class ClusterEnv(gym.Env):
         reward_scale: float = 1.0,
         reward_timing: Literal["integral", "start", "expected"] = "integral",
         reward_fn: RewardFn | None = None,
+        rules: RuleSet | None = None,
         pair_features: bool = False,
         validate: bool = False,
         observe: bool = True,
@@ -164,7 +168,7 @@ class ClusterEnv(gym.Env):
         if render_mode is not None:
             settings.choice(render_mode, "render_mode", self.metadata["render_modes"])
         self.sim: Simulator = self.scenario.make_simulator(epochs, validate=validate)
-        self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window)
+        self.mode: ActionMode = make_action_mode(action_mode, self.sim, queue_window, rules)
         self.action_mode = self.mode.name
         self.queue_window = queue_window
         self.skip_trivial = (
@@ -198,10 +202,12 @@ class ClusterEnv(gym.Env):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        if seed is None:
+        kernel_seed = seed
+        if kernel_seed is None:
             # draw the kernel seed from the env's own generator so that unseeded resets differ
-            seed = int(self.np_random.integers(2**63 - 1))
-        self.sim.reset(seed)
+            kernel_seed = int(self.np_random.integers(2**63 - 1))
+        self.sim.reset(kernel_seed)
+        self.mode.reset(agent_context(self, seed), seed)  # the rule mode's rules seed as agents do
         self._mask = None
         self._invalid_in_epoch = 0
         self._end_reported = False
@@ -264,6 +270,35 @@ class ClusterEnv(gym.Env):
             self._end_reported = True
             info["metrics"] = self.metrics()
         return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
+
+    def drive_rule(self, rules: RuleSet, *, until: float, seed: int | None) -> tuple[int, Any, float, dict[str, Any]]:
+        """Let the first of the injected ``rules`` act at every epoch, trivial ones included, while the
+        clock is at or before ``until`` and the episode runs (a suite task's warm start: its commands
+        are not steps of the episode); then, with ``skip_trivial``, advance to the first epoch with a
+        choice.  The rules are driven through the ``rule`` action mode and reset here with the seed.
+
+        Returns:
+            ``(steps, obs, reward, info)``: the env steps taken (0: nothing happened; ``obs`` and
+            ``info`` are then ``None`` and ``{}``), the last observation and info, and the rewards
+            of those steps summed in order.
+        """
+        driver = RuleMode(self.sim, self.queue_window, rules)
+        driver.reset(agent_context(self, seed), seed)
+        sim, skip = self.sim, self.skip_trivial
+        steps, obs, total, info = 0, None, 0.0, {}
+        self.skip_trivial = False  # the rule sees every epoch
+        try:
+            while not sim.done and sim.now <= until:
+                obs, reward, _, _, info = self.step(driver.decode(0))
+                total += reward
+                steps += 1
+        finally:
+            self.skip_trivial = skip
+        if skip and not sim.done and self.mode.only_wait(self.action_masks()):
+            obs, reward, _, _, info = self.step(Command.wait())  # on to the first epoch with a choice
+            total += reward
+            steps += 1
+        return steps, obs, total, info
 
     def action_masks(self) -> np.ndarray:
         """Bool mask of valid actions of the action mode (MaskablePPO calls this)."""

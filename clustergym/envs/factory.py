@@ -23,6 +23,7 @@ ENV_KWARGS = frozenset(
         "reward_scale",
         "reward_timing",
         "reward_fn",
+        "rules",
         "pair_features",
         "validate",
         "observe",

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import AgentRequirements
+from clustergym.agent_api import AgentContext, AgentRequirements, agent_context
 from clustergym.errors import ConfigError, require_extra
 from clustergym.validation import settings
 
@@ -493,21 +493,23 @@ class ModelAgent:
             else self.requirements
         )
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        from gymnasium.spaces import Discrete
+
         from clustergym.learned.policies import transfer_policy
 
+        if not isinstance(context, AgentContext):  # an environment, from a script
+            context = agent_context(context, seed)
         # the spaces of the env as the agent sees it (a wrapper may change the observation, as a suite task's does)
-        obs_space, act_space = env.observation_space, env.action_space
-        obs_space = self._observation_for(env, obs_space)
+        obs_space, act_space = context.observation_space, context.action_space
+        obs_space = self._observation_for(context, obs_space)
         self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
         if self.rules is not None:
-            from gymnasium.spaces import Discrete
-
             from clustergym.learned.rule_select import rule_observation_space
 
             obs_space, act_space = rule_observation_space(obs_space, len(self.rules)), Discrete(len(self.rules))
-            self._driver.reset(env, seed)
-            self._view = env.unwrapped.view
+            self._driver.reset(context, seed)
+            self._view = context.view
             self._epoch, self._chosen = -1, -1
         if self.meta["policy"] == "mlp":
             from gymnasium.spaces import flatten_space
@@ -523,27 +525,25 @@ class ModelAgent:
                     f"{act_space} (train with --policy equivariant to change sizes)",
                 )
             return
+        if not isinstance(act_space, Discrete):
+            raise ConfigError("agent", f"{self.name}: the equivariant policy acts in a Discrete space, not {act_space}")
         key = (obs_space["free"].shape, obs_space["queue_jobs"].shape, act_space.n)
         if key not in self._policies:
             self._policies[key] = transfer_policy(self.model.policy, obs_space, act_space)
         self.policy = self._policies[key]
 
-    def _observation_for(self, env: Any, space: Any) -> Any:
-        """The observation space the policy reads on ``env``; sets :attr:`_adapt`, the function from the
-        env's observation to the policy's (``None``: as it is)."""
+    def _observation_for(self, context: AgentContext, space: Any) -> Any:
+        """The observation space the policy reads in ``context``; sets :attr:`_adapt`, the function from
+        the env's observation to the policy's (``None``: as it is)."""
         from clustergym.envs.observation import scaled_observation, scaled_observation_space
 
         self._adapt = None
-        inner = getattr(env, "unwrapped", None)
-        if inner is None or not hasattr(inner, "obs_builder"):
-            return space
-        scaled = env  # the wrapper showing the scaled observation (a suite task's), if any
-        while scaled is not None and not hasattr(scaled, "observation_time_unit"):
-            scaled = getattr(scaled, "env", None)
-        if self._trained_on == "env" and scaled is not None:  # the environment's own, beneath the scaled one
-            self._adapt = lambda _obs: inner._obs()
-            return inner.observation_space
-        if self._trained_on == "task" and scaled is None:  # scaled as the model's task scales it
+        scaled = context.observation_time_unit is not None  # the agent is shown a scaled observation (a task's)
+        base = context.base_observation
+        if self._trained_on == "env" and scaled and base is not None:  # the environment's own, beneath the scaled one
+            self._adapt = lambda _obs: base()
+            return context.base_observation_space
+        if self._trained_on == "task" and not scaled:  # scaled as the model's task scales it
             tau = self.meta.get("observation_time_unit")
             if tau is None:
                 raise ConfigError(
@@ -551,8 +551,7 @@ class ModelAgent:
                     f"{self.name}: this model learned on the scaled observation of {self.meta.get('task')} and "
                     "its model.json does not record the time unit (observation_time_unit): run it on that task",
                 )
-            sim = inner.sim
-            R, J = sim.num_resources, sim.num_types
+            R, J = context.view.num_resources, context.view.num_types
             self._adapt = lambda obs: scaled_observation(obs, R, J, float(tau))
             return scaled_observation_space(space)
         return space
@@ -563,7 +562,7 @@ class ModelAgent:
         from gymnasium.spaces import flatten
 
         assert self._obs_space is not None, "call reset(env) first"
-        x = flatten(self._obs_space, obs).astype(np.float32)
+        x = np.asarray(flatten(self._obs_space, obs), dtype=np.float32)
         if self.obs_rms is not None:
             x = self.obs_rms.normalize(x)
         return x

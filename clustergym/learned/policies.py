@@ -33,7 +33,8 @@ never samples them; MaskablePPO masks the same way through ``action_masks()``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from clustergym.errors import require_extra
 
@@ -46,8 +47,8 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
 from torch import nn
 
 from clustergym.errors import ConfigError
@@ -69,6 +70,14 @@ EQUIVARIANT_MODES = ("head", "slot", "admit", "rule")
 MASKED_LOGIT = -1e8
 #: number of event kinds before the event job's features in ``obs["event"]``
 _EVENT_KINDS = 5
+
+
+def _shape(space: spaces.Dict, key: str) -> tuple[int, ...]:
+    """The shape of the observation entry ``key`` (a ``Box``)."""
+    shape = space[key].shape
+    if shape is None:
+        raise ConfigError("policy", f"the observation's {key!r} has no shape: not clustergym's observation")
+    return shape
 
 
 def _mlp(n_in: int, hidden: int, n_out: int) -> nn.Sequential:
@@ -130,15 +139,15 @@ class PairScorer(nn.Module):
                 "action_mode", f"the equivariant policy speaks {list(EQUIVARIANT_MODES)}, got {action_mode!r}"
             )
         self.action_mode = action_mode
-        R = observation_space["free"].shape[1]
-        J = observation_space["running"].shape[1]
-        F = observation_space["queue_jobs"].shape[1]
-        E = observation_space["event"].shape[0]
+        R = _shape(observation_space, "free")[1]
+        J = _shape(observation_space, "running")[1]
+        F = _shape(observation_space, "queue_jobs")[1]
+        E = _shape(observation_space, "event")[0]
         self.R = R
         self.server_net = _mlp(R + 2 * J + 1, hidden, hidden)
         self.server_ids = bool(server_ids)
         if self.server_ids:  # (L, H), zero: an identity the policy learns (see the class docstring)
-            self.server_embed = nn.Parameter(th.zeros(observation_space["free"].shape[0], hidden))
+            self.server_embed = nn.Parameter(th.zeros(_shape(observation_space, "free")[0], hidden))
         self.job_net = _mlp(F, hidden, hidden)
         self.global_net = _mlp(2 * J + int(self.use_time) + E + 1 + 2 * hidden, hidden, hidden)
         # first layer of the pair MLP, split by input so that broadcasting replaces a (B, K, L, 3H + R) concat
@@ -150,11 +159,11 @@ class PairScorer(nn.Module):
         # number of scores only, so the weights still transfer to other L and K
         self.has_pair_scores = "pair_scores" in observation_space.spaces
         if self.has_pair_scores:
-            self.pair_scores = nn.Linear(observation_space["pair_scores"].shape[-1], hidden, bias=False)
+            self.pair_scores = nn.Linear(_shape(observation_space, "pair_scores")[-1], hidden, bias=False)
         self.pair_out = nn.Sequential(nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         self.wait_head = nn.Linear(hidden, 1)
         if action_mode == "rule":  # one logit per rule (N = the size of the rule mask), from the context
-            self.rule_head = nn.Linear(hidden, observation_space["action_mask"].shape[0])
+            self.rule_head = nn.Linear(hidden, _shape(observation_space, "action_mask")[0])
         # start near work-conserving: WAIT (REJECT in admit mode) is unlikely until learning says otherwise
         nn.init.constant_(self.wait_head.bias, wait_bias)
         self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
@@ -243,6 +252,17 @@ class DictPassThrough(BaseFeaturesExtractor):
 class _EquivariantMixin:
     """Replaces SB3's MLP extractor and linear heads by a :class:`PairScorer`."""
 
+    if TYPE_CHECKING:  # what it uses of the SB3 actor-critic policy it is mixed into (declared as SB3 does)
+        observation_space: spaces.Space
+        optimizer_class: type[th.optim.Optimizer]
+        optimizer_kwargs: dict[str, Any]
+        optimizer: th.optim.Optimizer
+        mlp_extractor: MlpExtractor
+        action_net: nn.Module
+        value_net: nn.Linear
+
+        def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...
+
     def __init__(
         self,
         observation_space: spaces.Space,
@@ -280,10 +300,13 @@ class _EquivariantMixin:
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = PairScorer(
-            self.observation_space,
+        space = self.observation_space
+        assert isinstance(space, spaces.Dict)  # checked by __init__
+        # SB3 uses its extractor through forward_actor, forward_critic and latent_dim_pi/vf only
+        self.mlp_extractor = PairScorer(  # type: ignore[assignment]
+            space,
             self.action_mode,
-            self.hidden,  # type: ignore
+            self.hidden,
             wait_bias=self.wait_bias,
             work_conserving=self.work_conserving,
             use_time=self.use_time,
@@ -293,7 +316,7 @@ class _EquivariantMixin:
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
         self.action_net = nn.Identity()  # the extractor's actor output is already the logits
-        self.value_net = nn.Identity()
+        self.value_net = nn.Identity()  # type: ignore[assignment]  # the critic's output is already the value
         self.optimizer = self.optimizer_class(
             self.parameters(),
             lr=lr_schedule(1),  # type: ignore
@@ -321,7 +344,7 @@ class EquivariantMaskablePolicy(_EquivariantMixin, MaskableActorCriticPolicy):
     """Permutation-equivariant actor-critic for ``sb3_contrib.MaskablePPO``."""
 
 
-def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_space: spaces.Space) -> nn.Module:
+def transfer_policy(policy: BasePolicy, observation_space: spaces.Space, action_space: spaces.Space) -> BasePolicy:
     """The same weights in a policy built for other spaces (another number of servers or queue window).
 
     Works for the equivariant policies, whose parameters do not depend on ``L``
@@ -337,8 +360,11 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
             f"{policy.observation_space} and cannot run on other spaces; "
             "train with --policy equivariant to transfer across cluster sizes",
         )
+    trained_space = policy.observation_space
+    if not isinstance(trained_space, spaces.Dict) or not isinstance(observation_space, spaces.Dict):
+        raise ConfigError("agent", "the equivariant policy reads clustergym's Dict observation (do not flatten it)")
     data = policy._get_constructor_parameters()
-    had, has = ("pair_scores" in space.spaces for space in (policy.observation_space, observation_space))
+    had, has = ("pair_scores" in space.spaces for space in (trained_space, observation_space))
     if had != has:
         trained, here = ("with", "without") if had else ("without", "with")
         raise ConfigError(
@@ -346,11 +372,12 @@ def transfer_policy(policy: nn.Module, observation_space: spaces.Space, action_s
             f"this model was trained {trained} the pair scores in its observation (env argument "
             f"pair_features) and this env is {here} them: run it with pair_features={str(had).lower()}",
         )
-    if data.get("server_ids") and observation_space["free"].shape[0] != policy.observation_space["free"].shape[0]:
+    trained_L, L = _shape(trained_space, "free")[0], _shape(observation_space, "free")[0]
+    if data.get("server_ids") and L != trained_L:
         raise ConfigError(
             "agent",
-            f"this model learned an identity for each of its {policy.observation_space['free'].shape[0]} "
-            f"servers (policy.server_ids) and cannot run on {observation_space['free'].shape[0]}",
+            f"this model learned an identity for each of its {trained_L} "
+            f"servers (policy.server_ids) and cannot run on {L}",
         )
     data.update(observation_space=observation_space, action_space=action_space)
     new = type(policy)(**data)

@@ -1,18 +1,20 @@
 """The ``rule`` action mode: a learned policy chooses which rule-based agent acts at each decision epoch.
 
-The policy learns *when to use which heuristic*.  :class:`RuleSelectEnv` wraps a
-:class:`~clustergym.envs.ClusterEnv` or a suite task's env (any wrapper chain) built with every epoch
-its rules need and ``skip_trivial=False``; its action space is ``Discrete(N)`` over the ``N`` rules.
-``step(i)`` drives rule ``i`` for one decision epoch: the rule's commands, one inner step each,
-until its WAIT (which ends the epoch) or the end of the episode; the step's reward is the sum of
-the inner rewards.  Epochs at which every rule would WAIT are not shown to the policy (there is
-nothing to choose): the env advances through them, as every rule would, and their rewards join
+The policy learns *when to use which heuristic*.  The rules are injected into the ``rule`` action
+mode of :mod:`clustergym.envs.actions` (:class:`RuleDriver` is its :class:`~clustergym.envs.actions.RuleSet`):
+a :class:`~clustergym.envs.ClusterEnv` or a suite task's env (any wrapper chain) built with
+``action_mode="rule"``, ``rules=RuleDriver(...)``, every epoch its rules need and
+``skip_trivial=False``, wrapped in :class:`RuleSelectEnv`; its action space is ``Discrete(N)`` over
+the ``N`` rules.  ``step(i)`` drives rule ``i`` for one decision epoch: the rule's commands, one inner
+step each, until its WAIT (which ends the epoch) or the end of the episode; the step's reward is the
+sum of the inner rewards.  Epochs at which every rule would WAIT are not shown to the policy (there
+is nothing to choose): the env advances through them, as every rule would, and their rewards join
 the step's.  Every rule is asked for its first command at every epoch (:class:`RuleDriver`), so
 each rule sees every epoch, whichever is chosen, and choosing rule ``i`` at every epoch replays
 rule ``i``'s own episode exactly.
 
-Observation: the inner env's ``Dict`` with ``action_mask`` of shape ``(N,)``, all ones (every rule
-may act at every epoch shown).  ``info`` is the last inner step's, with ``info["rule"]`` (the
+Observation: the inner env's ``Dict``, whose ``action_mask`` in the rule mode has shape ``(N,)``, all
+ones (every rule may act at every epoch shown).  ``info`` is the last inner step's, with ``info["rule"]`` (the
 chosen rule) and ``info["commands"]`` (the inner steps it took).
 
 Which rules are accepted: registered agents whose class sets ``epoch_local``
@@ -46,9 +48,18 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.agent_api import AGENTS, AgentRequirements, agent_factory, make_agent, requirements_of
+from clustergym.agent_api import (
+    AGENTS,
+    AgentContext,
+    AgentRequirements,
+    agent_context,
+    agent_factory,
+    make_agent,
+    requirements_of,
+)
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import EpochConfig
+from clustergym.envs.actions import RuleMode
 from clustergym.errors import ClusterGymError, ConfigError
 
 __all__ = [
@@ -207,7 +218,7 @@ def default_rules(task_or_scenario: Any) -> list[str]:
             assert req is not None
             env = make_env(scenario, epochs=req.epochs, skip_trivial=False, observe=False)
             env.reset(seed=0)
-            agent.reset(env, seed=0)
+            agent.reset(agent_context(env, 0), seed=0)
         except ClusterGymError:
             continue
         out.append(name)
@@ -246,7 +257,8 @@ def rule_observation(obs: dict[str, np.ndarray], n_rules: int) -> dict[str, np.n
 
 
 class RuleDriver:
-    """The rules of a rule-mode agent or env, asked for their first command at every epoch.
+    """The rules of a rule-mode agent or env, asked for their first command at every epoch: the
+    :class:`~clustergym.envs.actions.RuleSet` injected into the ``rule`` action mode.
 
     Args:
         agents: the rules' agents (:func:`check_rules`).
@@ -256,13 +268,17 @@ class RuleDriver:
     def __init__(self, agents: Sequence[Any], names: Sequence[str]):
         self.agents = list(agents)
         self.names = list(names)
+        self._view: Any = None
+        self._epoch = -1
+        self._first: list[Command] = []
 
-    def reset(self, env: Any, seed: int | None) -> None:
-        """Reset every rule on ``env`` with the episode's seed (each rule seeds its own generator)."""
+    def reset(self, context: AgentContext, seed: int | None) -> None:
+        """Reset every rule with the context and the episode's seed (each rule seeds its own generator)."""
         for a in self.agents:
-            a.reset(env, seed=seed)
+            a.reset(context, seed=seed)
+        self._view, self._epoch, self._first = context.view, -1, []
 
-    def probe(self, obs: Any) -> list[Command]:
+    def probe(self, obs: Any = None) -> list[Command]:
         """Every rule's first command at the current epoch (each rule is called once, as it would be
         if it drove the epoch; the chosen rule's command is then executed)."""
         out = []
@@ -273,6 +289,19 @@ class RuleDriver:
             out.append(cmd)
         return out
 
+    def first_commands(self) -> list[Command]:
+        """:meth:`probe` once per epoch: the answers are kept until the epoch ends."""
+        assert self._view is not None, "reset(context) first"
+        if self._view.epoch != self._epoch:
+            self._epoch = self._view.epoch
+            self._first = self.probe()
+        return self._first
+
+    def next_command(self, i: int) -> Command:
+        """Rule ``i``'s next command at the current epoch."""
+        cmd, _ = self.agents[i].predict(None)
+        return cmd
+
     @staticmethod
     def all_wait(first: Sequence[Command]) -> bool:
         return all(c.kind == Cmd.WAIT for c in first)
@@ -282,28 +311,28 @@ class RuleSelectEnv(gym.Wrapper):
     """Choose a rule per decision epoch (module docstring).
 
     Args:
-        env: the inner env (built with the rules' epochs, ``skip_trivial=False``, observing):
+        env: the inner env in the ``rule`` action mode, its rules injected (a :class:`RuleDriver`),
+            built with the rules' epochs, ``skip_trivial=False`` and observing:
             :func:`make_rule_select_env` builds it.
-        rules: rule specs (registered names with optional ``:key=value`` parameters).
-        allow_oracle: accept rules that read oracle information.
+        requirements: what the rules need together (:func:`rules_requirements`).
     """
 
-    def __init__(self, env: gym.Env, rules: str | Sequence[str], *, allow_oracle: bool = False):
+    def __init__(self, env: gym.Env, requirements: AgentRequirements):
         super().__init__(env)
-        inner = env.unwrapped
+        inner: Any = env.unwrapped
+        mode = inner.mode
+        if not isinstance(mode, RuleMode) or not isinstance(mode.rules, RuleDriver):
+            raise ConfigError("action_mode", "RuleSelectEnv wraps an env in the rule action mode with a RuleDriver")
         if inner.skip_trivial or not inner.observe:
             raise ConfigError(
                 "rules",
                 "the rule mode needs an inner env with skip_trivial=False and observe=True (every rule sees every epoch)",
             )
-        self.rules = parse_rules(rules)
-        agents = check_rules(self.rules, inner.scenario, allow_oracle=allow_oracle)
-        self.requirements = rules_requirements(agents, inner.scenario)
-        self.uses_oracle = self.requirements.uses_oracle
-        self.driver = RuleDriver(agents, self.rules)
+        self.driver: RuleDriver = mode.rules
+        self.rules = list(self.driver.names)
+        self.requirements = requirements
+        self.uses_oracle = requirements.uses_oracle
         self.action_space = spaces.Discrete(len(self.rules))
-        self.observation_space = rule_observation_space(env.observation_space, len(self.rules))
-        self._first: list[Command] = []
         self._end: tuple[Any, float, bool, bool, dict] | None = None
         self._carry = 0.0
 
@@ -312,35 +341,35 @@ class RuleSelectEnv(gym.Wrapper):
         return np.ones(len(self.rules), dtype=bool)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        obs, info = self.env.reset(seed=seed, options=options)
-        self.driver.reset(self.env, seed)
+        obs, info = self.env.reset(seed=seed, options=options)  # the env resets the rules (the rule mode)
         self._end = None
         obs, carry, term, trunc, step_info = self._to_decision(obs)
         self._carry = carry
         if term or trunc:  # the episode ended before any choice: the first step reports it
             self._end = (obs, carry, term, trunc, step_info)
-        return rule_observation(obs, len(self.rules)), info
+        return obs, info
 
     def step(self, action: Any):
         if self._end is not None:
             obs, reward, term, trunc, info = self._end
             self._end = None
-            info = {**info, "rule": None, "commands": 0}
-            return rule_observation(obs, len(self.rules)), float(reward), term, trunc, info
+            return obs, float(reward), term, trunc, {**info, "rule": None, "commands": 0}
         i = int(action)
         if not 0 <= i < len(self.rules) or isinstance(action, (bool, np.bool_)):
             raise ConfigError("action", f"{action!r} is not a rule index in [0, {len(self.rules)})")
         rule = self.driver.agents[i]
-        cmd = self._first[i]
+        cmd: Any = self.driver.first_commands()[i]
+        step_action: Any = i  # the rule mode executes rule i's first command; its next ones are given as commands
         reward, self._carry = self._carry, 0.0
         n = 0
         while True:
-            obs, r, term, trunc, info = self.env.step(cmd)
-            reward += r
+            obs, r, term, trunc, info = self.env.step(step_action)
+            reward += float(r)
             n += 1
             if term or trunc or cmd.kind == Cmd.WAIT:
                 break
             cmd, _ = rule.predict(obs)
+            step_action = cmd
         if not (term or trunc):
             obs, more, term, trunc, later = self._to_decision(obs)
             reward += more
@@ -348,19 +377,18 @@ class RuleSelectEnv(gym.Wrapper):
                 info = later
         info["rule"] = self.rules[i]
         info["commands"] = n
-        return rule_observation(obs, len(self.rules)), float(reward), term, trunc, info
+        return obs, float(reward), term, trunc, info
 
-    def _to_decision(self, obs: Any) -> tuple[Any, float, bool, bool, dict]:
-        """Advance through epochs at which every rule WAITs; probe the rules at the first other one."""
-        reward, term, trunc, info = 0.0, False, False, {}
+    def _to_decision(self, obs: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Advance through epochs at which every rule WAITs (each rule asked once per epoch)."""
+        reward, term, trunc = 0.0, False, False
+        info: dict[str, Any] = {}
+        if not RuleDriver.all_wait(self.driver.first_commands()):
+            return obs, reward, term, trunc, info
         while True:
-            first = self.driver.probe(obs)
-            if not RuleDriver.all_wait(first):
-                self._first = first
-                return obs, reward, term, trunc, info
             obs, r, term, trunc, info = self.env.step(Command.wait())
-            reward += r
-            if term or trunc:
+            reward += float(r)
+            if term or trunc or not RuleDriver.all_wait(self.driver.first_commands()):
                 return obs, reward, term, trunc, info
 
 
@@ -381,13 +409,14 @@ def make_rule_select_env(
         rules: rule specs (default: :func:`default_rules` of the scenario).
         allow_oracle: accept oracle rules.
         max_episode_steps: a ``TimeLimit`` on the policy's decisions (``None``: none).
-        **env_kwargs: environment arguments (``action_mode`` and ``rules`` excepted).
+        **env_kwargs: environment arguments (``action_mode`` and ``rules`` are set here: the rule
+            mode with the checked rules injected).
     """
     from clustergym.envs import make_env
     from clustergym.envs.factory import ENV_KWARGS
     from clustergym.scenarios import resolve_scenario
 
-    env_kwargs = {k: v for k, v in env_kwargs.items() if k != "action_mode" or v != "rule"}
+    env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("action_mode", "rules")}
     task = _task_of(scenario)
     if task is not None:
         sc = task.scenario()
@@ -398,14 +427,17 @@ def make_rule_select_env(
     specs = parse_rules(rules) if rules is not None else default_rules(sc)
     if rules is None and len(specs) < 2:
         raise ConfigError("rules", f"fewer than 2 rules run on {sc.name!r} ({specs}); name the rules")
-    req = rules_requirements(check_rules(specs, sc, allow_oracle=allow_oracle), sc)
-    env_kwargs.update(epochs=req.epochs, skip_trivial=False, observe=True)
+    agents = check_rules(specs, sc, allow_oracle=allow_oracle)
+    req = rules_requirements(agents, sc)
+    env_kwargs.update(
+        epochs=req.epochs, skip_trivial=False, observe=True, action_mode="rule", rules=RuleDriver(agents, specs)
+    )
     if task is not None:
         spec = dataclasses.replace(gym.spec(task.id), max_episode_steps=None)
         inner: Any = gym.make(spec, disable_env_checker=True, **env_kwargs)
     else:
         inner = make_env(sc, **env_kwargs)
-    env: Any = RuleSelectEnv(inner, specs, allow_oracle=allow_oracle)
+    env: Any = RuleSelectEnv(inner, req)
     if max_episode_steps is not None:
         env = gym.wrappers.TimeLimit(env, max_episode_steps)
     return env

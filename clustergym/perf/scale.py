@@ -59,7 +59,7 @@ def _per_server_bytes(env: Any) -> tuple[float, float]:
 def _scale_kernel_row(
     label: str, agent_name: str, params: dict[str, Any], L: int, events: int, warmup: float, seed: int = 0
 ) -> dict[str, Any]:
-    from clustergym.agent_api import make_agent, make_env_for
+    from clustergym.agent_api import agent_context, make_agent, make_env_for
 
     p = {k: (float(v.split()[0]) * L if isinstance(v, str) and v.endswith(" L") else v) for k, v in params.items()}
     sc = make_preset("ec2", num_servers=L, zeta=0.9, horizon=1e9, queue_cap=None)
@@ -67,7 +67,7 @@ def _scale_kernel_row(
     env = make_env_for(sc, agent)
     sim = env.sim
     obs, _ = env.reset(seed=seed)
-    agent.reset(env, seed=seed)
+    agent.reset(agent_context(env, seed), seed=seed)
     while sim.now < warmup:
         action, _ = agent.predict(obs, deterministic=True)
         obs, *_ = env.step(action)

@@ -58,7 +58,7 @@ import cloudpickle
 import numpy as np
 from scipy import stats
 
-from clustergym.agent_api import Agent, make_agent, make_env_for
+from clustergym.agent_api import Agent, AgentContext, agent_context, make_agent, make_env_for
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.reproduce import ReproduceConfig, claim, episodes
 from clustergym.runner import Cell, Probe
@@ -308,9 +308,9 @@ class TrapSetup(Agent):
     def requirements_for(self, scenario: Any) -> Any:
         return self.inner.requirements_for(scenario)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
-        self.inner.reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
+        self.inner.reset(context, seed)
         self.handed_over = False
         self._epoch = -1
         self.q_start = None
@@ -464,7 +464,7 @@ def bf_time_to_trap(
     ag = make_agent("best-fit", select_job=select_job)
     env = make_env_for(make_preset("bf-trap", horizon=horizon, queue_cap=None, num_servers=num_servers), ag)
     env.reset(seed=seed)
-    ag.reset(env, seed=seed)
+    ag.reset(agent_context(env, seed), seed=seed)
     v = env.view
     spell, tau = None, None
     spells, longest = 0, 0.0
@@ -513,9 +513,9 @@ class TrapWatch(Agent):
     def requirements_for(self, scenario: Any) -> Any:
         return self.inner.requirements_for(scenario)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
-        self.inner.reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
+        self.inner.reset(context, seed)
         self.spell: float | None = None
         self.trapped_at: float | None = None
         self.frozen_spells, self.longest_escaped_spell = 0, 0.0

@@ -38,7 +38,7 @@ import cloudpickle
 import pandas as pd
 
 from clustergym._cache import Cache
-from clustergym.agent_api import AGENTS, list_agents, make_agent, make_env_for
+from clustergym.agent_api import AGENTS, agent_context, list_agents, make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
@@ -450,7 +450,7 @@ def compatible_agents(scenario: Scenario, names: Iterable[str] | None = None) ->
             agent = make_agent(name)
             env = make_env_for(scenario, agent)
             env.reset(seed=0)
-            agent.reset(env, seed=0)
+            agent.reset(agent_context(env, 0), seed=0)
         except ClusterGymError as e:
             skipped[name] = str(e)
             continue

@@ -14,12 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clustergym.agent_api import make_agent, make_env_for, requirements_of
+from clustergym.agent_api import agent_context, make_agent, make_env_for, requirements_of
+from clustergym.envs.reward import ObjectiveReward
 from clustergym.errors import ConfigError
 from clustergym.scenarios import Scenario, resolve_scenario
 from clustergym.validation import settings
 
-__all__ = ["Probe", "run_episode", "RUN_FIELDS"]
+__all__ = ["Probe", "run_episode", "run_compiled", "compiled_path_allowed", "RUN_FIELDS"]
 
 #: fields of ``clustergym run --json``, in order (every kernel metric follows them)
 RUN_FIELDS = (
@@ -85,6 +86,41 @@ def _slotted_on_continuous(agent: Any, sc: Scenario, env: Any) -> bool:
     return bool(slotted_agent and not isinstance(getattr(env.sim, "source", None), SlottedSource))
 
 
+def compiled_path_allowed(env: Any) -> bool:
+    """Whether the environment's settings let a compiled whole-episode policy stand in for the step
+    loop with identical results: its reward function is the default, the scenario objective's
+    integral (:class:`~clustergym.envs.reward.ObjectiveReward`; a custom ``reward_fn`` or a
+    ``reward_timing`` other than ``integral`` pays otherwise than the compiled loop sums), and it shows
+    every epoch (``skip_trivial=False``, as rule-based agents run)."""
+    inner = env.unwrapped
+    return type(inner.reward_fn) is ObjectiveReward and not inner.skip_trivial
+
+
+def run_compiled(agent: Any, env: Any) -> tuple[float, int] | None:
+    """Run a freshly reset episode of ``agent`` to its end on the kernel's compiled path, if the agent
+    offers one (:meth:`~clustergym.agent_api.Agent.compiled_policy`), the environment allows it
+    (:func:`compiled_path_allowed`) and the kernel supports it for this run
+    (:func:`clustergym.core.fastpath.supported`: numba installed, a central queue, no warm-up, ...).
+
+    Returns:
+        ``(return, steps)``, bit-identical to what the ``step`` loop would have summed and counted,
+        or ``None``: nothing ran, drive the step loop.
+    """
+    from clustergym.core import fastpath
+
+    offer = getattr(agent, "compiled_policy", None)
+    policy = offer() if offer is not None else None
+    if policy is None or not compiled_path_allowed(env):
+        return None
+    inner = env.unwrapped
+    reward = inner.reward_fn
+    if not fastpath.supported(inner.sim, policy.server_rule, policy.scan, reward.integral):
+        return None
+    return fastpath.run_scan_episode(
+        inner.sim, policy.server_rule, policy.scan, sign=reward.sign, integral=reward.integral, scale=reward.scale
+    )
+
+
 def run_episode(
     scenario: Scenario | str,
     agent: Any,
@@ -101,8 +137,9 @@ def run_episode(
 
     Args:
         scenario: a preset name, a scenario file or a :class:`Scenario`.
-        agent: an agent object (anything with ``reset(env, seed)`` and SB3's ``predict``) or a name
-            for :func:`clustergym.make_agent`.
+        agent: an agent object (anything with SB3's ``predict``; its ``reset(context, seed)``, if it
+            has one, is handed an :class:`~clustergym.agent_api.AgentContext`, never the environment)
+            or a name for :func:`clustergym.make_agent`.
         seed: the episode seed (it fixes the arrival stream) and the agent's.
         horizon: overrides the scenario's horizon (simulated time units).
         agent_name: the ``agent`` field of the result (default: the name given or ``agent.name``).
@@ -131,7 +168,8 @@ def run_episode(
     inner = env.unwrapped
     t0 = time.perf_counter()
     obs, _ = env.reset(seed=seed)
-    agent.reset(env, seed=seed)
+    if hasattr(agent, "reset"):  # an SB3 model maps observations to actions and has none
+        agent.reset(agent_context(env, seed), seed=seed)
 
     def measure(p: Probe) -> Any:
         return p.fn(agent if p.of == "agent" else inner)
@@ -143,10 +181,10 @@ def run_episode(
                 got.append(measure(p))
 
     total, steps = 0.0, 0
-    # a compiled whole-episode path (rule-based agents that offer one; identical results)
-    fast = getattr(agent, "run_fast", None) if not sampled else None
-    done = fast is not None and (res := fast(env)) is not None
-    if done:
+    # a compiled whole-episode path (rule-based agents that offer one, where it gives identical results)
+    res = run_compiled(agent, env) if not sampled else None
+    done = res is not None
+    if res is not None:
         total, steps = res
     while not done:
         action, _ = agent.predict(obs, deterministic=True)

@@ -49,9 +49,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from clustergym.core.commands import Command
 from clustergym.core.objectives import objective
-from clustergym.envs import make_env
+from clustergym.envs import ClusterEnv, make_env
 from clustergym.envs.observation import SCALED_CAP, SCALED_KEYS, scaled_observation, scaled_observation_space
 from clustergym.suite.tasks import Task
 from clustergym.suite.tasks import task as get_task
@@ -107,11 +106,15 @@ class TaskEnv(gym.Wrapper):
     def __init__(self, env: gym.Env, task: Task):
         super().__init__(env)
         self.task = task
-        sim = env.unwrapped.sim
+        inner, space = env.unwrapped, env.observation_space
+        if not isinstance(inner, ClusterEnv) or not isinstance(space, gym.spaces.Dict):
+            raise TypeError(f"a task's environment is a ClusterEnv with its Dict observation, got {env!r}")
+        self._inner = inner
+        sim = inner.sim
         self._R, self._J = sim.num_resources, sim.num_types
         #: the time unit of the scaled observation this wrapper shows (a trained model looks for it)
         self.observation_time_unit = float(task.time_unit)
-        self.observation_space = scaled_observation_space(env.observation_space)
+        self.observation_space = scaled_observation_space(space)
         self._carry = 0.0
 
     # ------------------------------------------------------------------ gym API
@@ -126,7 +129,7 @@ class TaskEnv(gym.Wrapper):
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._carry:
-            reward, self._carry = reward + self._carry, 0.0
+            reward, self._carry = float(reward) + self._carry, 0.0
         m = window_metrics(self.env)
         info["score"] = m["score"]
         if terminated or truncated:
@@ -143,22 +146,14 @@ class TaskEnv(gym.Wrapper):
         earned meanwhile are paid with the first step.  Its decisions depend on the state only, so
         every agent's episode starts from the same state."""
         from clustergym.agent_api import make_agent
+        from clustergym.learned.rule_select import RuleDriver
 
-        inner = self.env.unwrapped
-        sim = inner.sim
-        setup = make_agent(self.task.warm_start)
-        skip = inner.skip_trivial
-        inner.skip_trivial = False
-        try:
-            setup.reset(inner, seed=seed)
-            while not sim.done and sim.now <= 0.0:
-                obs, reward, _, _, info = inner.step(setup.predict(obs)[0])
-                self._carry += reward
-        finally:
-            inner.skip_trivial = skip
-        if skip and not sim.done and inner.mode.only_wait(inner.action_masks()):
-            obs, reward, _, _, info = inner.step(Command.wait())  # on to the first epoch with a choice
-            self._carry += reward
+        assert self.task.warm_start is not None
+        setup = RuleDriver([make_agent(self.task.warm_start)], [self.task.warm_start])
+        steps, last_obs, reward, last_info = self._inner.drive_rule(setup, until=0.0, seed=seed)
+        self._carry += reward
+        if steps:
+            obs, info = last_obs, last_info
         info.pop("invalid_action", None)
         info.pop("dt", None)  # reset's info, as the env's: no step-only keys
         return obs, info

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clustergym.agent_api import make_agent, make_env_for
+from clustergym.agent_api import agent_context, make_agent, make_env_for
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.runner import mean_ci, run_rows
 from clustergym.suite.aggregate import aggregate
@@ -46,7 +46,7 @@ def select_tasks(
     """The tasks to run (default: all) and the reason each default task is left out (no traces, no
     reference).  A task named explicitly that cannot run is an error."""
     explicit = names is not None
-    tasks = [get_task(n) for n in names] if explicit else list(TASKS.values())
+    tasks = [get_task(n) for n in names] if names is not None else list(TASKS.values())
     chosen, skipped = [], {}
     for t in dict.fromkeys(tasks):
         why = None
@@ -71,7 +71,7 @@ def check_agent(spec: str, t: Task) -> str | None:
         agent = make_agent(spec)
         env = make_env_for(t.scenario(), agent, env_id=t.id)
         env.reset(seed=0)
-        agent.reset(env, seed=0)
+        agent.reset(agent_context(env, 0), seed=0)
         env.close()
     except ClusterGymError as e:
         return str(e)

@@ -435,6 +435,7 @@ class Knapsack:
         if not np.any(q > 0):
             return np.zeros(J, dtype=np.int64)
         if self.method == "enumerate":
+            assert self.configs is not None  # enumerated in __init__
             score = self._configs_f @ q
             top = np.flatnonzero(best_mask(score))
             return self.configs[top[int(np.argmax(self._njobs[top]))]].copy()

@@ -124,7 +124,7 @@ def collect_demonstrations(
         ConfigError: the teacher cannot run on the scenario, or issues a command the action
             mode cannot express (e.g. a dummy job, or a job outside the queue window).
     """
-    from clustergym.agent_api import make_agent
+    from clustergym.agent_api import agent_context, make_agent
 
     rules = _rules_of(env)
     if rules is not None:
@@ -161,7 +161,7 @@ def collect_demonstrations(
             )
         return action, action
 
-    demos = _record(env, teacher, choose, lambda s: agent.reset(env, seed=s), steps, seed)
+    demos = _record(env, teacher, choose, lambda s: agent.reset(agent_context(env, s), seed=s), steps, seed)
     if (demos.actions < 0).all():
         raise ConfigError(
             "warm_start",

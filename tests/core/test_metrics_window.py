@@ -26,6 +26,7 @@ from clustergym.core import metrics as M
 from clustergym.core.jobs import JobStatus
 from clustergym.errors import ScenarioError
 from clustergym.runner import run_episode
+from clustergym.runner.episode import run_compiled
 from clustergym.scenarios import load_scenario_file, make_preset
 from clustergym.scenarios.spec import Scenario
 
@@ -180,7 +181,7 @@ def test_compiled_path_declines_a_warmup_and_the_results_match():
     ag.reset(env, seed=1)
     assert not fastpath.supported(env.sim, "best-fit", 8, "queue")
     with accel.forced(True):
-        assert ag.run_fast(env) is None
+        assert run_compiled(ag, env) is None
         fast = run_episode(sc, make_agent("best-fit", scan=8), seed=1)
     with accel.forced(False):
         slow = run_episode(sc, make_agent("best-fit", scan=8), seed=1)

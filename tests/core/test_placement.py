@@ -33,6 +33,7 @@ from clustergym.baselines.greedy import select_server
 from clustergym.core.cluster import FIT_RTOL, Cluster
 from clustergym.core.placement import RULES, PlacementIndex, scan_select
 from clustergym.core.scores import argbest_rows
+from clustergym.runner.episode import run_compiled
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow], "max_examples": 60}
 RULE_LIST = list(RULES)
@@ -301,7 +302,7 @@ def test_fast_path_leaves_a_consistent_index(forced_index) -> None:
     env.reset(seed=0)
     agent.reset(env, seed=0)
     with accel.forced(True):
-        assert agent.run_fast(env) is not None
+        assert run_compiled(agent, env) is not None
     c = env.sim.cluster
     assert c.servers_without_real == int((c.count_real.sum(axis=1) == 0).sum())
     for j in range(c.num_types):

@@ -28,6 +28,7 @@ from clustergym.core.cluster import (
 )
 from clustergym.core.scores import argbest_rows
 from clustergym.reproduce.mris import run_on_instance
+from clustergym.runner.episode import run_compiled
 from clustergym.scenarios.spec import Scenario
 from clustergym.theory.lotes import round_assignment
 from clustergym.theory.mris import MRISInstance, knapsack_exact, knapsack_greedy, select_batch
@@ -163,7 +164,7 @@ def _servers(sc: Scenario, agent_name: str, compiled: bool, **params) -> list[in
     with accel.forced(compiled):
         env.reset(seed=0)
         agent.reset(env, seed=0)
-        done = compiled and agent.run_fast(env) is not None
+        done = compiled and run_compiled(agent, env) is not None
         assert done == compiled
         while not done:
             cmd, _ = agent.predict(None)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.scores import score_ranks
 from clustergym.core.simulator import EpochConfig
@@ -52,8 +52,8 @@ class PowerOfD(Agent):
         self.fallback = settings.boolean(fallback, "agent.fallback")
         self._epoch = -1
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self._epoch = -1
         cap = np.asarray(self.view.capacity, dtype=float)
         self._inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
@@ -99,12 +99,12 @@ class TrunkReservation(Agent):
         self.b = settings.number(b, "agent.b", lo=-1.0, lo_open=True)
         self._epoch = -1
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self._epoch = -1
         v = self.view
         self.g = self.g_param if self.g_param is not None else default_g(v.num_servers, self.b)
-        u = type_rewards(self.env.scenario.source)
+        u = type_rewards(self.context.scenario.source)
         rank = np.array([1 + int(np.sum(u > uj * (1 + 1e-12))) for uj in u])
         self.tau = (rank - 1) * self.g
 

@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.scores import best_mask, score_ranks
 from clustergym.core.simulator import EpochConfig
@@ -97,10 +97,10 @@ class DRA(Agent):
         self.track_from = settings.number(track_from, "agent.track_from", lo=0.0, allow_none=True)
 
     # ================================================================== episode state
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
-        sc = self.env.scenario
+        sc = self.context.scenario
         self.L, self.J = v.num_servers, v.num_types
         self.space: ConfigSpace = space_of(sc)
         self.g = self.g_param if self.g_param is not None else default_g(self.L, self.b)
@@ -125,7 +125,7 @@ class DRA(Agent):
         self._cmds: list[Command] = []
         self._ci = 0
         self._epoch = -1
-        self.stats = {
+        self.stats: dict[str, Any] = {  # counters, and per-type lists of counts
             "cra_runs": 0,
             "reassignments": 0,
             "migrations": 0,

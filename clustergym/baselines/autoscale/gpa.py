@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
@@ -73,10 +73,10 @@ class StaticReservation(Agent):
     def partition(self, rho: list[Fraction], space: ConfigSpace) -> list[tuple[Config, int]]:
         raise NotImplementedError
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
-        sc = self.env.scenario
+        sc = self.context.scenario
         rates = v.rates
         if rates is None:
             raise ConfigError("agent", f"{self.name} knows rho from the arrival rates; scenario {sc.name!r} has none")

@@ -96,7 +96,7 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
 from clustergym.core.placement import ResidualIndex
@@ -159,8 +159,8 @@ class SlottedAgent(Agent):
         self.vector = mode == "vector"
 
     # ================================================================== episode state
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
         if v.queueing != "central":
             raise ConfigError("agent", f"agent {self.name!r} needs one central queue, got {v.queueing!r}")

@@ -137,7 +137,7 @@ class VQSAgent(SlottedAgent):
 
     def _min_size(self) -> float | None:
         """The smallest normalised size the scenario's demand law allows (None if unknown)."""
-        src = self.env.scenario.source
+        src = self.context.scenario.source
         dem = getattr(src, "demand", None)
         if dem is not None and hasattr(dem, "low") and not getattr(dem, "discrete", False):
             return float(np.max(np.asarray(dem.low, dtype=float) / self.ref))

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
@@ -146,8 +146,8 @@ class ArrivalExitDispatcher(Agent):
     ``_new_epoch()`` resets per-epoch state.
     """
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self._epoch = -1
         self._arrival_done = False
 
@@ -217,9 +217,9 @@ class LoTES(ArrivalExitDispatcher):
         self.plan: LotesPlan | None = None
 
     # ------------------------------------------------------------------ reset: Stages 1-2
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
-        scenario = self.env.scenario
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
+        scenario = self.context.scenario
         t0 = time.perf_counter()
         plan = self.plan = plan_for(scenario, bins=self.bins, method=self.method, rounding=self.rounding)
         self.offline_seconds = time.perf_counter() - t0

@@ -37,11 +37,12 @@ scenarios: the queue discipline belongs to the agent, not to the kernel.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
@@ -67,15 +68,15 @@ class LotesGreedy(Agent):
         self.queue_scan = settings.choice(queue_scan, "agent.queue_scan", ("fcfs", "first-fit"))
         self.respect_queues = settings.boolean(respect_queues, "agent.respect_queues")
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
         self.local = v.queueing == "local"
-        if self.local and self.env.sim.routing != "agent":
+        if self.local and self.context.scenario.routing != "agent":
             raise ConfigError(
                 "agent",
                 "lotes-greedy with per-server queues needs routing='agent' "
-                f"(the scenario routes by {self.env.sim.routing!r})",
+                f"(the scenario routes by {self.context.scenario.routing!r})",
             )
         L = v.num_servers
         self._lim = fit_limit(v.capacity)
@@ -109,7 +110,7 @@ class LotesGreedy(Agent):
         st = self.stats
         st["arrivals"] += 1
         d = v.demand(job)
-        if self.respect_queues or self.env.sim.cluster.any_slots:
+        if self.respect_queues or self.view.any_slots:
             fits = np.all(v.load + d <= self._lim, axis=1)
             if self.respect_queues:
                 fits &= self._queue_lengths() == 0
@@ -136,6 +137,7 @@ class LotesGreedy(Agent):
 
     def _on_completion(self, m: int) -> int:
         v = self.view
+        ids: Sequence[int]
         if self.local:
             heads = [q for t in range(v.num_types) if (q := v.local_queue(m, t))]
             if not heads:

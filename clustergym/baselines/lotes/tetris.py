@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from clustergym.agent_api import AgentRequirements
+from clustergym.agent_api import AgentContext, AgentRequirements
 from clustergym.baselines.lotes.lotes import ArrivalExitDispatcher, QueueMirror
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd
@@ -66,14 +66,14 @@ class TetrisTran(ArrivalExitDispatcher):
         self.w_work = settings.number(w_work, "agent.w_work")
         self.hours_per_unit = settings.positive(hours_per_unit, "agent.hours_per_unit", allow_none=True)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
         self._cap = np.array(v.capacity, dtype=float)
         self._lim = fit_limit(self._cap)
         hpu = self.hours_per_unit
         if hpu is None:
-            sc = self.env.scenario
+            sc = self.context.scenario
             is_trace = bool((sc.params or {}).get("trace_report")) or type(sc.source).__name__ == "ReplaySource"
             hpu = 1.0 / 3600.0 if is_trace else 1.0
         self._hpu = hpu

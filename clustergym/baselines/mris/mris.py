@@ -52,7 +52,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.jobs import JobStatus
@@ -293,6 +293,8 @@ class JobCache:
         self.durations = durations
         self.scale = np.where(scale > 0, scale, 1.0)
         self.n = 0
+        self.arrival = self.work = self.weight = np.empty(0)
+        self.dem_abs = np.empty((0, self.scale.size))
         self._alloc(256)
 
     def _alloc(self, cap: int) -> None:
@@ -356,15 +358,15 @@ class EventTimeAgent(Agent):
 
     def requirements_for(self, scenario: Any) -> AgentRequirements:
         req = dataclasses.replace(type(self).requirements, uses_oracle=bool(self._uses_oracle(scenario)))
-        self.requirements = req  # type: ignore[misc]  (instance value: run_episode reports it)
+        self.requirements = req  # an instance value: run_episode reports it
         return req
 
     def _uses_oracle(self, scenario: Any) -> bool:
         return self.needs_durations and not scenario.clairvoyant
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
-        self.requirements_for(self.env.scenario)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
+        self.requirements_for(self.context.scenario)
         v = self.view
         self.capacity = np.array(v.capacity, dtype=np.float64)
         self.limit = fit_limit(self.capacity)
@@ -549,12 +551,12 @@ class MRIS(EventTimeAgent):
     def _uses_oracle(self, scenario: Any) -> bool:
         return (not scenario.clairvoyant) or self._gamma0(scenario)[1]
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         cap = self.capacity
         if not np.all(cap == cap[0]):
             raise ConfigError("agent", "MRIS schedules identical machines; the scenario's servers differ")
-        self.gamma0 = self._gamma0(self.env.scenario)[0]
+        self.gamma0 = self._gamma0(self.context.scenario)[0]
         self.M, self.R = cap.shape
         self.k = 0
         self.next_gamma = self.gamma(0)

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym.agent_api import AgentRequirements
+from clustergym.agent_api import AgentContext, AgentRequirements
 from clustergym.baselines.mris.mris import (
     _NEEDS_DURATION,
     _WORK_EPOCHS,
@@ -152,9 +152,9 @@ class CollectAllPQ(PriorityQueue):
     def _uses_oracle(self, scenario: Any) -> bool:
         return True  # r_max is privileged (docs/papers/mris.md#privileged)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
-        self.r_max = self._r_max(self.env.scenario)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
+        self.r_max = self._r_max(self.context.scenario)
         self._woke = False
 
     def act(self, observation: Any) -> Command:

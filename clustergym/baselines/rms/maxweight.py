@@ -64,7 +64,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
 from clustergym.errors import ConfigError
@@ -92,8 +92,8 @@ class _MaxWeightBase(Agent):
         self.blackbox = settings.choice(blackbox, "agent.blackbox", BLACKBOXES)
         self.stats: dict[str, int] = {}
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
         if not v.types.exact:
             raise ConfigError("agent", f"agent {self.name!r} needs discrete job types")
@@ -183,8 +183,8 @@ class MaxWeightRefresh(_MaxWeightBase):
         super().__init__(**params)
         self.refresh = settings.choice(refresh, "agent.refresh", ("local", "global"))
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self.committed = np.zeros(self.L, dtype=bool)
         self.stats["refreshes"] = 0
 
@@ -254,8 +254,8 @@ class MaxWeightStop(_MaxWeightBase):
         super().__init__(**params)
         self.beta = settings.number(beta, "agent.beta", lo=0.0, lo_open=True, hi=1.0)
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         self.stopped = np.zeros(self.L, dtype=bool)
         self.stats["stops"] = 0
 
@@ -295,8 +295,8 @@ class MaxWeightStop(_MaxWeightBase):
         if item == self._REFRESH:  # central queues: empty servers re-run the blackbox and fill
             v = self.view
             while v.num_queued > 0:
-                empty = np.flatnonzero((v.count_real.sum(axis=1) == 0) & (v.count_dummy.sum(axis=1) == 0))
-                empty = [int(s) for s in empty if int(s) not in self._refreshed]
+                idle = np.flatnonzero((v.count_real.sum(axis=1) == 0) & (v.count_dummy.sum(axis=1) == 0))
+                empty = [int(s) for s in idle if int(s) not in self._refreshed]
                 if not empty:
                     return None
                 s = empty[0]

@@ -95,7 +95,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clustergym._cache import Cache
-from clustergym.agent_api import Agent, AgentRequirements
+from clustergym.agent_api import Agent, AgentContext, AgentRequirements
 from clustergym.core.cluster import fit_limit
 from clustergym.core.commands import Cmd, Command, EventKind
 from clustergym.core.simulator import EpochConfig
@@ -260,8 +260,8 @@ class _RMSBase(Agent):
             )
 
     # ------------------------------------------------------------------ episode
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         v = self.view
         if not v.types.exact:
             raise ConfigError("agent", f"agent {self.name!r} needs discrete job types")
@@ -374,8 +374,8 @@ class RMS(_RMSBase):
         if self.frozen_weights is not None and self.frozen_weights.ndim != 1:
             raise ConfigError("agent.frozen_weights", f"expected {J} weights (one per job type)")
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         J = self.J
         rates = self.rates if self.rates is not None else np.full(J, self.total_rate / J)
         self.clock_rates = rates * self.speedup  #: per-type rates r_j (fixed clocks)
@@ -536,8 +536,8 @@ class RMSJSQ(_RMSBase):
                 "agent.rates", f"expected {J} per-queue rates or an {L} x {J} matrix, got shape {self.rates.shape}"
             )
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env, seed)
+    def reset(self, context: AgentContext, seed: int | None = None) -> None:
+        super().reset(context, seed)
         L, J = self.L, self.J
         if self.view.queueing != "local":
             raise ConfigError("agent", "rms-jsq needs per-server queues (queueing='local')")
@@ -550,7 +550,7 @@ class RMSJSQ(_RMSBase):
         self.clock_rates = rates * self.speedup  #: (L, J) per-queue rates r_j^l
         self._cdf = np.cumsum(self.clock_rates.ravel() / self.clock_rates.sum())
         self._cdf[-1] = 1.0
-        self._agent_routing = self.env.sim.routing == "agent"
+        self._agent_routing = self.context.scenario.routing == "agent"
 
     # ------------------------------------------------------------------ Algorithm 2
     def tick_queue(self) -> tuple[int, int]:
