@@ -34,7 +34,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "traces/alibaba.py::load_alibaba_v2017": (91, "not yet split: a trace loader"),
     "traces/_csv.py::read_table": (92, "the CSV reader under every trace loader"),
     "workloads/replay.py::ReplaySource.__init__": (133, "checks and normalises every column of a replayed table"),
-    "scenarios/trace_spec.py::trace_workload_from_spec": (97, "every field of a `kind: trace` workload"),
     "scenarios/presets/mris.py::mris_alibaba": (109, "not yet split: a paper's trace preset"),
     "scenarios/presets/traces.py::azure_vms": (91, "not yet split: a paper's trace preset"),
     "scenarios/presets/traces.py::lotes_google": (87, "not yet split: a paper's trace preset"),
