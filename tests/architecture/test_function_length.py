@@ -19,7 +19,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
         "the compiled event loop: numba keeps its state in locals, helpers would pass ~40 arrays (its docstring)",
     ),
     "core/fastpath.py::run_scan_episode": (193, "copies the simulator's state into the loop's arrays and back"),
-    "core/simulator.py::Simulator.check": (89, "one check per field of the kernel state, in order"),
     "core/simulator.py::Simulator.advance": (82, "the kernel's next-event step, hot path"),
     "training/train.py::train": (389, "not yet split: to become a typed configuration and small steps"),
     "training/train.py::_eval_callback": (93, "not yet split, with train"),
