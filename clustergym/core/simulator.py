@@ -750,25 +750,7 @@ class Simulator:
         if needs_job and jobs.dummy[cmd.job]:
             return f"job {cmd.job} is a dummy job"
         if k == Cmd.PLACE or k == Cmd.REPLACE:
-            if self.queueing == "loss":
-                return "loss mode: use ADMIT or REJECT for the arriving job"
-            if jobs.status[cmd.job] != _QUEUED:
-                return f"job {cmd.job} is not queued (status {JobStatus(jobs.status[cmd.job]).name})"
-            if self.queueing == "local":
-                if cmd.job in self.queue:
-                    return f"job {cmd.job} has not been routed to a server yet"
-                if jobs.server[cmd.job] != cmd.server:
-                    return f"job {cmd.job} waits at server {jobs.server[cmd.job]}, not {cmd.server}"
-            jtype = int(jobs.type[cmd.job])
-            if k == Cmd.PLACE:
-                if not self.cluster.fits_at(cmd.server, jtype, jobs.demand[cmd.job]):
-                    return f"job {cmd.job} does not fit on server {cmd.server}"
-            else:
-                if self.cluster.count_dummy[cmd.server, jtype] == 0:
-                    return f"server {cmd.server} holds no dummy of type {jtype}"
-                if not np.all(jobs.demand[cmd.job] <= self.cluster._type_limit[jtype]):
-                    return f"job {cmd.job} is larger than a type-{jtype} dummy"
-            return None
+            return self._check_place(cmd)
         if k == Cmd.DUMMY or k == Cmd.RESERVE:
             if not self.cluster.fits_free_at(cmd.server, self.types.demand[cmd.type]):
                 return f"a type-{cmd.type} job does not fit in the free capacity of server {cmd.server}"
@@ -813,6 +795,29 @@ class Simulator:
                 return f"wake-up time {cmd.time} is not after now ({self.now})"
             return None
         return f"unknown command {cmd}"
+
+    def _check_place(self, cmd: Command) -> str | None:
+        """:meth:`check` of PLACE and REPLACE (a queued job onto a server, or into a dummy's place)."""
+        jobs = self.jobs
+        if self.queueing == "loss":
+            return "loss mode: use ADMIT or REJECT for the arriving job"
+        if jobs.status[cmd.job] != _QUEUED:
+            return f"job {cmd.job} is not queued (status {JobStatus(jobs.status[cmd.job]).name})"
+        if self.queueing == "local":
+            if cmd.job in self.queue:
+                return f"job {cmd.job} has not been routed to a server yet"
+            if jobs.server[cmd.job] != cmd.server:
+                return f"job {cmd.job} waits at server {jobs.server[cmd.job]}, not {cmd.server}"
+        jtype = int(jobs.type[cmd.job])
+        if cmd.kind == Cmd.PLACE:
+            if not self.cluster.fits_at(cmd.server, jtype, jobs.demand[cmd.job]):
+                return f"job {cmd.job} does not fit on server {cmd.server}"
+        else:
+            if self.cluster.count_dummy[cmd.server, jtype] == 0:
+                return f"server {cmd.server} holds no dummy of type {jtype}"
+            if not np.all(jobs.demand[cmd.job] <= self.cluster._type_limit[jtype]):
+                return f"job {cmd.job} is larger than a type-{jtype} dummy"
+        return None
 
     def apply(self, cmd: Command) -> None:
         """Execute a command at the current epoch (``WAIT`` is a no-op here: call ``advance``).
