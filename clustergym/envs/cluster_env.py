@@ -201,6 +201,15 @@ class ClusterEnv(gym.Env):
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode (the kernel seeded with ``seed``); ``options`` must be empty: the env
+        takes none (a key given there would otherwise be ignored without a word).
+
+        Raises:
+            ConfigError: ``options`` holds a key.
+        """
+        if options:
+            keys = ", ".join(map(repr, options)) if isinstance(options, dict) else repr(options)
+            raise ConfigError("options", f"reset(options=...) takes no options here, got {keys}")
         super().reset(seed=seed)
         kernel_seed = seed
         if kernel_seed is None:

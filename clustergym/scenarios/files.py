@@ -42,6 +42,9 @@ or a full definition::
 ``transforms``, ``demand``, ``type``, ``weight``, ``reward_rate``; see
 :func:`clustergym.traces.formats.trace_workload_from_spec` and docs/traces.md).  ``servers[i].speed`` (one number per job type)
 sets machine-dependent service rates.
+
+YAML is read with the YAML 1.2 core schema (:func:`_load_yaml`): ``1:30``, ``1_000``, ``yes`` and
+``on`` are strings, not YAML 1.1's 90, 1000 and true; ``0o10`` is octal; ``010`` is an error.
 """
 
 from __future__ import annotations
@@ -145,12 +148,32 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: YAML 1.2 core schema's plain scalars (PyYAML implements YAML 1.1, where ``1:30`` is 90, ``010`` is
+#: 8 and ``yes``/``no``/``on``/``off`` are booleans): (tag, pattern, first characters)
+_CORE_SCHEMA = (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+)
+
+
 def _load_yaml(text: str) -> Any:
-    """``yaml.safe_load``, except that a key given twice in one mapping is an error naming its line
-    (PyYAML would silently keep the last one)."""
+    """YAML read with the YAML 1.2 core schema (:data:`_CORE_SCHEMA`): ``1:30``, ``1_000``, ``yes``,
+    ``on`` are strings (a number or boolean field then names the value), ``0o10`` is octal and
+    ``0x10`` hexadecimal; a decimal with a leading zero (``010``: 8 in YAML 1.1, 10 in 1.2) is an
+    error, as is a key given twice in one mapping (PyYAML would silently keep the last one)."""
+    import re
+
     import yaml
 
     class Loader(yaml.SafeLoader):
+        yaml_implicit_resolvers: dict[Any, Any] = {}
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:
@@ -166,6 +189,22 @@ def _load_yaml(text: str) -> Any:
                     break
             return super().construct_mapping(node, deep=deep)
 
+        def construct_yaml_int(self, node: Any) -> int:
+            text = str(self.construct_scalar(node))
+            if text.startswith(("0o", "0x")):
+                return int(text[2:], 8 if text[1] == "o" else 16)
+            digits = text.lstrip("+-")
+            if len(digits) > 1 and digits.startswith("0"):
+                raise ScenarioError(
+                    text,
+                    f"a number with a leading zero (line {node.start_mark.line + 1}) is octal in YAML 1.1 "
+                    f"and decimal in YAML 1.2: write {int(text)} (or 0o{digits.lstrip('0')} for octal)",
+                )
+            return int(text)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    for tag, pattern, first in _CORE_SCHEMA:
+        Loader.add_implicit_resolver(tag, re.compile(pattern), list(first))
     return yaml.load(text, Loader=Loader)
 
 

@@ -22,13 +22,28 @@ from clustergym.core.source import ArrivalSource, is_finite
 from clustergym.errors import ScenarioError
 from clustergym.validation import choice, number
 
-__all__ = ["Scenario", "MAX_SERVERS", "MAX_EXPECTED_ARRIVALS", "DEFAULT_QUEUE_CAP"]
+__all__ = [
+    "Scenario",
+    "MAX_SERVERS",
+    "MAX_EXPECTED_ARRIVALS",
+    "LONG_RUN_ARRIVALS",
+    "DEFAULT_QUEUE_CAP",
+    "LongRunWarning",
+]
+
+
+class LongRunWarning(UserWarning):
+    """A whole episode will see many arrivals with nothing to stop it early (no queue cap)."""
+
 
 #: servers in one scenario at most (the kernel keeps (L, R) arrays; 10^6 servers already take seconds per event)
 MAX_SERVERS = 1_000_000
 #: expected arrivals of one whole episode (total arrival rate x horizon) at most, for the runner
 #: (:meth:`Scenario.check_run_size`): beyond it a run would take days and its job table would not fit in memory
 MAX_EXPECTED_ARRIVALS = 1e9
+#: expected arrivals of a whole episode above which a run without a queue cap is warned about
+#: (:meth:`Scenario.check_run_size`): minutes of simulation, and an overloaded cluster's queue grows unbounded
+LONG_RUN_ARRIVALS = 1e6
 #: the queue cap of the presets, also the default of scenario files with an endless workload
 DEFAULT_QUEUE_CAP = 100_000
 
@@ -88,6 +103,9 @@ class Scenario:
             raise ScenarioError("cluster.capacity", f"expected an (L, R) array, got shape {cap.shape}")
         if len(self.resources) != cap.shape[1]:
             raise ScenarioError("cluster.resources", f"{len(self.resources)} names for {cap.shape[1]} resources")
+        twice = sorted({r for r in self.resources if self.resources.count(r) > 1})
+        if twice:
+            raise ScenarioError("resources", f"{', '.join(map(repr, twice))} named twice (each resource once)")
         objective(self.objective)  # a ScenarioError naming the options
         choice(self.job_memory, "job_memory", JOB_MEMORY_MODES)
         number(self.horizon, "horizon", lo=0.0, lo_open=True, allow_inf=True)
@@ -121,7 +139,8 @@ class Scenario:
     def check_run_size(self) -> Scenario:
         """Refuse a whole episode (``run``, ``compare``: to the horizon) of more than
         :data:`MAX_EXPECTED_ARRIVALS` expected arrivals (total arrival rate x horizon): it would take
-        days and its job table would not fit in memory.  An environment stepped for a bounded number
+        days and its job table would not fit in memory.  Above :data:`LONG_RUN_ARRIVALS` without a
+        queue cap, a :class:`LongRunWarning` says so before the run starts.  An environment stepped for a bounded number
         of steps may have a longer horizon.  Returns the scenario."""
         rates = self.source.arrival_rates()
         if rates is None or math.isinf(self.horizon):
@@ -134,6 +153,16 @@ class Scenario:
                 f"(total arrival rate {total:.3g} x horizon {self.horizon:g}), more than "
                 f"the limit of {MAX_EXPECTED_ARRIVALS:.0e} for a whole run: lower the "
                 "rate or the horizon",
+            )
+        if total * self.horizon > LONG_RUN_ARRIVALS and self.queue_cap is None:
+            import warnings
+
+            warnings.warn(
+                f"{self.name}: an episode will see {total * self.horizon:.3g} arrivals on average (total "
+                f"arrival rate {total:.3g} x horizon {self.horizon:g}) and has no queue cap: it may run for "
+                "minutes per episode; set queue_cap (an overloaded run then stops at it) or a shorter horizon",
+                LongRunWarning,
+                stacklevel=2,
             )
         return self
 

@@ -47,7 +47,7 @@ Trust
 Size
     After a write, the least recently used files (by modification time, refreshed on every hit) are
     deleted while the directory holds more than ``$CLUSTERGYM_TRACE_CACHE_MAX_MB`` (default
-    4096 MB).
+    4096 MB; a value that is not a number >= 0 is a :class:`ConfigError` naming the variable).
 """
 
 from __future__ import annotations
@@ -322,11 +322,31 @@ def _same_table(a: TraceTable, b: TraceTable) -> bool:
     )
 
 
-def _prune(d: Path, keep: Path) -> None:
+def max_cache_bytes() -> float:
+    """The cache's size limit in bytes (``$CLUSTERGYM_TRACE_CACHE_MAX_MB`` megabytes, default 4096).
+
+    Raises:
+        ConfigError: the variable is set to something other than a finite number >= 0 (the
+            message names it).
+    """
+    import math
+
+    from clustergym.errors import ConfigError
+
+    raw = os.environ.get(MAX_MB_VAR, "").strip()
+    if not raw:
+        return _DEFAULT_MAX_MB * 2**20
     try:
-        limit = float(os.environ.get(MAX_MB_VAR, _DEFAULT_MAX_MB)) * 2**20
+        mb = float(raw)
     except ValueError:
-        limit = _DEFAULT_MAX_MB * 2**20
+        mb = math.nan
+    if not math.isfinite(mb) or mb < 0:
+        raise ConfigError(MAX_MB_VAR, f"expected a size in megabytes (a number >= 0), got {raw!r}")
+    return mb * 2**20
+
+
+def _prune(d: Path, keep: Path) -> None:
+    limit = max_cache_bytes()
     files = []
     for p in d.glob("*.parquet"):
         try:
@@ -383,6 +403,7 @@ def cached_table(
     d = cache_dir()
     if d is None:
         return build()
+    max_cache_bytes()  # a malformed limit is named before anything is parsed or written
     if not _parquet_available():
         _give_up(
             f"use {d}",
