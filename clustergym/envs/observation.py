@@ -114,8 +114,8 @@ class ObservationBuilder:
     The float features are written in place into one flat ``float32`` buffer per layout (the
     environment's, and with :meth:`use_scaling` the scaled one), views of which are the per-key
     arrays; each observation handed out is one copy of that buffer (:meth:`build`), so a caller may
-    keep or change it: nothing the builder does later touches it.  :meth:`build_flat` writes the
-    buffer into a caller's row instead (the batched environment's), without the copy.
+    keep or change it: nothing the builder does later touches it.  :meth:`bind` keeps the features in a
+    row of a batch instead (the batched environment scales and copies the whole batch at once).
     """
 
     def __init__(
@@ -166,6 +166,7 @@ class ObservationBuilder:
         self._ev_server = -1  # the server flagged in event_server
         self._out = self._raw  # the layout handed out (the scaled one after use_scaling)
         self._time_unit = 0.0
+        self._scaler: Scaler | None = None
 
     # per-server features (views of the buffer): kept from the cluster's journal of changed servers on large clusters
     @property
@@ -180,11 +181,6 @@ class ObservationBuilder:
     def _dummies(self) -> np.ndarray:
         return self._raw.views["dummies"]
 
-    @property
-    def flat_size(self) -> int:
-        """The length of :meth:`build_flat`'s row: every float feature but ``pair_scores``."""
-        return self._out.size
-
     def use_scaling(self, time_unit: float) -> spaces.Dict:
         """From now on build the *scaled* observation (:func:`scaled_observation`, waiting times, work
         and rates in ``time_unit``) instead of the environment's, computed from the same buffers with the
@@ -192,13 +188,7 @@ class ObservationBuilder:
         self.space = scaled_observation_space(self.raw_space)
         self._time_unit = float(time_unit)
         self._out = _FlatLayout(self.space)
-        K, a = self.K, self.sim.num_resources + self.sim.num_types
-        self._tmp_k = np.zeros(K, dtype=np.float32)  # scratch: column a of the window, through log1p
-        self._tmp_k2 = np.zeros((K, 2), dtype=np.float32)  # scratch: columns a+1, a+2, over time_unit
-        self._tmp_k2b = np.zeros((K, 2), dtype=np.float32)
-        self._tmp_j = np.zeros(self.sim.num_types, dtype=np.float32)
-        self._tmp_jb = np.zeros(self.sim.num_types, dtype=np.float32)
-        self._a = a
+        self._scaler = Scaler(self.sim, self.K, self._time_unit)
         return self.space
 
     def _job_features(self, job: int, out: np.ndarray) -> None:
@@ -328,30 +318,22 @@ class ObservationBuilder:
         v["time"][0] = min(t, 1.0)
         return ids
 
+    def bind(self, row: np.ndarray) -> None:
+        """Keep the environment's features in ``row``, ``(raw_size,)`` (a row of a batch), from now on."""
+        self._raw.rebind(row)
+
+    @property
+    def raw_size(self) -> int:
+        """The length of the environment's flat features (every float key but ``pair_scores``)."""
+        return self._raw.size
+
+    def refresh(self) -> list[int]:
+        """Bring the environment's features up to the current state (in place); returns the window's ids."""
+        return self._fill_raw()
+
     def _fill_scaled(self) -> None:
-        """The scaled buffer from the environment's (:func:`scaled_observation`'s operations, term for term)."""
-        r, s = self._raw.views, self._out.views
-        cap, tu, a = SCALED_CAP, self._time_unit, self._a
-        s["free"][:] = r["free"]
-        for key in ("running", "dummies", "queue_counts"):
-            if key != "dummies" or self._dummy_rows:  # dummies stay 0 = log1p(0) until a dummy or slot appears
-                np.log1p(r[key], out=s[key])
-                np.minimum(s[key], cap, out=s[key])
-        q, sq = r["queue_jobs"], s["queue_jobs"]
-        sq[:] = q
-        sq[:, a] = np.log1p(q[:, a], out=self._tmp_k)
-        sq[:, a + 1 : a + 3] = np.log1p(np.divide(q[:, a + 1 : a + 3], tu, out=self._tmp_k2), out=self._tmp_k2b)
-        np.minimum(sq, cap, out=sq)
-        s["queue_mask"][:] = r["queue_mask"]
-        x, e = r["event"][len(_EVENT_KINDS) :], s["event"]
-        e[:] = r["event"]
-        out = e[len(_EVENT_KINDS) :]
-        out[..., a] = np.log1p(x[..., a])
-        out[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / tu)
-        np.minimum(out, cap, out=out)
-        s["event_server"][:] = r["event_server"]
-        rates = np.log1p(np.multiply(r["arrival_rates"], tu / self.sim.num_servers, out=self._tmp_j), out=self._tmp_jb)
-        np.minimum(rates, cap, out=s["arrival_rates"])
+        assert self._scaler is not None
+        self._scaler(self._raw.views, self._out.views, self._dummy_rows)
 
     def _fill(self) -> list[int]:
         ids = self._fill_raw()
@@ -376,12 +358,53 @@ class ObservationBuilder:
             obs["pair_scores"] = self._pair_scores(ids)
         return obs
 
-    def build_flat(self, out: np.ndarray) -> list[int]:
-        """Write the float features now into ``out``, ``(flat_size,)`` (a row of a batch): the keys of
-        the space but ``action_mask`` and ``pair_scores``, flattened in order; returns the window's ids."""
-        ids = self._fill()
-        out[:] = self._out.buf
-        return ids
+
+class Scaler:
+    """Scales environment observations into scaled ones (:func:`scaled_observation`'s operations, term for
+    term, so the values are identical) in place, for one observation or a batch of ``batch`` of them.
+
+    Args:
+        sim: a simulator of the environment (its sizes).
+        queue_window: ``K``.
+        time_unit: waiting times, work and rates are in this unit.
+        batch: the leading dimensions of the views it is given (``()``: one observation).
+    """
+
+    def __init__(self, sim: Simulator, queue_window: int, time_unit: float, batch: tuple[int, ...] = ()):
+        self.time_unit = float(time_unit)
+        self.a = sim.num_resources + sim.num_types  # the weight column; waited time and work follow
+        self.rate_factor = self.time_unit / sim.num_servers
+        f32 = np.float32
+        self._k = np.zeros((*batch, queue_window), dtype=f32)  # scratch: column a of the window, through log1p
+        self._k2 = np.zeros((*batch, queue_window, 2), dtype=f32)  # scratch: columns a+1, a+2 over time_unit
+        self._k2b = np.zeros((*batch, queue_window, 2), dtype=f32)
+        self._j = np.zeros((*batch, sim.num_types), dtype=f32)
+        self._jb = np.zeros((*batch, sim.num_types), dtype=f32)
+
+    def __call__(self, r: dict[str, np.ndarray], s: dict[str, np.ndarray], dummies: bool = True) -> None:
+        """Write the scaled views ``s`` from the environment's views ``r`` (``dummies=False``: the
+        ``dummies`` rows are all zero and ``s``'s already are, ``log1p(0) = 0``)."""
+        cap, tu, a = SCALED_CAP, self.time_unit, self.a
+        s["free"][...] = r["free"]
+        for key in ("running", "dummies", "queue_counts"):
+            if key != "dummies" or dummies:
+                np.log1p(r[key], out=s[key])
+                np.minimum(s[key], cap, out=s[key])
+        q, sq = r["queue_jobs"], s["queue_jobs"]
+        sq[...] = q
+        sq[..., a] = np.log1p(q[..., a], out=self._k)
+        sq[..., a + 1 : a + 3] = np.log1p(np.divide(q[..., a + 1 : a + 3], tu, out=self._k2), out=self._k2b)
+        np.minimum(sq, cap, out=sq)
+        s["queue_mask"][...] = r["queue_mask"]
+        x, e = r["event"][..., len(_EVENT_KINDS) :], s["event"]
+        e[...] = r["event"]
+        out = e[..., len(_EVENT_KINDS) :]
+        out[..., a] = np.log1p(x[..., a])
+        out[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / tu)
+        np.minimum(out, cap, out=out)
+        s["event_server"][...] = r["event_server"]
+        rates = np.log1p(np.multiply(r["arrival_rates"], self.rate_factor, out=self._j), out=self._jb)
+        np.minimum(rates, cap, out=s["arrival_rates"])
 
 
 class _FlatLayout:
@@ -389,8 +412,9 @@ class _FlatLayout:
     one after another, flattened, in the space's order, in one ``float32`` buffer ``buf``;
     ``views[key]`` is the key's array, a view of ``buf``."""
 
-    def __init__(self, space: spaces.Dict):
+    def __init__(self, space: spaces.Dict, batch: tuple[int, ...] = ()):
         self.keys = list(space.spaces)
+        self.batch = batch
         self.slices: dict[str, tuple[int, int, tuple[int, ...]]] = {}
         off = 0
         for k in self.keys:
@@ -402,11 +426,21 @@ class _FlatLayout:
             self.slices[k] = (off, off + n, shape)
             off += n
         self.size = off
-        self.buf = np.zeros(off, dtype=np.float32)
+        self.buf = np.zeros((*batch, off), dtype=np.float32)
         self._bind()
 
     def _bind(self) -> None:
-        self.views = {k: self.buf[a:b].reshape(shape) for k, (a, b, shape) in self.slices.items()}
+        self.views = self.split(self.buf)
+
+    def split(self, buf: np.ndarray) -> dict[str, np.ndarray]:
+        """Views of ``buf`` (laid out as :attr:`buf`), one per key."""
+        return {k: buf[..., a:b].reshape(*self.batch, *shape) for k, (a, b, shape) in self.slices.items()}
+
+    def rebind(self, buf: np.ndarray) -> None:
+        """Keep the features in ``buf`` (one row of a batch) from now on, starting from the current ones."""
+        buf[...] = self.buf
+        self.buf = buf
+        self._bind()
 
     def __getstate__(self) -> dict:  # copies (deepcopy, pickle) keep the views views of their own buffer
         return {k: v for k, v in self.__dict__.items() if k != "views"}
@@ -424,7 +458,7 @@ class _FlatLayout:
                 obs[k] = mask.astype(np.int8)
             elif k != "pair_scores":
                 a, b, shape = self.slices[k]
-                obs[k] = out[a:b].reshape(shape)
+                obs[k] = out[..., a:b].reshape(*self.batch, *shape)
         return obs
 
 
