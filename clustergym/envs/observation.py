@@ -293,8 +293,10 @@ class ObservationBuilder:
         v = self._raw.views
         if self._incremental:
             self._sync_servers()
-        else:  # small clusters: every row, the same values
-            self._server_rows(slice(None))
+        else:  # small clusters: every row, the same values, when a server changed since the last observation
+            servers, self._cursor = sim.cluster.changes_since(self._cursor)
+            if servers is None or servers:
+                self._server_rows(slice(None))
         ids = list(islice(sim.queue, self.K))
         self._fill_queue(v, ids)
         event = v["event"]
@@ -333,7 +335,7 @@ class ObservationBuilder:
 
     def _fill_scaled(self) -> None:
         assert self._scaler is not None
-        self._scaler(self._raw.views, self._out.views, self._dummy_rows)
+        self._scaler(self._raw, self._out)
 
     def _fill(self) -> list[int]:
         ids = self._fill_raw()
@@ -381,30 +383,26 @@ class Scaler:
         self._j = np.zeros((*batch, sim.num_types), dtype=f32)
         self._jb = np.zeros((*batch, sim.num_types), dtype=f32)
 
-    def __call__(self, r: dict[str, np.ndarray], s: dict[str, np.ndarray], dummies: bool = True) -> None:
-        """Write the scaled views ``s`` from the environment's views ``r`` (``dummies=False``: the
-        ``dummies`` rows are all zero and ``s``'s already are, ``log1p(0) = 0``)."""
+    def __call__(self, raw: _FlatLayout, out: _FlatLayout) -> None:
+        """Write the scaled features ``out`` from the environment's ``raw`` (the scaled layout is a prefix
+        of the environment's: the same keys in the same order, without ``time``)."""
         cap, tu, a = SCALED_CAP, self.time_unit, self.a
-        s["free"][...] = r["free"]
-        for key in ("running", "dummies", "queue_counts"):
-            if key != "dummies" or dummies:
-                np.log1p(r[key], out=s[key])
-                np.minimum(s[key], cap, out=s[key])
-        q, sq = r["queue_jobs"], s["queue_jobs"]
-        sq[...] = q
-        sq[..., a] = np.log1p(q[..., a], out=self._k)
-        sq[..., a + 1 : a + 3] = np.log1p(np.divide(q[..., a + 1 : a + 3], tu, out=self._k2), out=self._k2b)
+        out.buf[...] = raw.buf[..., : out.size]  # free, queue_mask, event_server, demands and one-hots as they are
+        counts = out.buf[
+            ..., out.slices["running"][0] : out.slices["queue_counts"][1]
+        ]  # running, dummies, queue_counts
+        np.log1p(counts, out=counts)
+        np.minimum(counts, cap, out=counts)
+        sq = out.views["queue_jobs"]
+        sq[..., a] = np.log1p(sq[..., a], out=self._k)
+        sq[..., a + 1 : a + 3] = np.log1p(np.divide(sq[..., a + 1 : a + 3], tu, out=self._k2), out=self._k2b)
         np.minimum(sq, cap, out=sq)
-        s["queue_mask"][...] = r["queue_mask"]
-        x, e = r["event"][..., len(_EVENT_KINDS) :], s["event"]
-        e[...] = r["event"]
-        out = e[..., len(_EVENT_KINDS) :]
-        out[..., a] = np.log1p(x[..., a])
-        out[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / tu)
-        np.minimum(out, cap, out=out)
-        s["event_server"][...] = r["event_server"]
-        rates = np.log1p(np.multiply(r["arrival_rates"], self.rate_factor, out=self._j), out=self._jb)
-        np.minimum(rates, cap, out=s["arrival_rates"])
+        x = out.views["event"][..., len(_EVENT_KINDS) :]
+        x[..., a] = np.log1p(x[..., a])
+        x[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / tu)
+        np.minimum(x, cap, out=x)
+        rates = out.views["arrival_rates"]
+        np.minimum(np.log1p(np.multiply(rates, self.rate_factor, out=self._j), out=self._jb), cap, out=rates)
 
 
 class _FlatLayout:

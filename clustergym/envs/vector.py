@@ -118,8 +118,7 @@ class BatchedVectorEnv(VectorEnv):
 
     def _observations(self) -> dict[str, np.ndarray]:
         if self._scaler is not None:
-            dummies = any(e.obs_builder._dummy_rows for e in self.inner)
-            self._scaler(self._raw.views, self._out.views, dummies)
+            self._scaler(self._raw, self._out)
         obs = self._out.emit(self._masks)
         if self._pair:
             obs["pair_scores"] = np.stack([e.obs_builder._pair_scores(ids) for e, ids in zip(self.inner, self._ids)])
