@@ -1,8 +1,8 @@
 """The layer rule: every import in the package points down (lazy imports inside functions included).
 
-From the top: ``cli`` -> ``reproduce`` / ``training`` / ``bench`` -> ``suite`` -> ``runner`` -> ``baselines`` /
-``agents`` -> ``agent_api`` -> ``envs`` -> ``scenarios`` -> ``traces`` -> ``workloads`` / ``theory``
--> ``core`` -> ``validation`` -> the base (``errors``, ``_json``, ``_cache``).  Units of one rank do not import each
+From the top: ``cli`` -> ``reproduce`` / ``training`` / ``perf`` / ``comparison`` -> ``suite`` -> ``runner``
+-> ``baselines`` / ``learned`` -> ``agent_api`` -> ``envs`` -> ``scenarios`` -> ``traces`` -> ``workloads`` /
+``theory`` -> ``core`` -> ``validation`` / ``keyvalue`` -> the base (``errors``, ``_json``, ``_cache``).  Units of one rank do not import each
 other.  The package's ``__init__`` (the facade, which registers the agents and the model loader) may
 import anything.  A private name (``_x``) is imported only inside its own top-level unit.
 See ``docs/architecture.md``.
@@ -23,6 +23,7 @@ RANKS = {
     "_json": 0,
     "_cache": 0,
     "validation": 1,
+    "keyvalue": 1,
     "core": 2,
     "workloads": 3,
     "theory": 3,
@@ -37,6 +38,7 @@ RANKS = {
     "reproduce": 11,
     "training": 11,
     "perf": 11,
+    "comparison": 11,
     "cli": 12,
     "__main__": 13,
 }
