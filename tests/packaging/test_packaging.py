@@ -23,7 +23,8 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: modules that may import an optional dependency at module level, and the extra that brings it
 EXTRA_MODULES = {
     "clustergym/learned/policies.py": "train",  # torch, SB3: imported only by model loading and training
-    "clustergym/training/semi_markov.py": "train",  # SB3 rollout buffers: imported lazily by train() only
+    "clustergym/training/semi_markov.py": "train",
+    "clustergym/training/batched.py": "train",  # SB3's VecEnv: imported by training (make_batched_venv) only  # SB3 rollout buffers: imported lazily by train() only
     "clustergym/perf/simpy_bestfit.py": "bench",  # the SimPy reference, run as its own process
     "clustergym/core/accel.py": "fast",  # numba, imported under try (the NumPy path otherwise)
 }
