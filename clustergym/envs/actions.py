@@ -216,6 +216,9 @@ class SlotServerMode(ActionMode):
             raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
 
+    def nothing_to_decide(self) -> bool:
+        return not self.sim.queue  # an empty window: the mask is WAIT alone
+
     @property
     def space(self) -> spaces.Space:
         return self._space

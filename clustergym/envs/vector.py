@@ -155,7 +155,6 @@ class BatchedVectorEnv(VectorEnv):
         rewards = np.zeros(n, dtype=np.float64)
         terms = np.zeros(n, dtype=bool)
         truncs = np.zeros(n, dtype=bool)
-        infos: dict[str, Any] = {}
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         acts = actions.tolist() if isinstance(actions, np.ndarray) and actions.ndim == 1 else list(actions)
         for i, env in enumerate(self.envs):
@@ -175,9 +174,26 @@ class BatchedVectorEnv(VectorEnv):
                         self._ended[i] = True
             self.env_infos[i] = info
             self._refresh(i)
-            if info:
-                infos = self._add_info(infos, info, i)
-        return self._observations(), rewards, terms, truncs, infos
+        return self._observations(), rewards, terms, truncs, self._batch_infos()
+
+    def _batch_infos(self) -> dict[str, Any]:
+        """The environments' infos in Gymnasium's vector layout (``info[key][i]``, ``info["_" + key][i]``: env
+        ``i`` has it), as ``_add_info`` builds them; a key every environment has as a plain ``int``, ``float``
+        or ``bool`` of one type becomes one array at once."""
+        envs, n = self.env_infos, self.num_envs
+        infos: dict[str, Any] = {}
+        done = set()
+        for k, v in envs[0].items():
+            t = type(v)
+            if t in (int, float, bool) and all(k in e and type(e[k]) is t for e in envs):
+                infos[k] = np.array([e[k] for e in envs], dtype=t)
+                infos["_" + k] = np.ones(n, dtype=np.bool_)
+                done.add(k)
+        for i, info in enumerate(envs):  # the rest (nested dicts, strings, keys some environments lack)
+            rest = {k: v for k, v in info.items() if k not in done}
+            if rest:
+                infos = self._add_info(infos, rest, i)
+        return infos
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every environment (an attribute's value when it is not callable)."""

@@ -72,16 +72,16 @@ class Completion(simpy.events.Event):
 
 def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, servers: int = 420, scan: int = 64) -> dict:
     """The replay (module docstring) on pre-parsed jobs, written as a careful SimPy user would: one
-    process per job, a ``deque`` as the FIFO queue, Best-Fit as a few whole-array NumPy operations over
-    the ``(servers, 2)`` load array (the fit test and the score of every server at once), scalars as
-    Python floats."""
+    process per job, a ``deque`` as the FIFO queue, Best-Fit as whole-array NumPy operations over the
+    ``(servers, 2)`` load array: the fit test of the scanned jobs on every server at once (then only the
+    column of the server a placement changed), the score of every server at once; scalars as Python
+    floats."""
     env = simpy.Environment()
     n = len(arrival)
     limit = np.ones((servers, 2)) * (1.0 + RTOL) + ATOL  # capacities are 1
     load = np.zeros((servers, 2))
     jobs_on = [0] * servers
     queue: deque[int] = deque()  # FIFO of waiting job ids
-    rows = list(demand)  # each job's (2,) demand, indexed once
     arrivals, durations = arrival.tolist(), duration.tolist()
     start = [math.nan] * n
     area = [0.0, 0.0]  # [integral of queue length, time of the last update]
@@ -92,23 +92,29 @@ def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, serv
         area[1] = env.now
 
     def best_fit_scan() -> None:
-        for j in list(islice(queue, scan)):
-            d = rows[j]
-            fits = (load + d <= limit).all(axis=1)
-            if not fits.any():
+        if not queue:
+            return
+        ids = list(islice(queue, scan))
+        D = demand[ids]  # (k, 2)
+        fits = (load[None] + D[:, None] <= limit).all(axis=2)  # (k, servers): every scanned job at once
+        for r in np.flatnonzero(fits.any(axis=1)).tolist():  # loads only grow during a scan: no other job fits
+            row = fits[r]
+            if not row.any():  # the servers it fitted on were filled by a job earlier in the scan
                 continue
-            score = np.where(fits, (d * load).sum(axis=1), minus_inf)  # sum_d demand_d * load_d / capacity_d^2
+            j, d = ids[r], D[r]
+            score = np.where(row, (d * load).sum(axis=1), minus_inf)  # sum_d demand_d * load_d / capacity_d^2
             top = score.max()  # ties within clustergym's SCORE_RTOL of the largest score: the lowest index
             s = int(np.argmax(score >= top - SCORE_RTOL * abs(top)))
             queue.remove(j)  # within the first `scan` entries
             load[s] += d
+            fits[r + 1 :, s] = (load[s] + D[r + 1 :] <= limit[s]).all(axis=1)  # only server s changed
             jobs_on[s] += 1
             start[j] = env.now
             Completion(env, durations[j]).callbacks.append(lambda _ev, j=j, s=s: complete(j, s))
 
     def complete(j: int, s: int) -> None:
         integrate()
-        load[s] -= rows[j]
+        load[s] -= demand[j]
         jobs_on[s] -= 1
         if jobs_on[s] == 0:
             load[s] = 0.0

@@ -19,6 +19,16 @@ def _single(kind: str):
     return lambda **kw: gym.make(f"clustergym/{kind}-v1", **kw)
 
 
+def _same_infos(got: dict, want: dict) -> None:
+    assert got.keys() == want.keys()
+    for k in want:
+        if isinstance(want[k], dict):
+            _same_infos(got[k], want[k])
+        else:
+            assert got[k].dtype == want[k].dtype, k
+            assert all(a == b or (a != a and b != b) for a, b in zip(got[k].tolist(), want[k].tolist())), k  # NaN
+
+
 def _masked_actions(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
     return np.array([int(rng.choice(np.flatnonzero(m))) for m in masks])
 
@@ -42,7 +52,11 @@ def test_batched_trajectories_are_the_single_ones_next_step_autoreset(kind):
         assert np.array_equal(venv.action_masks(), np.stack([o["action_mask"] for o in sobs]).astype(bool))
         kept.append(({k: v.copy() for k, v in vobs.items()}, vobs))
         acts = _masked_actions(rng, venv.action_masks())
-        vobs, vr, vte, vtr, _ = venv.step(acts)
+        vobs, vr, vte, vtr, vinfo = venv.step(acts)
+        want: dict = {}
+        for i, info in enumerate(venv.env_infos):  # Gymnasium's own layout of the environments' infos
+            want = venv._add_info(want, info, i)
+        _same_infos(vinfo, want)
         for i, e in enumerate(singles):
             if pending[i]:
                 sobs[i], _ = e.reset()
