@@ -52,8 +52,17 @@ On large clusters (``L >= INCREMENTAL_MIN_SERVERS``) the per-server arrays
 builder reads the cluster's journal of changed servers
 (:meth:`~clustergym.core.cluster.Cluster.changes_since`) and recomputes only
 their rows, with the same expressions as a whole recomputation, so the values
-are identical; below, recomputing them whole is cheaper.  Every observation
-holds fresh arrays: a caller may keep or change one without affecting the next.
+are identical; below, recomputing them whole is cheaper (and skipped when the
+journal shows no change).
+
+Copy semantics: the builder keeps every float feature in one flat ``float32``
+buffer, updated in place; each observation it hands out is one copy of that
+buffer, its keys views of the copy (``action_mask`` and ``pair_scores`` are new
+arrays of their own).  A caller may keep or change an observation (SB3's
+buffers keep them): nothing later changes it, and it changes nothing later.
+With :meth:`ObservationBuilder.use_scaling` (a suite task) the builder computes
+the scaled observation from the same buffer with :class:`Scaler`, term for term
+as :func:`scaled_observation`, so the values are identical.
 """
 
 from __future__ import annotations
