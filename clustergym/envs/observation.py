@@ -465,7 +465,7 @@ class _FlatLayout:
                 obs[k] = mask.astype(np.int8)
             elif k != "pair_scores":
                 a, b, shape = self.slices[k]
-                obs[k] = out[..., a:b].reshape(*self.batch, *shape)
+                obs[k] = out[..., a:b] if len(shape) == 1 else out[..., a:b].reshape(*self.batch, *shape)
         return obs
 
 
