@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -64,6 +65,16 @@ def bench_cmd(
     if json_out:
         print_json(results)
         return
+    _print_rows(results["benchmarks"])
+    _print_env_steps(results.get("env_steps"))
+    rp = results.get("replay")
+    if rp is not None:
+        _print_replay(rp)
+    _print_ppo_and_memory(results)
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    """The ``benchmarks`` rows: events/s and steps/s, wall and CPU."""
     t = Table(title="clustergym bench")
     for c in (
         "benchmark",
@@ -78,7 +89,7 @@ def bench_cmd(
         "steps_per_cpu_second",
     ):
         t.add_column(c, justify="right" if c not in ("benchmark", "scenario") else "left")
-    for r in results["benchmarks"]:
+    for r in rows:
         t.add_row(
             r["benchmark"],
             r["scenario"],
@@ -92,52 +103,81 @@ def bench_cmd(
             f"{r['steps_per_cpu_second']:,.0f}",
         )
     out.print(t)
-    _print_env_steps(results.get("env_steps"))
-    rp = results.get("replay")
-    if rp is not None and rp.get("status") != "ok":
-        out.print(f"replay: skipped ({rp.get('reason')})")
-    elif rp is not None:
-        t = Table(
-            title=f"Google Best-Fit replay ({rp['clustergym']['jobs']:,} tasks, "
-            f"{rp['clustergym']['servers']} servers, scan 64)"
+
+
+def _print_env_steps(es: dict[str, Any] | None) -> None:
+    """The suite tasks' env steps/s against CartPole-v1's, as a table."""
+    if not es:
+        return
+    t = Table(title=f"env steps/s, random valid actions (CartPole-v1: {es['cartpole_steps_per_s']:,.0f}/s, same run)")
+    for c in ("task", "steps_per_s", "ratio_to_cartpole", "ratio_min", "batched_steps_per_s", "batched_ratio"):
+        t.add_column(c, justify="left" if c == "task" else "right")
+    for r in es["tasks"]:
+        t.add_row(
+            r["task"],
+            f"{r['steps_per_s']:,.0f}",
+            f"{r['ratio_to_cartpole']:.3f}",
+            f"{r['ratio_min']:.3f}",
+            f"{r.get('batched_steps_per_s', 0):,.0f}",
+            f"{r.get('batched_ratio_to_cartpole', 0):.3f}",
         )
-        for c in ("implementation", "wall_seconds", "cpu_seconds", "peak_rss_mb", "mean_wait", "mean_queue_length"):
-            t.add_column(c, justify="left" if c == "implementation" else "right")
-        for key in ("clustergym", "simpy"):
-            r = rp.get(key, {})
-            if "wall_seconds" in r:
-                t.add_row(
-                    r["implementation"],
-                    f"{r['wall_seconds']:.2f}",
-                    f"{r['cpu_seconds']:.2f}",
-                    f"{r['peak_rss_mb']:.0f}",
-                    repr(r["mean_wait"]),
-                    repr(r["mean_queue_length"]),
-                )
-        out.print(t)
-        if "speedup_wall" in rp:
-            out.print(
-                f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
-                f"identical metrics: {rp['identical_metrics']}"
+    out.print(t)
+
+
+def _print_replay(rp: dict[str, Any]) -> None:
+    """The Google Best-Fit replay: clustergym against SimPy, then the whole processes."""
+    if rp.get("status") != "ok":
+        out.print(f"replay: skipped ({rp.get('reason')})")
+        return
+    t = Table(
+        title=f"Google Best-Fit replay ({rp['clustergym']['jobs']:,} tasks, "
+        f"{rp['clustergym']['servers']} servers, scan 64)"
+    )
+    for c in ("implementation", "wall_seconds", "cpu_seconds", "peak_rss_mb", "mean_wait", "mean_queue_length"):
+        t.add_column(c, justify="left" if c == "implementation" else "right")
+    for key in ("clustergym", "simpy"):
+        r = rp.get(key, {})
+        if "wall_seconds" in r:
+            t.add_row(
+                r["implementation"],
+                f"{r['wall_seconds']:.2f}",
+                f"{r['cpu_seconds']:.2f}",
+                f"{r['peak_rss_mb']:.0f}",
+                repr(r["mean_wait"]),
+                repr(r["mean_queue_length"]),
             )
-        elif "simpy" in rp:
-            out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
-        wp = rp.get("whole_process")
-        if wp is not None:
-            for ph in ("cold", "warm", "simpy"):
-                if ph in wp:
-                    r = wp[ph]
-                    name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
-                    out.print(
-                        f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
-                        f"peak RSS {r['peak_rss_mb']:.0f} MB"
-                    )
-            if "speedup" in wp:
-                q = wp["speedup"]
-                out.print(
-                    f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
-                    f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)"
-                )
+    out.print(t)
+    if "speedup_wall" in rp:
+        out.print(
+            f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
+            f"identical metrics: {rp['identical_metrics']}"
+        )
+    elif "simpy" in rp:
+        out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
+    if rp.get("whole_process") is not None:
+        _print_whole_process(rp["whole_process"])
+
+
+def _print_whole_process(wp: dict[str, Any]) -> None:
+    """The whole `clustergym run` processes (cold and warm trace cache) and SimPy's."""
+    for ph in ("cold", "warm", "simpy"):
+        if ph in wp:
+            r = wp[ph]
+            name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
+            out.print(
+                f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
+                f"peak RSS {r['peak_rss_mb']:.0f} MB"
+            )
+    if "speedup" in wp:
+        q = wp["speedup"]
+        out.print(
+            f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
+            f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)"
+        )
+
+
+def _print_ppo_and_memory(results: dict[str, Any]) -> None:
+    """PPO's share of time in the env, and the memory runs."""
     pp = results.get("ppo")
     if pp is not None:
         out.print(
@@ -187,15 +227,9 @@ def _bench_training(json_out: bool, quick: bool, task: str) -> None:
 
 
 def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
-    from clustergym.cli.trace import _check_plot_target
-    from clustergym.perf import bench_scale, plot_scale
+    from clustergym.perf import bench_scale
 
-    if plot is not None:
-        _check_plot_target(plot, "bench --scale --plot")
-    kw = {"events": 2_000, "steps": 1_000, "warmup": 0.05} if quick else {}
-    res = bench_scale(log=None if json_out else err.print, **kw)
-    if plot is not None:
-        res["plot"] = str(plot_scale(res, plot))
+    res = bench_scale(log=None if json_out else err.print, quick=quick, plot=plot)
     if json_out:
         print_json(res)
         return
@@ -234,22 +268,3 @@ def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
         )
     if "plot" in res:
         out.print(f"plot: {res['plot']}")
-
-
-def _print_env_steps(es: dict | None) -> None:
-    """The suite tasks' env steps/s against CartPole-v1's, as a table."""
-    if not es:
-        return
-    t = Table(title=f"env steps/s, random valid actions (CartPole-v1: {es['cartpole_steps_per_s']:,.0f}/s, same run)")
-    for c in ("task", "steps_per_s", "ratio_to_cartpole", "ratio_min", "batched_steps_per_s", "batched_ratio"):
-        t.add_column(c, justify="left" if c == "task" else "right")
-    for r in es["tasks"]:
-        t.add_row(
-            r["task"],
-            f"{r['steps_per_s']:,.0f}",
-            f"{r['ratio_to_cartpole']:.3f}",
-            f"{r['ratio_min']:.3f}",
-            f"{r.get('batched_steps_per_s', 0):,.0f}",
-            f"{r.get('batched_ratio_to_cartpole', 0):.3f}",
-        )
-    out.print(t)

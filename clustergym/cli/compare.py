@@ -3,29 +3,48 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from clustergym.cli._common import WARMUP_HELP, err, out, print_json
+from clustergym.comparison import Comparison, Reporter, run_comparison
 
-if TYPE_CHECKING:
-    from clustergym.comparison import Comparison
+# the options whose help takes several lines
+_SCENARIO = typer.Argument(
+    None,
+    help="preset name, scenario file, or suite task (e.g. rms-trap, clustergym/mris-poisson-v1: the "
+    "task's episodes; a preset of the same name wins) (not with --resume)",
+)
+_AGENTS = typer.Option(
+    None,
+    "--agents",
+    help="comma-separated agent names or model paths; "
+    "'all' (alone or in the list): every registered agent that can run on the scenario",
+)
+_OUT = typer.Option(
+    None,
+    "--out",
+    help="a new or empty folder: run.json and cells.jsonl "
+    "(every episode as it finishes), then results.csv, "
+    "results.parquet, summary.csv, summary_long.csv and figures (PNG, SVG, PDF)",
+)
+_RESUME = typer.Option(
+    None,
+    "--resume",
+    help="continue the interrupted or failed run in this folder (its run.json): only the missing episodes run",
+)
+_P_ADJUST = typer.Option(
+    None,
+    "--p-adjust",
+    help="correction of the paired tests' p-values for comparing many agents with the reference: "
+    "holm (default; family-wise error), bh (Benjamini-Hochberg; false discovery rate) or none",
+)
 
 
 def compare_cmd(
-    scenario: str | None = typer.Argument(
-        None,
-        help="preset name, scenario file, or suite task (e.g. rms-trap, clustergym/mris-poisson-v1: the "
-        "task's episodes; a preset of the same name wins) (not with --resume)",
-    ),
-    agents: str | None = typer.Option(
-        None,
-        "--agents",
-        help="comma-separated agent names or model paths; "
-        "'all' (alone or in the list): every registered agent that can run on the scenario",
-    ),
+    scenario: str | None = _SCENARIO,
+    agents: str | None = _AGENTS,
     seeds: int | None = typer.Option(
         None, "--seeds", help="number of seeds (0..N-1), the same for every agent (default 5)"
     ),
@@ -41,27 +60,12 @@ def compare_cmd(
     ray_address: str | None = typer.Option(
         None, "--ray", help="run the episodes on a Ray cluster: 'auto', HOST:PORT or ray://HOST:PORT"
     ),
-    out_dir: Path | None = typer.Option(
-        None,
-        "--out",
-        help="a new or empty folder: run.json and cells.jsonl "
-        "(every episode as it finishes), then results.csv, "
-        "results.parquet, summary.csv, summary_long.csv and figures (PNG, SVG, PDF)",
-    ),
+    out_dir: Path | None = _OUT,
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
-    resume: Path | None = typer.Option(
-        None,
-        "--resume",
-        help="continue the interrupted or failed run in this folder (its run.json): only the missing episodes run",
-    ),
+    resume: Path | None = _RESUME,
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=WARMUP_HELP),
-    p_adjust: str | None = typer.Option(
-        None,
-        "--p-adjust",
-        help="correction of the paired tests' p-values for comparing many agents with the reference: "
-        "holm (default; family-wise error), bh (Benjamini-Hochberg; false discovery rate) or none",
-    ),
+    p_adjust: str | None = _P_ADJUST,
 ) -> None:
     """Compare agents on the same seeds (common random numbers), with 95% confidence intervals.
 
@@ -69,9 +73,6 @@ def compare_cmd(
     kept as it finishes; after Ctrl-C or a failure, `clustergym compare --resume DIR` runs only the
     missing ones and writes the same tables as an uninterrupted run.
     """
-
-    from clustergym.comparison import run_comparison
-
     bar = _Bar(json_out)
     try:
         res = run_comparison(
@@ -103,7 +104,7 @@ def compare_cmd(
         err.print(f"wrote {', '.join(p.name for p in res.written)} to {res.out}", highlight=False)
 
 
-class _Bar:
+class _Bar(Reporter):
     """The notes and a transient progress bar on stderr (the notes not with --json)."""
 
     def __init__(self, quiet: bool) -> None:

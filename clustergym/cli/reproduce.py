@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.table import Table
 
@@ -68,12 +70,7 @@ def reproduce_cmd(
             if json_out:
                 print_json(listing)
             else:
-                t = Table(title="paper claims (run some with `clustergym reproduce ID ...`, or --all)")
-                for col in ("id", "paper", "claim"):
-                    t.add_column(col)
-                for c in listing:
-                    t.add_row(c["id"], c["paper"], c["claim"])
-                out.print(t)
+                _print_listing(listing)
             return
         load_claims()
         ids = list(CLAIMS) if all_ else claims
@@ -84,18 +81,33 @@ def reproduce_cmd(
     if json_out:
         print_json(results)
     else:
-        t = Table(title="paper claims")
-        for c in ("id", "paper", "claim", "measured", "expected", "passed"):
-            t.add_column(c)
-        for r in results:
-            t.add_row(
-                r["id"],
-                r["paper"],
-                r["claim"],
-                str(_jsonable(r["measured"])),
-                str(r["expected"]),
-                "[green]yes[/]" if r["passed"] else "[red]no[/]",
-            )
-        out.print(t)
+        _print_results(results)
     if not all(r["passed"] for r in results):
         raise typer.Exit(1)
+
+
+def _print_listing(listing: list[dict[str, str]]) -> None:
+    """The registered claims: id, paper, claim."""
+    t = Table(title="paper claims (run some with `clustergym reproduce ID ...`, or --all)")
+    for col in ("id", "paper", "claim"):
+        t.add_column(col)
+    for c in listing:
+        t.add_row(c["id"], c["paper"], c["claim"])
+    out.print(t)
+
+
+def _print_results(results: list[dict[str, Any]]) -> None:
+    """The claims run: what was measured against what the paper states, and whether it holds."""
+    t = Table(title="paper claims")
+    for c in ("id", "paper", "claim", "measured", "expected", "passed"):
+        t.add_column(c)
+    for r in results:
+        t.add_row(
+            r["id"],
+            r["paper"],
+            r["claim"],
+            str(_jsonable(r["measured"])),
+            str(r["expected"]),
+            "[green]yes[/]" if r["passed"] else "[red]no[/]",
+        )
+    out.print(t)

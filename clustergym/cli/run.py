@@ -7,8 +7,8 @@ from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli._common import WARMUP_HELP, err, fail, out, print_json, with_warmup
-from clustergym.cli.values import parse_pairs, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.keyvalue import parse_pairs, split_prefix
 from clustergym.validation import number
 
 

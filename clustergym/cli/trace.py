@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli.values import parse_pairs
 from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.keyvalue import parse_pairs
 
 __all__ = ["trace_cmd"]
 
@@ -36,36 +36,6 @@ def _window(text: str) -> tuple[float | None, float | None]:
     if start is not None and end is not None and not start < end:
         raise ConfigError("--window", f"{text!r}: START must be before END (the window [START, END) would keep no job)")
     return start, end
-
-
-def _check_plot_target(plot: Path, command: str = "trace --plot") -> None:
-    """``--plot``: checked before the trace is read or the benchmark runs (which can take minutes)."""
-    from clustergym.errors import require_extra
-
-    require_extra("matplotlib", "plot", command)
-    from matplotlib.figure import Figure
-
-    formats = Figure().canvas.get_supported_filetypes()
-    suffix = plot.suffix.lower().lstrip(".")
-    if suffix not in formats:
-        raise ConfigError(
-            "--plot",
-            f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
-            f"{', '.join('.' + f for f in sorted(formats))}",
-        )
-    parent = plot.parent if str(plot.parent) else Path(".")
-    if plot.is_dir():
-        raise ConfigError("--plot", f"{plot} is a folder; give a file name such as {plot / 'trace.png'}")
-    if not parent.is_dir():
-        raise ConfigError("--plot", f"{plot}: the folder {parent} does not exist")
-    existed = plot.exists()
-    try:  # the one sure test: open it for writing (an existing file is left as it is)
-        with open(plot, "ab"):
-            pass
-    except OSError as e:
-        raise ConfigError("--plot", f"{plot}: cannot write there ({e.strerror or e})") from None
-    if not existed:
-        plot.unlink(missing_ok=True)
 
 
 def _priorities(text: str) -> str | list[int]:
@@ -121,13 +91,14 @@ def trace_cmd(
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Summarise a trace: jobs, span, demand quantiles per resource, arrival rate over time, filters."""
+    from clustergym.runner.figures import check_image_target
     from clustergym.scenarios import PRESETS
-    from clustergym.traces.formats import FORMATS, load_trace
-    from clustergym.traces.summary import plot_summary, summarize, trace_data
+    from clustergym.traces.formats import FORMATS
+    from clustergym.traces.summary import plot_summary, summarize
 
     trace_presets = sorted(name for name, p in PRESETS.items() if p.needs_traces)
     if plot is not None:
-        _check_plot_target(plot)
+        check_image_target(plot, "trace --plot")
     try:
         if trace in trace_presets:
             if window is not None or priorities is not None or lifecycle is not None or filter_ or path is not None:
@@ -135,38 +106,18 @@ def trace_cmd(
                     f"{trace} is a preset: use --set key=value for its parameters "
                     "(--window/--priorities/--lifecycle/--filter/--path apply to formats)"
                 )
-            params = parse_pairs(set_, "--set")
-            if first_n is not None:
-                params["first_n"] = first_n
-            if trace_dir is not None:
-                params["trace_dir"] = str(trace_dir)
-            builder = PRESETS[trace].build
-            import inspect
-
-            allowed = inspect.signature(builder).parameters
-            for k in params:
-                if k not in allowed:
-                    raise ClusterGymError(
-                        f"--set {k}: preset {trace!r} has no parameter {k!r}; it takes {sorted(allowed)}"
-                    )
-            if not json_out:
-                _err.print(f"building {trace} ...")
-            data = trace_data(builder(**params))
+            data = _preset_data(trace, parse_pairs(set_, "--set"), first_n, trace_dir, json_out)
         elif trace in FORMATS:
             if set_:
                 raise ClusterGymError(f"{trace} is a format: use --filter key=value for loader options")
             opts = parse_pairs(filter_, "--filter")
-            if first_n is not None:
-                opts["first_n"] = first_n
             if window is not None:
                 opts["window"] = _window(window)
             if priorities is not None:
                 opts["priorities"] = _priorities(priorities)
             if lifecycle is not None:
                 opts["lifecycle"] = lifecycle
-            if not json_out:
-                _err.print(f"loading {trace} ...")
-            data = trace_data(load_trace(trace, path, trace_dir=trace_dir, **opts), name=trace)
+            data = _format_data(trace, path, trace_dir, first_n, opts, json_out)
         else:
             raise ClusterGymError(
                 f"unknown trace {trace!r}: formats are {', '.join(sorted(FORMATS))}; "
@@ -186,6 +137,41 @@ def trace_cmd(
     _print(summary)
     if plot is not None:
         _err.print(f"wrote {plot}")
+
+
+def _preset_data(trace: str, params: dict[str, Any], first_n: int | None, trace_dir: Path | None, quiet: bool) -> Any:
+    """The trace of the preset ``trace`` built with ``params`` (each one a parameter of the preset)."""
+    import inspect
+
+    from clustergym.scenarios import PRESETS
+    from clustergym.traces.summary import trace_data
+
+    if first_n is not None:
+        params["first_n"] = first_n
+    if trace_dir is not None:
+        params["trace_dir"] = str(trace_dir)
+    builder = PRESETS[trace].build
+    allowed = inspect.signature(builder).parameters
+    for k in params:
+        if k not in allowed:
+            raise ClusterGymError(f"--set {k}: preset {trace!r} has no parameter {k!r}; it takes {sorted(allowed)}")
+    if not quiet:
+        _err.print(f"building {trace} ...")
+    return trace_data(builder(**params))
+
+
+def _format_data(
+    trace: str, path: Path | None, trace_dir: Path | None, first_n: int | None, opts: dict[str, Any], quiet: bool
+) -> Any:
+    """The trace of the format ``trace`` loaded with the loader options ``opts``."""
+    from clustergym.traces.formats import load_trace
+    from clustergym.traces.summary import trace_data
+
+    if first_n is not None:
+        opts = {**opts, "first_n": first_n}
+    if not quiet:
+        _err.print(f"loading {trace} ...")
+    return trace_data(load_trace(trace, path, trace_dir=trace_dir, **opts), name=trace)
 
 
 def _print(s: dict[str, Any]) -> None:

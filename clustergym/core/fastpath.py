@@ -219,6 +219,18 @@ def _loop(
     comp_server,
     score_rtol,
 ):  # pragma: no cover - compiled
+    """The whole event loop of one episode, compiled by numba: next event, arrival, completion, the
+    greedy scan over the queue window, the time integrals and the queue trace, until the horizon, the
+    end of the jobs or a step that would need the environment.
+
+    Why one long function (the one function of the package over 80 lines by design): numba compiles
+    a function with its state in local variables and typed arrays; splitting the loop into helpers
+    means passing some 40 arrays and scalars across each call and returning the scalars it updates
+    (numba cannot mutate a caller's scalar), which costs speed on the hot path and makes every
+    helper's signature as long as this one.  Each section is marked by a ``# ----`` comment naming
+    the :class:`~clustergym.core.simulator.Simulator` method it mirrors, and
+    ``tests/core/test_fastpath.py`` checks the loop against that method, bit for bit.
+    """
     L, R = load.shape
     J = qbt.shape[0]
     inf = np.inf

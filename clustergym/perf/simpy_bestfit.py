@@ -1,4 +1,4 @@
-"""Reference: the Google Best-Fit replay written with SimPy, the way a user would (issue #10).
+"""Reference: the Google Best-Fit replay written with SimPy, the way a user would.
 
 The run: completed Google 2011 tasks of the shared slice (clustergym's ``google-bf-replay``
 preprocessing: arrival = first SUBMIT, duration = FINISH - last SCHEDULE, demand = (CPU,

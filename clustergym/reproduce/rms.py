@@ -547,6 +547,16 @@ def _trap_rate() -> tuple[float, float, float]:
     return exposure / k, lo, hi
 
 
+def _fig1b_study() -> str:
+    """The 16-seed time-to-trap study of Fig. 1b as stated (``FIG1B_TRAP_TIMES``; not rerun)."""
+    mtt, lo, hi = _trap_rate()
+    return (
+        f"{len(FIG1B_TRAP_TIMES)} of {FIG1B_STUDY_SEEDS} seeds trapped by {FIG1B_STUDY_HORIZON:g} "
+        f"(at {', '.join(f'{t:g}' for t in FIG1B_TRAP_TIMES)}); mean time to trap {mtt:.3g} "
+        f"(95%: {lo:.2g}-{hi:.2g})"
+    )
+
+
 @claim(
     "rms-fig1b",
     "rms",
@@ -606,12 +616,7 @@ def _claim_fig1b(config: ReproduceConfig) -> tuple[Any, Any, bool]:
     witness_ok = witness["trapped_at"] is not None
     rq = refill["quarters"]
     refill_ok = rq[1] < rq[2] < rq[3] and refill["unstable"]
-    mtt, lo, hi = _trap_rate()
-    study = (
-        f"{len(FIG1B_TRAP_TIMES)} of {FIG1B_STUDY_SEEDS} seeds trapped by {FIG1B_STUDY_HORIZON:g} "
-        f"(at {', '.join(f'{t:g}' for t in FIG1B_TRAP_TIMES)}); mean time to trap {mtt:.3g} "
-        f"(95%: {lo:.2g}-{hi:.2g})"
-    )
+    study = _fig1b_study()
     measured = {
         "trap (BF from all-(2,1), Q=(1000,1000))": {
             f"seed {r['seed']}": {"dQ": r["dQ"], "stayed_2_1": r["left_2_1_at"] is None} for r in traps

@@ -159,17 +159,33 @@ def run_episode(
     wall = time.perf_counter() - t0
     for name, p in sampled.items():
         samples[name] += [measure(p) for _ in range(len(p.at) - len(samples[name]))]
-    out: dict[str, Any] = {
+    out = _fields(sc, agent, agent_name, seed, inner, wall_seconds=wall, total=total, steps=steps)
+    for name, p in probes_.items():
+        out[name] = samples[name] if p.at else measure(p)
+    return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}
+
+
+def _fields(
+    sc: Scenario,
+    agent: Any,
+    agent_name: str | None,
+    seed: int,
+    inner: Any,
+    *,
+    wall_seconds: float,
+    total: float,
+    steps: int,
+) -> dict[str, Any]:
+    """The fields of a finished episode's result, before its probes: who ran where, every kernel metric,
+    the wall time (seconds), the return (sum of rewards) and the steps."""
+    return {
         "scenario": sc.name,
         "agent": agent_name or getattr(agent, "name", str(agent)),
         "seed": seed,
         **inner.metrics(),
-        "wall_seconds": wall,
+        "wall_seconds": wall_seconds,
         "return": total,
         "steps": steps,
         "uses_oracle": bool(getattr(requirements_of(agent, sc), "uses_oracle", False)),
         "slotted_on_continuous": _slotted_on_continuous(agent, sc, inner),
     }
-    for name, p in probes_.items():
-        out[name] = samples[name] if p.at else measure(p)
-    return {k: out[k] for k in RUN_FIELDS} | {k: v for k, v in out.items() if k not in RUN_FIELDS}

@@ -19,7 +19,16 @@ import pandas as pd
 
 from clustergym.runner.metric_info import metric_info
 
-__all__ = ["FIGURE_FORMATS", "SLOTTED_MARK", "figure_data", "plot_agents", "plot_paired", "plot_sweep", "save_figure"]
+__all__ = [
+    "FIGURE_FORMATS",
+    "SLOTTED_MARK",
+    "check_image_target",
+    "figure_data",
+    "plot_agents",
+    "plot_paired",
+    "plot_sweep",
+    "save_figure",
+]
 
 #: the formats :func:`save_figure` writes by default (PNG for screens, SVG and PDF for papers)
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -255,3 +264,35 @@ def save_figure(
         fig.savefig(p, dpi=dpi, format=fmt, bbox_inches="tight")
         paths.append(p)
     return paths
+
+
+def check_image_target(plot: Path, command: str) -> None:
+    """An image file ``plot`` (the option ``--plot`` of ``clustergym COMMAND``) can be written: its type is one
+    matplotlib writes, its folder exists and it can be opened for writing.  Checked before a trace is read or a
+    benchmark runs (which can take minutes); nothing is left behind."""
+    from clustergym.errors import ConfigError, require_extra
+
+    require_extra("matplotlib", "plot", command)
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = plot.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise ConfigError(
+            "--plot",
+            f"{plot}: unknown image type {plot.suffix or '(none)'!r}; use one of "
+            f"{', '.join('.' + f for f in sorted(formats))}",
+        )
+    parent = plot.parent if str(plot.parent) else Path(".")
+    if plot.is_dir():
+        raise ConfigError("--plot", f"{plot} is a folder; give a file name such as {plot / 'trace.png'}")
+    if not parent.is_dir():
+        raise ConfigError("--plot", f"{plot}: the folder {parent} does not exist")
+    existed = plot.exists()
+    try:  # the one sure test: open it for writing (an existing file is left as it is)
+        with open(plot, "ab"):
+            pass
+    except OSError as e:
+        raise ConfigError("--plot", f"{plot}: cannot write there ({e.strerror or e})") from None
+    if not existed:
+        plot.unlink(missing_ok=True)

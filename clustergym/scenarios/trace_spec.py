@@ -15,6 +15,7 @@ import numpy as np
 from clustergym.errors import ScenarioError, TraceFormatError
 from clustergym.traces.formats import FORMATS, load_trace
 from clustergym.traces.pipeline import apply_transforms, numeric_column
+from clustergym.traces.table import TraceTable
 from clustergym.validation import choice, mapping
 from clustergym.workloads.replay import ReplaySource
 
@@ -59,56 +60,10 @@ def trace_workload_from_spec(
             under ``<field>.path`` with the file, line and field in the message.
     """
     mapping(spec, field, _SPEC_KEYS, required=("format",))
-    fmt = choice(spec["format"], f"{field}.format", sorted(FORMATS))
-    base = Path(base_dir)
-    path = spec.get("path")
-    if path is not None:
-        if not isinstance(path, str):
-            raise ScenarioError(f"{field}.path", f"expected a file or directory name, got {path!r}")
-        path = Path(path).expanduser()
-        if not path.is_absolute():
-            path = base / path
-    trace_dir = spec.get("trace_dir")
-    if trace_dir is not None:
-        trace_dir = Path(str(trace_dir)).expanduser()
-        if not trace_dir.is_absolute():
-            trace_dir = base / trace_dir
-    filters = spec.get("filters") or {}
-    if not isinstance(filters, Mapping):
-        raise ScenarioError(f"{field}.filters", f"expected a mapping, got {type(filters).__name__}")
-    try:
-        table = load_trace(fmt, path, trace_dir=trace_dir, **filters)
-    except TraceFormatError as e:
-        raise ScenarioError(f"{field}.path", str(e)) from None
-    except ScenarioError as e:
-        if e.field == "trace_dir":
-            raise ScenarioError(f"{field}.{'path' if path is not None else 'trace_dir'}", e.problem) from None
-        sub = e.field if e.field.startswith("filters.") else f"filters.{e.field}"
-        raise ScenarioError(f"{field}.{sub}", e.problem) from None
-    table, hints = apply_transforms(table, spec.get("transforms"), f"{field}.transforms")
-    if "demand" in spec:
-        demand = spec["demand"]
-    elif len(table.resources) == num_resources:
-        demand = list(table.resources)
-    elif num_resources == 1 and "size" in table.jobs.columns:
-        demand = ["size"]
-    else:
-        raise ScenarioError(
-            f"{field}.demand",
-            f"missing: the scenario has {num_resources} resources and the "
-            f"trace's are {list(table.resources)}; name {num_resources} columns "
-            f"of {list(table.jobs.columns)}",
-        )
-    if isinstance(demand, str):
-        demand = [demand]
-    if not isinstance(demand, list) or not all(isinstance(c, str) for c in demand):
-        raise ScenarioError(f"{field}.demand", f"expected a list of column names, got {demand!r}")
-    if len(demand) != num_resources:
-        raise ScenarioError(
-            f"{field}.demand",
-            f"expected {num_resources} columns (one per resource), got {demand} "
-            f"(the table has {list(table.jobs.columns)})",
-        )
+    table, hints = apply_transforms(
+        _load_table(spec, field, Path(base_dir)), spec.get("transforms"), f"{field}.transforms"
+    )
+    demand = _demand_columns(spec, field, table, num_resources)
     for c in demand:
         numeric_column(table, c, f"{field}.demand")
     type_col = spec.get("type", hints.get("type_column"))
@@ -134,3 +89,61 @@ def trace_workload_from_spec(
         )
     except TraceFormatError as e:
         raise ScenarioError(field, str(e)) from None
+
+
+def _load_table(spec: Mapping[str, Any], field: str, base: Path) -> TraceTable:
+    """The trace table a ``kind: trace`` workload names (``format``, ``path`` and ``trace_dir`` relative to
+    the scenario file's folder ``base``, the loader's ``filters``); errors under ``<field>.<key>``."""
+    fmt = choice(spec["format"], f"{field}.format", sorted(FORMATS))
+    path = spec.get("path")
+    if path is not None:
+        if not isinstance(path, str):
+            raise ScenarioError(f"{field}.path", f"expected a file or directory name, got {path!r}")
+        path = Path(path).expanduser()
+        if not path.is_absolute():
+            path = base / path
+    trace_dir = spec.get("trace_dir")
+    if trace_dir is not None:
+        trace_dir = Path(str(trace_dir)).expanduser()
+        if not trace_dir.is_absolute():
+            trace_dir = base / trace_dir
+    filters = spec.get("filters") or {}
+    if not isinstance(filters, Mapping):
+        raise ScenarioError(f"{field}.filters", f"expected a mapping, got {type(filters).__name__}")
+    try:
+        return load_trace(fmt, path, trace_dir=trace_dir, **filters)
+    except TraceFormatError as e:
+        raise ScenarioError(f"{field}.path", str(e)) from None
+    except ScenarioError as e:
+        if e.field == "trace_dir":
+            raise ScenarioError(f"{field}.{'path' if path is not None else 'trace_dir'}", e.problem) from None
+        sub = e.field if e.field.startswith("filters.") else f"filters.{e.field}"
+        raise ScenarioError(f"{field}.{sub}", e.problem) from None
+
+
+def _demand_columns(spec: Mapping[str, Any], field: str, table: TraceTable, num_resources: int) -> list[str]:
+    """The table's columns of the jobs' demands, one per resource: ``demand``, or the trace's own resources."""
+    if "demand" in spec:
+        demand = spec["demand"]
+    elif len(table.resources) == num_resources:
+        demand = list(table.resources)
+    elif num_resources == 1 and "size" in table.jobs.columns:
+        demand = ["size"]
+    else:
+        raise ScenarioError(
+            f"{field}.demand",
+            f"missing: the scenario has {num_resources} resources and the "
+            f"trace's are {list(table.resources)}; name {num_resources} columns "
+            f"of {list(table.jobs.columns)}",
+        )
+    if isinstance(demand, str):
+        demand = [demand]
+    if not isinstance(demand, list) or not all(isinstance(c, str) for c in demand):
+        raise ScenarioError(f"{field}.demand", f"expected a list of column names, got {demand!r}")
+    if len(demand) != num_resources:
+        raise ScenarioError(
+            f"{field}.demand",
+            f"expected {num_resources} columns (one per resource), got {demand} "
+            f"(the table has {list(table.jobs.columns)})",
+        )
+    return demand

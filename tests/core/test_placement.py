@@ -517,8 +517,8 @@ def test_bench_scale_cli_quick(monkeypatch, tmp_path) -> None:
     """``clustergym bench --scale --quick --json --plot``: the rows, the ratios, the plot (sizes shrunk)."""
     from typer.testing import CliRunner
 
-    from clustergym import bench
     from clustergym.cli import app
+    from clustergym.perf import scale as bench
 
     monkeypatch.setattr(bench, "SCALE_SERVERS", (20, 200))
     plot = tmp_path / "scale.png"
