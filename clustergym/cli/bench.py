@@ -22,6 +22,9 @@ def bench_cmd(
         False, "--full-replay", help="replay all 310,705 tasks (SimPy needs minutes) instead of 50,000"
     ),
     ppo: bool = typer.Option(True, "--ppo/--no-ppo", help="share of MaskablePPO training time spent in the env"),
+    env_steps: bool = typer.Option(
+        True, "--env-steps/--no-env-steps", help="each suite task's env steps/s against CartPole-v1's, in one run"
+    ),
     memory_events: int = typer.Option(
         0, "--memory-events", help="also sample RSS over a run of this many events (e.g. 10000000)"
     ),
@@ -57,11 +60,13 @@ def bench_cmd(
         full_replay=full_replay,
         ppo=ppo,
         memory_events=memory_events,
+        env_steps=env_steps,
     )
     if json_out:
         print_json(results)
         return
     _print_rows(results["benchmarks"])
+    _print_env_steps(results.get("env_steps"))
     rp = results.get("replay")
     if rp is not None:
         _print_replay(rp)
@@ -96,6 +101,25 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
             f"{r['steps_per_second']:,.0f}",
             f"{r['events_per_cpu_second']:,.0f}",
             f"{r['steps_per_cpu_second']:,.0f}",
+        )
+    out.print(t)
+
+
+def _print_env_steps(es: dict[str, Any] | None) -> None:
+    """The suite tasks' env steps/s against CartPole-v1's, as a table."""
+    if not es:
+        return
+    t = Table(title=f"env steps/s, random valid actions (CartPole-v1: {es['cartpole_steps_per_s']:,.0f}/s, same run)")
+    for c in ("task", "steps_per_s", "ratio_to_cartpole", "ratio_min", "batched_steps_per_s", "batched_ratio"):
+        t.add_column(c, justify="left" if c == "task" else "right")
+    for r in es["tasks"]:
+        t.add_row(
+            r["task"],
+            f"{r['steps_per_s']:,.0f}",
+            f"{r['ratio_to_cartpole']:.3f}",
+            f"{r['ratio_min']:.3f}",
+            f"{r.get('batched_steps_per_s', 0):,.0f}",
+            f"{r.get('batched_ratio_to_cartpole', 0):.3f}",
         )
     out.print(t)
 

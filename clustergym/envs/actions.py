@@ -70,11 +70,15 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
     if c.index_active():  # large clusters: each row from the kernel's placement index (the same test)
         return np.stack([c.fit_mask(int(sim.jobs.type[j]), sim.jobs.demand[j]) for j in jobs])
     d = sim.jobs.demand[jobs]  # (K, R)
-    ok = np.all(c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :], axis=2)
+    ok = (c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :]).all(axis=2)
     if c.any_slots:
         for i, j in enumerate(jobs):
             ok[i] |= c.slot_usable(int(sim.jobs.type[j]), sim.jobs.demand[j])
     return ok
+
+
+#: integer types whose membership in a ``Discrete`` space is a range test (``bool`` is not one of them)
+_INTS = frozenset({int, np.int64, np.int32, np.intp})
 
 
 class ActionMode(ABC):
@@ -115,6 +119,12 @@ class ActionMode(ABC):
     def malformed(self, action: Any) -> str | None:
         """Why ``action`` is not an element of :attr:`space` (``None`` when it is): the env never
         decodes such an action.  Booleans are refused although Python counts them as integers."""
+        if type(action) in _INTS and isinstance(self.space, spaces.Discrete):  # the hot path: a plain integer
+            return (
+                None
+                if 0 <= action - self.space.start < self.space.n
+                else f"{action!r} is not an action of {self.space}"
+            )
         if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == bool):
             return f"{action!r} is a boolean, not an action of {self.space}"
         try:
@@ -233,6 +243,9 @@ class SlotServerMode(ActionMode):
         if sim.queueing != "central":
             raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
+
+    def nothing_to_decide(self) -> bool:
+        return not self.sim.queue  # an empty window: the mask is WAIT alone
 
     @property
     def space(self) -> spaces.Space:

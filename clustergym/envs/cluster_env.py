@@ -224,7 +224,7 @@ class ClusterEnv(gym.Env):
         if self.skip_trivial and self._only_wait():
             self._advance_to_choice()
         self._carry = self._area() - area0  # reward of time skipped before the first choice
-        return self._obs(), self._info()
+        return self._observation(), self._info()
 
     def step(self, action):
         sim = self.sim
@@ -241,7 +241,7 @@ class ClusterEnv(gym.Env):
             info["dt"] = 0.0
             info["invalid_action"] = False
             info["metrics"] = self.metrics()
-            return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
+            return self._observation(), float(reward), bool(sim.terminated), bool(sim.truncated), info
         is_cmd = isinstance(action, Command)
         # an action outside the action space (negative, out of range, not an integer, wrong shape)
         # is never decoded: divmod and list indexing would execute it somewhere else
@@ -278,7 +278,7 @@ class ClusterEnv(gym.Env):
         if sim.done:
             self._end_reported = True
             info["metrics"] = self.metrics()
-        return self._obs(), float(reward), bool(sim.terminated), bool(sim.truncated), info
+        return self._observation(), float(reward), bool(sim.terminated), bool(sim.truncated), info
 
     def drive_rule(self, rules: RuleSet, *, until: float, seed: int | None) -> tuple[int, Any, float, dict[str, Any]]:
         """Let the first of the injected ``rules`` act at every epoch, trivial ones included, while the
@@ -353,6 +353,12 @@ class ClusterEnv(gym.Env):
         return self.mode.only_wait(self.action_masks())
 
     def _obs(self) -> dict[str, np.ndarray] | None:
+        """The environment's own observation now (:attr:`observation_space`'s)."""
+        return self.obs_builder.build_raw(self.action_masks()) if self.observe else None
+
+    def _observation(self) -> dict[str, np.ndarray] | None:
+        """The observation ``reset`` and ``step`` return: the environment's own, or the scaled one once a
+        suite task's wrapper has asked the builder for it (``obs_builder.use_scaling``)."""
         return self.obs_builder.build(self.action_masks()) if self.observe else None
 
     def _info(self) -> dict[str, Any]:

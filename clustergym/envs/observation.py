@@ -52,8 +52,17 @@ On large clusters (``L >= INCREMENTAL_MIN_SERVERS``) the per-server arrays
 builder reads the cluster's journal of changed servers
 (:meth:`~clustergym.core.cluster.Cluster.changes_since`) and recomputes only
 their rows, with the same expressions as a whole recomputation, so the values
-are identical; below, recomputing them whole is cheaper.  Every observation
-holds fresh arrays: a caller may keep or change one without affecting the next.
+are identical; below, recomputing them whole is cheaper (and skipped when the
+journal shows no change).
+
+Copy semantics: the builder keeps every float feature in one flat ``float32``
+buffer, updated in place; each observation it hands out is one copy of that
+buffer, its keys views of the copy (``action_mask`` and ``pair_scores`` are new
+arrays of their own).  A caller may keep or change an observation (SB3's
+buffers keep them): nothing later changes it, and it changes nothing later.
+With :meth:`ObservationBuilder.use_scaling` (a suite task) the builder computes
+the scaled observation from the same buffer with :class:`Scaler`, term for term
+as :func:`scaled_observation`, so the values are identical.
 """
 
 from __future__ import annotations
@@ -109,7 +118,14 @@ _EVENT_INDEX = {k: i for i, k in enumerate(_EVENT_KINDS)}
 
 
 class ObservationBuilder:
-    """Builds observations of one simulator (the dynamics) for the env."""
+    """Builds observations of one simulator (the dynamics) for the env.
+
+    The float features are written in place into one flat ``float32`` buffer per layout (the
+    environment's, and with :meth:`use_scaling` the scaled one), views of which are the per-key
+    arrays; each observation handed out is one copy of that buffer (:meth:`build`), so a caller may
+    keep or change it: nothing the builder does later touches it.  :meth:`bind` keeps the features in a
+    row of a batch instead (the batched environment scales and copies the whole batch at once).
+    """
 
     def __init__(
         self, sim: Simulator, queue_window: int, mask_size: int, clairvoyant: bool, pair_features: bool = False
@@ -123,16 +139,12 @@ class ObservationBuilder:
         cap = sim.cluster.capacity
         self._cap = np.where(cap > 0, cap, 1.0)
         self._cap_rows = self._cap.tolist()
-        # per-server features, maintained from the cluster's journal of changed servers (large clusters)
         self._incremental = L >= INCREMENTAL_MIN_SERVERS
-        n = L if self._incremental else 0
-        self._free = np.zeros((n, R), dtype=np.float32)
-        self._running = np.zeros((n, J), dtype=np.float32)
-        self._dummies = np.zeros((n, J), dtype=np.float32)
         self._cursor = -1
         self._full_at = max(8, L // 4)  # from this many changes on, recompute every row
         self._dummy_rows = False
         self._scale = np.where(cap.max(axis=0) > 0, cap.max(axis=0), 1.0)  # (R,)
+        self._load_frac = np.zeros((L, R))  # scratch of the whole recomputation of ``free`` (float64)
         inf = np.inf
         f32 = np.float32
         # an OrderedDict keeps the keys in this table's order (a plain dict would be sorted by Gymnasium):
@@ -156,6 +168,37 @@ class ObservationBuilder:
             high = np.broadcast_to(np.array([1.0, inf, 1.0, 1.0, 1.0], dtype=f32), (self.K + 1, L, len(PAIR_FEATURES)))
             keys["pair_scores"] = spaces.Box(np.full_like(high, -1.0), high, dtype=f32)
         self.space = spaces.Dict(keys)
+        #: the environment's own observation space (:attr:`space` is the scaled one after :meth:`use_scaling`)
+        self.raw_space = self.space
+        self._raw = _FlatLayout(self.space)
+        self._q_rows = 0  # queue-window rows holding a job in the buffer
+        self._ev_server = -1  # the server flagged in event_server
+        self._out = self._raw  # the layout handed out (the scaled one after use_scaling)
+        self._time_unit = 0.0
+        self._scaler: Scaler | None = None
+
+    # per-server features (views of the buffer): kept from the cluster's journal of changed servers on large clusters
+    @property
+    def _free(self) -> np.ndarray:
+        return self._raw.views["free"]
+
+    @property
+    def _running(self) -> np.ndarray:
+        return self._raw.views["running"]
+
+    @property
+    def _dummies(self) -> np.ndarray:
+        return self._raw.views["dummies"]
+
+    def use_scaling(self, time_unit: float) -> spaces.Dict:
+        """From now on build the *scaled* observation (:func:`scaled_observation`, waiting times, work
+        and rates in ``time_unit``) instead of the environment's, computed from the same buffers with the
+        same operations; returns its space."""
+        self.space = scaled_observation_space(self.raw_space)
+        self._time_unit = float(time_unit)
+        self._out = _FlatLayout(self.space)
+        self._scaler = Scaler(self.sim, self.K, self._time_unit)
+        return self.space
 
     def _job_features(self, job: int, out: np.ndarray) -> None:
         sim = self.sim
@@ -196,17 +239,19 @@ class ObservationBuilder:
     def _server_rows(self, rows) -> None:
         """Recompute the per-server features of ``rows`` (a list of servers, or every one)."""
         c = self.sim.cluster
-        free = c.load[rows] / self._cap[rows]  # 1 - load/cap clipped to [0, 1], in place (np.clip's
-        np.subtract(1.0, free, out=free)  # overhead is per call)
-        np.maximum(free, 0.0, out=free)
+        if isinstance(rows, slice):  # every row: into the scratch array, without allocating
+            free = np.divide(c.load, self._cap, out=self._load_frac)
+        else:
+            free = c.load[rows] / self._cap[rows]
+        np.subtract(1.0, free, out=free)  # 1 - load/cap clipped to [0, 1], in place (np.clip's
+        np.maximum(free, 0.0, out=free)  # overhead is per call)
         np.minimum(free, 1.0, out=free)
         self._free[rows] = free  # cast to float32 as astype would
         self._running[rows] = c.count_real[rows]
-        # slot counts are all zero while the cluster has never had reservation slots
-        self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
-        if isinstance(rows, slice):
-            # the dummy rows stay all zero until a dummy or a slot appears (then they are kept, sticky)
-            self._dummy_rows = bool(c.had_dummies or c.any_slots)
+        # the dummy rows stay all zero until a dummy or a slot appears (then they are kept, sticky)
+        self._dummy_rows = self._dummy_rows or bool(c.had_dummies or c.any_slots)
+        if self._dummy_rows:  # slot counts are all zero while the cluster has never had reservation slots
+            self._dummies[rows] = c.count_dummy[rows] + c.slots[rows]
 
     def _server_row(self, s: int) -> None:
         """:meth:`_server_rows` for one server, in Python floats (the same IEEE operations)."""
@@ -227,31 +272,18 @@ class ObservationBuilder:
         elif servers:
             self._server_rows(list(set(servers)))
 
-    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+    def _fill_queue(self, v: dict[str, np.ndarray], ids: list[int]) -> None:
+        """The queue window's rows (``queue_jobs``, ``queue_mask``) of the jobs ``ids``."""
         sim = self.sim
-        L = sim.num_servers
-        free: np.ndarray
-        if self._incremental:  # copies of the kept rows: a later step never changes them
-            self._sync_servers()
-            free, running, dummies = self._free.copy(), self._running.copy(), self._dummies.copy()
-        else:  # small clusters: the same values, computed whole into new arrays
-            c = sim.cluster
-            free = c.load / self._cap  # 1 - load/cap clipped to [0, 1], in place (np.clip's overhead is per call)
-            np.subtract(1.0, free, out=free)
-            np.maximum(free, 0.0, out=free)
-            np.minimum(free, 1.0, out=free)
-            free = free.astype(np.float32)
-            running = c.count_real.astype(np.float32)
-            # without reservation slots (any_slots False) the slot counts are all zero
-            dummies = (c.count_dummy + c.slots if c.any_slots else c.count_dummy).astype(np.float32)
-        qjobs = np.zeros((self.K, self.F), dtype=np.float32)
-        qmask = np.zeros(self.K, dtype=np.float32)
-        ids = list(islice(sim.queue, self.K))
+        qjobs, qmask = v["queue_jobs"], v["queue_mask"]
         n = len(ids)
+        if self._q_rows:  # clear the rows the last observation filled
+            qjobs[: self._q_rows] = 0.0
+            qmask[: self._q_rows] = 0.0
+        self._q_rows = n
         if n <= 4:  # short queues: row by row is cheaper than fancy indexing
             for i, j in enumerate(ids):
                 self._job_features(j, qjobs[i])
-            qmask[:n] = 1.0
         else:  # the rows _job_features writes, for all window jobs at once (all are queued)
             jobs = sim.jobs
             R, J = sim.num_resources, sim.num_types
@@ -261,34 +293,179 @@ class ObservationBuilder:
             qjobs[:n, R + J + 1] = np.maximum(0.0, sim.now - jobs.arrival[ids])
             if self.clairvoyant:
                 qjobs[:n, R + J + 2] = jobs.work[ids]
+        if n:
             qmask[:n] = 1.0
-        event = np.zeros(len(_EVENT_KINDS) + self.F, dtype=np.float32)
+
+    def _fill_raw(self) -> list[int]:
+        """Bring the environment's observation buffer up to the current state; returns the window's ids."""
+        sim = self.sim
+        v = self._raw.views
+        if self._incremental:
+            self._sync_servers()
+        else:  # small clusters: every row, the same values, when a server changed since the last observation
+            servers, self._cursor = sim.cluster.changes_since(self._cursor)
+            if servers is None or servers:
+                self._server_rows(slice(None))
+        ids = list(islice(sim.queue, self.K))
+        self._fill_queue(v, ids)
+        event = v["event"]
+        event.fill(0.0)
         ev = sim.event
         k = _EVENT_INDEX.get(ev.kind)
         if k is not None:
             event[k] = 1.0
         if ev.job >= 0:
             self._job_features(ev.job, event[len(_EVENT_KINDS) :])
-        event_server = np.zeros(L, dtype=np.float32)
+        es = v["event_server"]
+        if self._ev_server >= 0:
+            es[self._ev_server] = 0.0
+        self._ev_server = ev.server
         if ev.server >= 0:
-            event_server[ev.server] = 1.0
+            es[ev.server] = 1.0
+        v["queue_counts"][:] = sim.queued_by_type
+        v["arrival_rates"][:] = sim.arrival_rate_estimate()
         horizon = sim.horizon
         t = sim.now / horizon if math.isfinite(horizon) else 0.0
-        obs = {
-            "free": free,
-            "running": running,
-            "dummies": dummies,
-            "queue_counts": sim.queued_by_type.astype(np.float32),
-            "queue_jobs": qjobs,
-            "queue_mask": qmask,
-            "event": event,
-            "event_server": event_server,
-            "arrival_rates": sim.arrival_rate_estimate().astype(np.float32),
-            "time": np.array([min(t, 1.0)], dtype=np.float32),
-            "action_mask": mask.astype(np.int8),
-        }
+        v["time"][0] = min(t, 1.0)
+        return ids
+
+    def bind(self, row: np.ndarray) -> None:
+        """Keep the environment's features in ``row``, ``(raw_size,)`` (a row of a batch), from now on."""
+        self._raw.rebind(row)
+
+    @property
+    def raw_size(self) -> int:
+        """The length of the environment's flat features (every float key but ``pair_scores``)."""
+        return self._raw.size
+
+    def refresh(self) -> list[int]:
+        """Bring the environment's features up to the current state (in place); returns the window's ids."""
+        return self._fill_raw()
+
+    def _fill_scaled(self) -> None:
+        assert self._scaler is not None
+        self._scaler(self._raw, self._out)
+
+    def _fill(self) -> list[int]:
+        ids = self._fill_raw()
+        if self._out is not self._raw:
+            self._fill_scaled()
+        return ids
+
+    def build(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation now (the scaled one after :meth:`use_scaling`), with the action mask ``mask``:
+        fresh arrays, views of one new copy of the buffer (and a new ``action_mask``, ``pair_scores``)."""
+        ids = self._fill()
+        obs = self._out.emit(mask)
         if self.pair_features:
             obs["pair_scores"] = self._pair_scores(ids)
+        return obs
+
+    def build_raw(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The environment's own observation now (as :meth:`build` before :meth:`use_scaling`)."""
+        ids = self._fill_raw()
+        obs = self._raw.emit(mask)
+        if self.pair_features:
+            obs["pair_scores"] = self._pair_scores(ids)
+        return obs
+
+
+class Scaler:
+    """Scales environment observations into scaled ones (:func:`scaled_observation`'s operations, term for
+    term, so the values are identical) in place, for one observation or a batch of ``batch`` of them.
+
+    Args:
+        sim: a simulator of the environment (its sizes).
+        queue_window: ``K``.
+        time_unit: waiting times, work and rates are in this unit.
+        batch: the leading dimensions of the views it is given (``()``: one observation).
+    """
+
+    def __init__(self, sim: Simulator, queue_window: int, time_unit: float, batch: tuple[int, ...] = ()):
+        self.time_unit = float(time_unit)
+        self.a = sim.num_resources + sim.num_types  # the weight column; waited time and work follow
+        self.rate_factor = self.time_unit / sim.num_servers
+        f32 = np.float32
+        self._k = np.zeros((*batch, queue_window), dtype=f32)  # scratch: column a of the window, through log1p
+        self._k2 = np.zeros((*batch, queue_window, 2), dtype=f32)  # scratch: columns a+1, a+2 over time_unit
+        self._k2b = np.zeros((*batch, queue_window, 2), dtype=f32)
+        self._j = np.zeros((*batch, sim.num_types), dtype=f32)
+        self._jb = np.zeros((*batch, sim.num_types), dtype=f32)
+
+    def __call__(self, raw: _FlatLayout, out: _FlatLayout) -> None:
+        """Write the scaled features ``out`` from the environment's ``raw`` (the scaled layout is a prefix
+        of the environment's: the same keys in the same order, without ``time``)."""
+        cap, tu, a = SCALED_CAP, self.time_unit, self.a
+        out.buf[...] = raw.buf[..., : out.size]  # free, queue_mask, event_server, demands and one-hots as they are
+        counts = out.buf[
+            ..., out.slices["running"][0] : out.slices["queue_counts"][1]
+        ]  # running, dummies, queue_counts
+        np.log1p(counts, out=counts)
+        np.minimum(counts, cap, out=counts)
+        sq = out.views["queue_jobs"]
+        sq[..., a] = np.log1p(sq[..., a], out=self._k)
+        sq[..., a + 1 : a + 3] = np.log1p(np.divide(sq[..., a + 1 : a + 3], tu, out=self._k2), out=self._k2b)
+        np.minimum(sq, cap, out=sq)
+        x = out.views["event"][..., len(_EVENT_KINDS) :]
+        x[..., a] = np.log1p(x[..., a])
+        x[..., a + 1 : a + 3] = np.log1p(x[..., a + 1 : a + 3] / tu)
+        np.minimum(x, cap, out=x)
+        rates = out.views["arrival_rates"]
+        np.minimum(np.log1p(np.multiply(rates, self.rate_factor, out=self._j), out=self._jb), cap, out=rates)
+
+
+class _FlatLayout:
+    """The float keys of an observation space (all but ``action_mask`` and ``pair_scores``) laid out
+    one after another, flattened, in the space's order, in one ``float32`` buffer ``buf``;
+    ``views[key]`` is the key's array, a view of ``buf``."""
+
+    def __init__(self, space: spaces.Dict, batch: tuple[int, ...] = ()):
+        self.keys = list(space.spaces)
+        self.batch = batch
+        self.slices: dict[str, tuple[int, int, tuple[int, ...]]] = {}
+        off = 0
+        for k in self.keys:
+            if k in ("action_mask", "pair_scores"):
+                continue
+            shape = space[k].shape
+            assert shape is not None
+            n = math.prod(shape)
+            self.slices[k] = (off, off + n, shape)
+            off += n
+        self.size = off
+        self.buf = np.zeros((*batch, off), dtype=np.float32)
+        self._bind()
+
+    def _bind(self) -> None:
+        self.views = self.split(self.buf)
+
+    def split(self, buf: np.ndarray) -> dict[str, np.ndarray]:
+        """Views of ``buf`` (laid out as :attr:`buf`), one per key."""
+        return {k: buf[..., a:b].reshape(*self.batch, *shape) for k, (a, b, shape) in self.slices.items()}
+
+    def rebind(self, buf: np.ndarray) -> None:
+        """Keep the features in ``buf`` (one row of a batch) from now on, starting from the current ones."""
+        buf[...] = self.buf
+        self.buf = buf
+        self._bind()
+
+    def __getstate__(self) -> dict:  # copies (deepcopy, pickle) keep the views views of their own buffer
+        return {k: v for k, v in self.__dict__.items() if k != "views"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind()
+
+    def emit(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation: views of one copy of ``buf``, in the space's order, and ``mask`` as int8."""
+        out = self.buf.copy()
+        obs: dict[str, np.ndarray] = {}
+        for k in self.keys:
+            if k == "action_mask":
+                obs[k] = mask.astype(np.int8)
+            elif k != "pair_scores":
+                a, b, shape = self.slices[k]
+                obs[k] = out[..., a:b] if len(shape) == 1 else out[..., a:b].reshape(*self.batch, *shape)
         return obs
 
 

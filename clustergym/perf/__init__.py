@@ -12,6 +12,10 @@ Measured, never asserted: the test suite checks correctness only.  Sections:
   - ``env-random``: the masked random policy through the Gymnasium API (``head``
     action mode, trivial epochs skipped, observations built): steps per second.
 
+* ``env_steps`` -- each suite task's env steps per second with a random valid action, and its ratio
+  to Gymnasium's CartPole-v1 timed interleaved in the same process, single and 16 in a
+  :class:`~clustergym.envs.vector.BatchedVectorEnv` (:mod:`clustergym.perf.envspeed`).
+
 * ``replay`` -- the Google Best-Fit replay (``google-bf-replay``:
   completed tasks, CPU and memory, 420 unit servers, Best-Fit over the first 64
   queued jobs at every arrival and completion) through ``clustergym`` and through

@@ -50,7 +50,9 @@ def _per_server_bytes(env: Any) -> tuple[float, float]:
     arrays = [v for v in vars(c).values() if isinstance(v, np.ndarray)]
     arrays += [sim.speed, sim.local_count]
     b = getattr(env, "obs_builder", None)
-    arrays += [v for v in vars(b).values() if isinstance(v, np.ndarray)] if b is not None else []
+    if b is not None:  # its scratch arrays and its flat feature buffers (the environment's, the scaled one)
+        arrays += [v for v in vars(b).values() if isinstance(v, np.ndarray)]
+        arrays += list({id(x.buf): x.buf for x in (b._raw, b._out)}.values())
     index = c.placement.nbytes() if hasattr(c, "placement") else 0
     total = sum(a.nbytes for a in arrays) + index + sum(sys.getsizeof(r) for r in sim.running)
     return total / L, index / L

@@ -23,8 +23,10 @@ def run_benchmarks(
     full_replay: bool = False,
     ppo: bool = True,
     memory_events: int = 0,
+    env_steps: bool = True,
 ) -> dict[str, Any]:
-    """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test."""
+    """Every section in one run (see the module docstring); ``--quick`` sizes for a smoke test.
+    ``env_steps``: each suite task's steps/s against CartPole-v1's (:mod:`clustergym.perf.envspeed`)."""
     from clustergym.core import accel
     from clustergym.errors import require_extra
     from clustergym.validation import settings
@@ -44,6 +46,13 @@ def run_benchmarks(
         },
         "benchmarks": kernel_rows(quick, log),
     }
+    if env_steps:
+        from clustergym.perf.envspeed import bench_env_steps
+
+        if quick:
+            out["env_steps"] = bench_env_steps(["rms-trap", "mris-poisson"], steps=200, rounds=1, n_envs=4, log=log)
+        else:
+            out["env_steps"] = bench_env_steps(log=log)
     if replay:
         first_n = None if full_replay else (3_000 if quick else 50_000)
         out["replay"] = bench_replay(first_n=first_n, log=log)

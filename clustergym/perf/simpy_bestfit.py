@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import time
+from collections import deque
 from itertools import islice
 
 import numpy as np
@@ -69,36 +71,46 @@ class Completion(simpy.events.Event):
 
 
 def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, servers: int = 420, scan: int = 64) -> dict:
+    """The replay (module docstring) on pre-parsed jobs, written as a careful SimPy user would: one
+    process per job, a ``deque`` as the FIFO queue, Best-Fit as whole-array NumPy operations over the
+    ``(servers, 2)`` load array: the fit test of the scanned jobs on every server at once (then only the
+    column of the server a placement changed), the score of every server at once; scalars as Python
+    floats."""
     env = simpy.Environment()
     n = len(arrival)
-    capacity = np.ones((servers, 2))
-    limit = capacity * (1.0 + RTOL) + ATOL
+    limit = np.ones((servers, 2)) * (1.0 + RTOL) + ATOL  # capacities are 1
     load = np.zeros((servers, 2))
-    jobs_on = np.zeros(servers, dtype=np.int64)
-    queue: dict[int, None] = {}  # FIFO: insertion-ordered
-    start = np.full(n, np.nan)
+    jobs_on = [0] * servers
+    queue: deque[int] = deque()  # FIFO of waiting job ids
+    arrivals, durations = arrival.tolist(), duration.tolist()
+    start = [math.nan] * n
     area = [0.0, 0.0]  # [integral of queue length, time of the last update]
+    minus_inf = -np.inf
 
     def integrate() -> None:
         area[0] += len(queue) * (env.now - area[1])
         area[1] = env.now
 
     def best_fit_scan() -> None:
-        for j in list(islice(queue, scan)):
-            d = demand[j]
-            fits = np.all(load + d <= limit, axis=1)
-            idx = np.flatnonzero(fits)
-            if idx.size == 0:
+        if not queue:
+            return
+        ids = list(islice(queue, scan))
+        D = demand[ids]  # (k, 2)
+        fits = (load[None] + D[:, None] <= limit).all(axis=2)  # (k, servers): every scanned job at once
+        for r in np.flatnonzero(fits.any(axis=1)).tolist():  # loads only grow during a scan: no other job fits
+            row = fits[r]
+            if not row.any():  # the servers it fitted on were filled by a job earlier in the scan
                 continue
-            cap = capacity[idx]
-            score = ((d / cap) * (load[idx] / cap)).sum(axis=1)
+            j, d = ids[r], D[r]
+            score = np.where(row, (d * load).sum(axis=1), minus_inf)  # sum_d demand_d * load_d / capacity_d^2
             top = score.max()  # ties within clustergym's SCORE_RTOL of the largest score: the lowest index
-            s = int(idx[int(np.argmax(score >= top - SCORE_RTOL * abs(top)))])
-            del queue[j]
+            s = int(np.argmax(score >= top - SCORE_RTOL * abs(top)))
+            queue.remove(j)  # within the first `scan` entries
             load[s] += d
+            fits[r + 1 :, s] = (load[s] + D[r + 1 :] <= limit[s]).all(axis=1)  # only server s changed
             jobs_on[s] += 1
             start[j] = env.now
-            Completion(env, duration[j]).callbacks.append(lambda _ev, j=j, s=s: complete(j, s))
+            Completion(env, durations[j]).callbacks.append(lambda _ev, j=j, s=s: complete(j, s))
 
     def complete(j: int, s: int) -> None:
         integrate()
@@ -109,16 +121,16 @@ def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, serv
         best_fit_scan()
 
     def job(j: int):
-        yield env.timeout(arrival[j])  # from time 0: the exact arrival time
+        yield env.timeout(arrivals[j])  # from time 0: the exact arrival time
         integrate()
-        queue[j] = None
+        queue.append(j)
         best_fit_scan()
 
     for j in range(n):
         env.process(job(j))
     env.run()
     T = env.now
-    waits = start - arrival
+    waits = np.array(start) - arrival
     return {
         "jobs": n,
         "servers": servers,

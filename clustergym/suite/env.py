@@ -47,11 +47,10 @@ import math
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from clustergym.core.objectives import objective
 from clustergym.envs import ClusterEnv, make_env
-from clustergym.envs.observation import SCALED_CAP, SCALED_KEYS, scaled_observation, scaled_observation_space
+from clustergym.envs.observation import SCALED_CAP, SCALED_KEYS
 from clustergym.suite.tasks import Task
 from clustergym.suite.tasks import task as get_task
 
@@ -110,11 +109,11 @@ class TaskEnv(gym.Wrapper):
         if not isinstance(inner, ClusterEnv) or not isinstance(space, gym.spaces.Dict):
             raise TypeError(f"a task's environment is a ClusterEnv with its Dict observation, got {env!r}")
         self._inner = inner
-        sim = inner.sim
-        self._R, self._J = sim.num_resources, sim.num_types
         #: the time unit of the scaled observation this wrapper shows (a trained model looks for it)
         self.observation_time_unit = float(task.time_unit)
-        self.observation_space = scaled_observation_space(space)
+        # the env builds the scaled observation itself, in its builder's buffers (no second pass here);
+        # its own observation space, and ``env.unwrapped._obs()``, stay the environment's own
+        self.observation_space = inner.obs_builder.use_scaling(self.observation_time_unit)
         self._carry = 0.0
 
     # ------------------------------------------------------------------ gym API
@@ -124,7 +123,7 @@ class TaskEnv(gym.Wrapper):
         if self.task.warm_start is not None:
             obs, info = self._warm_start(obs, info, seed)
         info["score"] = 0.0
-        return self._observe(obs), info
+        return obs, info
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -134,7 +133,7 @@ class TaskEnv(gym.Wrapper):
         info["score"] = m["score"]
         if terminated or truncated:
             info["task"] = {"id": self.task.id, **m}
-        return self._observe(obs), reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, info
 
     def task_metrics(self) -> dict[str, Any]:
         """The window's score and metrics so far (:func:`window_metrics`)."""
@@ -157,12 +156,6 @@ class TaskEnv(gym.Wrapper):
         info.pop("invalid_action", None)
         info.pop("dt", None)  # reset's info, as the env's: no step-only keys
         return obs, info
-
-    # ------------------------------------------------------------------ the observation
-    def _observe(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
-        if obs is None:  # observe=False: agents that read the state through env.view
-            return None
-        return scaled_observation(obs, self._R, self._J, self.observation_time_unit)
 
 
 def make_task_env(task: str | Task, **kwargs: Any) -> TaskEnv:

@@ -34,13 +34,15 @@ class TrainingConfig:
         algo: ``maskable-ppo``, ``ppo`` or ``a2c``.
         policy: ``equivariant`` or ``mlp``.
         n_envs: environments stepped per policy forward pass.
-        vec_env: ``dummy`` (in-process, one batched forward pass over the ``n_envs`` envs) or
-            ``subproc`` (one process per env).
+        vec_env: ``dummy`` (in-process, one batched forward pass over the ``n_envs`` envs),
+            ``subproc`` (one process per env) or ``batched`` (in-process, the observations built for the
+            batch: :func:`clustergym.training.batched.make_batched_venv`).
         n_steps: rollout length per env (a rollout holds ``n_envs x n_steps`` steps).
         batch_size: PPO minibatch size.
         n_epochs: passes over each rollout.
         hidden: width of the policy's layers.
-        torch_threads: torch CPU threads of the learner.
+        torch_threads: torch CPU threads of the learner (cut to the cores the environment workers leave:
+            :func:`clustergym.training.threads.torch_thread_budget`).
     """
 
     name: str
@@ -67,6 +69,8 @@ TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
     TrainingConfig("hidden 32", n_envs=1, hidden=32),
     TrainingConfig("after: 16 envs, batch 512, 4 epochs", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
     TrainingConfig("mlp policy, after's settings", policy="mlp", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
+    TrainingConfig("batched: after's settings", vec_env="batched", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
+    TrainingConfig("batched mlp", policy="mlp", vec_env="batched", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
 )
 
 
@@ -86,7 +90,16 @@ def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
     else:
         env_kwargs = {"action_mode": default_action_mode(resolve_scenario(cfg.task).queueing), "horizon": 200.0}
         name = cfg.task
-    venv = build_venv(name, {}, env_kwargs, cfg.policy, cfg.n_envs, cfg.vec_env, seed)
+    if cfg.vec_env == "batched":  # one process, observations built for the batch (clustergym.envs.vector)
+        from clustergym.agent_api import AgentRequirements
+        from clustergym.training.batched import make_batched_venv
+
+        extra = {} if t is not None else {"epochs": AgentRequirements().epochs, "skip_trivial": True}
+        venv = make_batched_venv(
+            name, cfg.n_envs, seed=10_000 + 100 * seed, flatten=cfg.policy == "mlp", **extra, **env_kwargs
+        )
+    else:
+        venv = build_venv(name, {}, env_kwargs, cfg.policy, cfg.n_envs, cfg.vec_env, seed)
     venv = VecNormalize(venv, norm_obs=cfg.policy == "mlp", norm_reward=True)
     algo_kwargs: dict[str, Any] = {"n_steps": cfg.n_steps}
     if cfg.algo != "a2c":
@@ -115,8 +128,10 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
+    from clustergym.training.threads import env_workers, set_torch_threads
+
     threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.torch_threads)
+    set_torch_threads(cfg.torch_threads, env_workers(cfg.n_envs, cfg.vec_env))  # cut to the cores left
     try:
         model, venv = _learner(cfg, seed)
         per_rollout = cfg.n_envs * cfg.n_steps

@@ -386,6 +386,12 @@ def test_bench_json_quick():
     assert code == 0, err
     doc = _one_json(out)
     assert "replay" not in doc
+    env = doc["env_steps"]  # suite tasks against CartPole-v1 in the same run
+    assert env["cartpole_steps_per_s"] > 0 and [r["task"] for r in env["tasks"]] == ["rms-trap", "mris-poisson"]
+    for r in env["tasks"]:
+        assert r["ratio_to_cartpole"] == pytest.approx(r["steps_per_s"] / r["cartpole_steps_per_s"])  # one round
+        assert r["ratio_min"] == pytest.approx(r["ratio_to_cartpole"])
+        assert r["batched_steps_per_s"] > 0 and r["n_envs"] == 4
     ppo = doc["ppo"]
     assert ppo["env_steps"] >= ppo["timesteps"] and 0 < ppo["env_share"] < 1
     rows = doc["benchmarks"]

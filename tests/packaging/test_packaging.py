@@ -25,6 +25,7 @@ EXTRA_MODULES = {
     "clustergym/learned/policies.py": "train",  # torch, SB3: imported only by model loading and training
     "clustergym/training/semi_markov.py": "train",  # SB3 rollout buffers: imported lazily by train() only
     "clustergym/training/callbacks.py": "train",  # SB3 callbacks: imported lazily by train() only
+    "clustergym/training/batched.py": "train",  # SB3's VecEnv: imported by training (make_batched_venv) only
     "clustergym/perf/simpy_bestfit.py": "bench",  # the SimPy reference, run as its own process
     "clustergym/core/accel.py": "fast",  # numba, imported under try (the NumPy path otherwise)
 }

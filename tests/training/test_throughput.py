@@ -15,12 +15,14 @@ from clustergym.training.train import DEFAULT_ENVS, ppo_defaults, train
 pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 
-@pytest.mark.parametrize("policy", ["equivariant", "mlp"])
-def test_bench_training_row(policy):
-    cfg = TrainingConfig("tiny", task="rms-trap", policy=policy, n_envs=4, n_steps=32, batch_size=64, n_epochs=2)
+@pytest.mark.parametrize(("policy", "vec_env"), [("equivariant", "dummy"), ("mlp", "dummy"), ("mlp", "batched")])
+def test_bench_training_row(policy, vec_env):
+    cfg = TrainingConfig(
+        "tiny", task="rms-trap", policy=policy, vec_env=vec_env, n_envs=4, n_steps=32, batch_size=64, n_epochs=2
+    )
     row = bench_training(cfg, rollouts=2)
     assert row["steps"] == 2 * 4 * 32
-    assert row["task"] == "rms-trap" and row["policy"] == policy and row["n_envs"] == 4
+    assert row["task"] == "rms-trap" and row["policy"] == policy and row["n_envs"] == 4 and row["vec_env"] == vec_env
     assert 0 < row["rollout_seconds"] < row["wall_seconds"]
     assert row["update_seconds"] == pytest.approx(row["wall_seconds"] - row["rollout_seconds"])
     assert row["steps_per_s"] == pytest.approx(row["steps"] / row["wall_seconds"])
