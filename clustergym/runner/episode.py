@@ -121,6 +121,21 @@ def run_compiled(agent: Any, env: Any) -> tuple[float, int] | None:
     )
 
 
+def _step_loop(agent: Any, env: Any, obs: Any, after_step: Callable[[], None] | None) -> tuple[float, int]:
+    """Drive ``agent`` on the reset ``env`` to the episode's end, calling ``after_step`` after every
+    step; ``(return, steps)``."""
+    total, steps, done = 0.0, 0, False
+    while not done:
+        action, _ = agent.predict(obs, deterministic=True)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        total += reward
+        steps += 1
+        done = terminated or truncated
+        if after_step is not None:
+            after_step()
+    return total, steps
+
+
 def run_episode(
     scenario: Scenario | str,
     agent: Any,
@@ -180,20 +195,9 @@ def run_episode(
             while len(got) < len(p.at) and inner.sim.now >= p.at[len(got)]:
                 got.append(measure(p))
 
-    total, steps = 0.0, 0
     # a compiled whole-episode path (rule-based agents that offer one, where it gives identical results)
     res = run_compiled(agent, env) if not sampled else None
-    done = res is not None
-    if res is not None:
-        total, steps = res
-    while not done:
-        action, _ = agent.predict(obs, deterministic=True)
-        obs, reward, terminated, truncated, _ = env.step(action)
-        total += reward
-        steps += 1
-        done = terminated or truncated
-        if sampled:
-            sample()
+    total, steps = res if res is not None else _step_loop(agent, env, obs, sample if sampled else None)
     wall = time.perf_counter() - t0
     for name, p in sampled.items():
         samples[name] += [measure(p) for _ in range(len(p.at) - len(samples[name]))]
