@@ -125,11 +125,10 @@ def make_batched_venv(
     import gymnasium
 
     from clustergym.envs import make_env
-    from clustergym.errors import ConfigError
     from clustergym.suite import find_task
-    from clustergym.validation import number
+    from clustergym.validation import settings
 
-    n = number(n_envs, "n_envs", lo=1, integer=True, error=ConfigError)
+    n = settings.number(n_envs, "n_envs", lo=1, integer=True)
     t = find_task(task_or_scenario)
     if t is not None:
         fns = [lambda: gymnasium.make(t.id, disable_env_checker=True, **env_kwargs) for _ in range(n)]

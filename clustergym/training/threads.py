@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import warnings
 
-from clustergym.errors import ConfigError
 from clustergym.runner.cells import available_workers
-from clustergym.validation import number
+from clustergym.validation import settings
 
 __all__ = ["env_workers", "set_torch_threads", "torch_thread_budget"]
 
@@ -31,7 +30,7 @@ def torch_thread_budget(requested: int | None, workers: int = 0, cores: int | No
     left = max(1, cores - workers)
     if requested is None:
         return left
-    requested = number(requested, "torch_threads", lo=1, integer=True, error=ConfigError)
+    requested = settings.number(requested, "torch_threads", lo=1, integer=True)
     if requested > left:
         warnings.warn(
             f"torch_threads={requested} on {cores} cores with {workers} environment workers would oversubscribe "

@@ -809,10 +809,11 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
     elif algo is not None or kwargs:
         raise TypeError("train(config) takes no other argument: put the settings in the TrainConfig")
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
-    import torch as th
+    from clustergym.training.threads import env_workers, set_torch_threads
 
     s = setup(config)
-    th.set_num_threads(s.config.torch_threads)
+    # never more torch threads than the cores the environment processes leave (a warning says so)
+    set_torch_threads(s.config.torch_threads, env_workers(s.n_envs, s.config.vec_env))
     at = s.resume.step if s.resume is not None else 0
     stage_params = next((p for end, p in phases(s.config.curriculum, s.config.total) if end > at), {})
     venv = training_venv(s, stage_params, s.resume.model if s.resume is not None else None)
