@@ -1059,6 +1059,9 @@ app.command("trace")(trace_cmd)
 from clustergym.cli.benchmark import benchmark_cmd  # noqa: E402
 
 app.command("benchmark")(benchmark_cmd)
+from clustergym.cli.convert import convert_model_cmd  # noqa: E402
+
+app.command("convert-model")(convert_model_cmd)
 
 
 def main() -> None:

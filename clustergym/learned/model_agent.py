@@ -4,17 +4,21 @@ A training run (:mod:`clustergym.training.train`) writes, in its output folder::
 
     model.zip            the SB3 model (weights, hyperparameters, policy class and kwargs)
     model.json           what the agent needs besides the weights: algorithm, policy kind,
-                         scenario and its parameters, env kwargs (action mode, queue window)
-    vecnormalize.pkl     VecNormalize statistics (observation normalisation for ``mlp``)
-    checkpoints/         rl_model_<N>_steps.zip (+ rl_model_vecnormalize_<N>_steps.pkl)
+                         scenario and its parameters, env kwargs (action mode, queue window),
+                         and the SHA-256 of each file (``sha256``)
+    vecnormalize.npz     VecNormalize statistics (observation normalisation for ``mlp``)
+    checkpoints/         rl_model_<N>_steps.zip (+ rl_model_vecnormalize_<N>_steps.npz)
 
 :func:`load_model_agent` needs only the path of a ``.zip`` (final model or checkpoint).
+
+Loading never runs code from the folder: the zip's pickled entries are rebuilt by clustergym
+(:func:`load_sb3_safely`), its tensors read with ``torch.load(weights_only=True)``, the statistics
+are plain arrays (:mod:`clustergym.learned.files`), and the files' digests are checked first.
 """
 
 from __future__ import annotations
 
 import json
-import pickle
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +33,7 @@ from clustergym.validation import choice
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
 
 META_NAME = "model.json"
-VECNORM_NAME = "vecnormalize.pkl"
+VECNORM_NAME = "vecnormalize.npz"
 
 
 def algo_classes() -> dict[str, Any]:
@@ -44,34 +48,63 @@ def algo_classes() -> dict[str, Any]:
 ALGOS = ("ppo", "maskable-ppo", "dqn", "a2c")
 
 
+def metadata_path(model_path: Path) -> Path | None:
+    """The ``model.json`` of a model: beside it (``X.json``, or the folder's), or in the run folder above a checkpoint."""
+    cands = (model_path.with_suffix(".json"), model_path.parent / META_NAME, model_path.parent.parent / META_NAME)
+    return next((c for c in cands if c.is_file()), None)
+
+
+#: ``model.json``'s ``observation``: the task's scaled observation or the environment's own
+OBSERVATIONS = ("task", "env")
+
+
 def read_metadata(model_path: Path) -> dict[str, Any]:
     """``model.json`` beside the model, or in the run folder above a checkpoint.
 
     Raises:
-        ConfigError: there is none, or it is damaged (not JSON, not an object, no known ``algo``
-            or ``policy``); the message names the file.
+        ConfigError: there is none, or it is damaged (not JSON, not an object, no known ``algo``,
+            ``policy`` or ``observation``, a ``task`` that is not a registered suite task); the
+            message names the file.
     """
-    for cand in (model_path.with_suffix(".json"), model_path.parent / META_NAME, model_path.parent.parent / META_NAME):
-        if cand.is_file():
-            try:
-                meta = json.loads(cand.read_text(encoding="utf-8"))
-            except (ValueError, UnicodeDecodeError) as e:
-                raise ConfigError("agent", f"{cand}: damaged metadata, not valid JSON ({e})") from None
-            if not isinstance(meta, dict):
-                raise ConfigError("agent", f"{cand}: damaged metadata, expected a JSON object")
-            if meta.get("algo") not in ALGOS:
-                raise ConfigError(
-                    "agent", f"{cand}: unknown algorithm {meta.get('algo')!r} (expected one of {', '.join(ALGOS)})"
-                )
-            if meta.get("policy") not in ("mlp", "equivariant"):
-                raise ConfigError(
-                    "agent", f"{cand}: unknown policy {meta.get('policy')!r} (expected mlp or equivariant)"
-                )
-            return meta
-    raise ConfigError(
-        "agent",
-        f"{model_path}: no {META_NAME} beside it or in its run folder; models saved by `clustergym train` have one",
-    )
+    import gymnasium
+
+    cand = metadata_path(model_path)
+    if cand is None:
+        raise ConfigError(
+            "agent",
+            f"{model_path}: no {META_NAME} beside it or in its run folder; models saved by `clustergym train` have one",
+        )
+    try:
+        meta = json.loads(cand.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError("agent", f"{cand}: damaged metadata, not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise ConfigError("agent", f"{cand}: damaged metadata, expected a JSON object")
+    if meta.get("algo") not in ALGOS:
+        raise ConfigError(
+            "agent", f"{cand}: unknown algorithm {meta.get('algo')!r} (expected one of {', '.join(ALGOS)})"
+        )
+    if meta.get("policy") not in ("mlp", "equivariant"):
+        raise ConfigError("agent", f"{cand}: unknown policy {meta.get('policy')!r} (expected mlp or equivariant)")
+    if meta.get("observation") is not None and meta["observation"] not in OBSERVATIONS:
+        raise ConfigError(
+            "agent", f"{cand}: unknown observation {meta['observation']!r} (expected one of {', '.join(OBSERVATIONS)})"
+        )
+    task = meta.get("task")
+    if task is not None and (not isinstance(task, str) or task not in gymnasium.registry):
+        raise ConfigError("agent", f"{cand}: unknown task {task!r} (not a suite task of this clustergym)")
+    return meta
+
+
+def check_digests(model_path: Path, meta: dict[str, Any]) -> None:
+    """The model file and its normalisation statistics against the digests of its ``model.json``
+    (:func:`clustergym.learned.files.verify_digests`)."""
+    from clustergym.learned.files import verify_digests
+
+    where = metadata_path(model_path)
+    if where is not None:
+        vn = vecnormalize_path(model_path)
+        verify_digests(where, [model_path, *([vn] if vn is not None else [])], meta)
 
 
 def _ends_as_a_zip(path: Path) -> bool:
@@ -85,21 +118,31 @@ def _ends_as_a_zip(path: Path) -> bool:
     return pos >= 0 and pos + 22 + int.from_bytes(tail[pos + 20 : pos + 22], "little") == len(tail)
 
 
-def _zip_data(path: Path) -> dict[str, Any]:
-    import json
-    import zipfile
+#: the pickled entries of an SB3 zip's ``data`` that :func:`load_sb3_safely` rebuilds itself (None:
+#: the algorithm's ``_setup_model`` or ``learn`` makes them anew); any other pickled entry is refused
+REBUILT = (
+    "policy_class",
+    "observation_space",
+    "action_space",
+    "lr_schedule",
+    "clip_range",
+    "clip_range_vf",
+    "exploration_schedule",
+    "rollout_buffer_class",
+    "replay_buffer_class",
+    "_last_obs",
+    "_last_episode_starts",
+    "_last_original_obs",
+    "ep_info_buffer",
+    "ep_success_buffer",
+    "train_freq",
+)
 
-    with zipfile.ZipFile(path) as z:
-        try:
-            return dict(json.loads(z.read("data")))
-        except Exception:
-            return {}
 
-
-def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
-    """``Algo.load(path)``, with a :class:`ConfigError` naming the file and the problem for a file
-    that is not such a model: not a zip (or a truncated one), a zip of another program, a damaged
-    member, or a model of another algorithm than its ``model.json`` says."""
+def _check_zip(path: Path) -> dict[str, Any]:
+    """The ``data`` JSON of an SB3 zip, after checking the zip; a :class:`ConfigError` naming the file
+    for one that is not such a model: not a zip (or a truncated one), a zip of another program, a
+    damaged member, a ``data`` that is not a JSON object."""
     import zipfile
 
     if not zipfile.is_zipfile(path):
@@ -112,6 +155,7 @@ def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())
             bad = z.testzip()
+            raw = z.read("data") if "data" in names else b"{}"
     except Exception as e:  # zipfile.BadZipFile, zlib.error, OSError, EOFError: a damaged member or directory
         raise ConfigError("agent", f"{path}: damaged zip file ({type(e).__name__}: {e})") from None
     missing = {"data", "policy.pth"} - names
@@ -123,38 +167,227 @@ def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
         )
     if bad is not None:
         raise ConfigError("agent", f"{path}: damaged member {bad!r} (its checksum does not match)")
-    if "custom_objects" not in kwargs:
-        # the policy class is pickled by module path; models saved before the package's
-        # ``agents`` -> ``learned`` rename name the old path, so supply the class by its kind
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError("agent", f"{path}: its data entry is not JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ConfigError("agent", f"{path}: its data entry is not a JSON object")
+    return data
+
+
+def _policy_class(Algo: Any, algo: str, policy_kind: str) -> Any:
+    """The policy class of ``policy_kind``: ``mlp`` (SB3's ``MlpPolicy`` of the algorithm),
+    ``equivariant`` (:mod:`clustergym.learned.policies`), or a name of the algorithm's own policies
+    (``MultiInputPolicy``)."""
+    if policy_kind == "equivariant":
         from clustergym.learned import policies
 
-        data = _zip_data(path)
-        module = (data.get("policy_class") or {}).get("__module__", "")
-        if module.startswith("clustergym."):
-            masked = "Maskable" in Algo.__name__
-            cls = policies.EquivariantMaskablePolicy if masked else policies.EquivariantPolicy
-            kwargs["custom_objects"] = {"policy_class": cls}
+        return policies.EquivariantMaskablePolicy if algo == "maskable-ppo" else policies.EquivariantPolicy
+    name = "MlpPolicy" if policy_kind == "mlp" else policy_kind
+    if name not in Algo.policy_aliases:
+        raise ConfigError("agent", f"unknown policy {policy_kind!r} for {algo} (expected mlp or equivariant)")
+    return Algo.policy_aliases[name]
+
+
+def _safe_classes() -> dict[str, Any]:
+    """The classes a pickled ``policy_kwargs`` may name, by the text SB3 writes beside the pickle
+    (``"<class 'torch.optim.rmsprop.RMSprop'>"``): optimizers and activations of torch, nothing else."""
+    import torch as th
+
+    classes = [th.optim.Adam, th.optim.AdamW, th.optim.RMSprop, th.optim.SGD]
+    classes += [th.nn.ReLU, th.nn.Tanh, th.nn.ELU, th.nn.LeakyReLU, th.nn.GELU, th.nn.SiLU, th.nn.Sigmoid]
+    return {f"<class '{c.__module__}.{c.__qualname__}'>": c for c in classes}
+
+
+def _rebuilt_policy_kwargs(entry: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A pickled ``policy_kwargs`` (A2C's adds its optimizer class) rebuilt from the text SB3 writes
+    beside the pickle: literals read with :func:`ast.literal_eval`, classes from :func:`_safe_classes`."""
+    import ast
+
+    safe = _safe_classes()
+    out: dict[str, Any] = {}
+    for key, text in entry.items():
+        if key in (":type:", ":serialized:"):
+            continue
+        if not isinstance(text, str):  # SB3 keeps a JSON value as it is beside the pickle
+            out[key] = text
+            continue
+        if text in safe:
+            out[key] = safe[text]
+            continue
+        try:
+            out[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError):
+            raise ConfigError(
+                "agent", f"{path}: policy_kwargs.{key} = {text!r} is not a value clustergym rebuilds without unpickling"
+            ) from None
+    if entry.get(":type:") != "<class 'dict'>":
+        raise ConfigError("agent", f"{path}: policy_kwargs is not a dict ({entry.get(':type:')})")
+    return out
+
+
+def _rebuilt_objects(
+    Algo: Any, algo: str, policy_kind: str, observation_space: Any, action_space: Any, settings: dict[str, Any]
+) -> dict[str, Any]:
+    """SB3's ``custom_objects``: every entry of :data:`REBUILT`, made by clustergym (``clip_range`` and
+    ``clip_range_vf``, DQN's ``train_freq``: ``settings``' value, else the algorithm's default)."""
+    import inspect
+
+    defaults = {k: p.default for k, p in inspect.signature(Algo.__init__).parameters.items()}
+    objects: dict[str, Any] = dict.fromkeys(REBUILT)
+    objects.update(
+        policy_class=_policy_class(Algo, algo, policy_kind),
+        observation_space=observation_space,
+        action_space=action_space,
+    )
+    for key in ("clip_range", "clip_range_vf", "train_freq"):
+        if key not in defaults:
+            continue
+        value = settings.get(key, defaults.get(key))
+        if isinstance(value, list):  # train_freq as [n, "step"] from JSON
+            value = tuple(value)
+        if value is not None and not isinstance(value, (int, float, tuple)):
+            raise ConfigError("agent", f"{key}: a number is expected to rebuild the model, got {value!r}")
+        objects[key] = value
+    return objects
+
+
+def load_sb3_safely(
+    path: str | Path,
+    algo: str,
+    policy_kind: str,
+    observation_space: Any,
+    action_space: Any,
+    *,
+    settings: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """An SB3 model from ``path`` without unpickling anything in it.
+
+    SB3 stores a model's settings as JSON and some objects as base64 cloudpickles (``:serialized:``),
+    which its ``load`` would unpickle -- running any code a crafted file holds.  Here every pickled
+    entry SB3 writes (:data:`REBUILT`, and ``policy_kwargs`` holding a class:
+    :func:`_rebuilt_policy_kwargs`) is supplied through ``custom_objects`` instead: the policy
+    class from ``policy_kind`` (``mlp``, ``equivariant`` or an SB3 policy name), the spaces given,
+    the schedules and buffers rebuilt by the algorithm (``clip_range`` from ``settings``, else the
+    default); a pickled entry of any other name is refused.  The ``.pth`` members (weights,
+    optimizer state, PyTorch variables) are read by SB3 with ``torch.load(weights_only=True)``,
+    which loads tensors and plain containers only.
+
+    Args:
+        path: the ``.zip``.
+        algo: one of :data:`ALGOS`.
+        policy_kind: ``mlp``, ``equivariant``, or a policy name of the algorithm (``MlpPolicy``).
+        observation_space, action_space: the spaces the model was trained on.
+        settings: the run's algorithm settings (``model.json``'s ``algo_kwargs``).
+        **kwargs: more arguments of ``Algo.load`` (``env``, ``device``, ...).
+
+    Raises:
+        ConfigError: a file that is not such a model (:func:`_check_zip`), a pickled entry not
+            rebuilt here, a model that does not load with these spaces and classes, or one of
+            another algorithm; the message names the file.
+    """
+    path = Path(path)
+    Algo = algo_classes()[algo]
+    data = _check_zip(path)
+    rebuilt = (*REBUILT, "policy_kwargs")
+    foreign = sorted(k for k, v in data.items() if isinstance(v, dict) and ":serialized:" in v and k not in rebuilt)
+    if foreign:
+        raise ConfigError(
+            "agent",
+            f"{path}: its data holds pickled objects clustergym does not rebuild ({', '.join(foreign)}); "
+            "unpickling them could run code from the file, so the model is not loaded",
+        )
+    objects = _rebuilt_objects(Algo, algo, policy_kind, observation_space, action_space, settings or {})
+    if isinstance(data.get("policy_kwargs"), dict) and ":serialized:" in data["policy_kwargs"]:
+        objects["policy_kwargs"] = _rebuilt_policy_kwargs(data["policy_kwargs"], path)
     try:
-        model = Algo.load(str(path), **kwargs)
-    except Exception as e:  # SB3 and torch raise many kinds: a bad pickle, a state dict of other shapes, ...
+        model = Algo.load(str(path), custom_objects=objects, **kwargs)
+    except Exception as e:  # SB3 and torch raise many kinds: a state dict of other shapes, a refused tensor file, ...
         first = (str(e).strip().splitlines() or [""])[-1].strip()[:300]
         raise ConfigError(
             "agent",
             f"{path}: cannot be loaded as a {algo} model ({type(e).__name__}: {first}); "
             f"is its {META_NAME} the one it was saved with?",
         ) from None
-    expected = Algo.__name__
-    if type(model).__name__ != expected:
+    if type(model).__name__ != Algo.__name__:
         raise ConfigError("agent", f"{path}: loads as {type(model).__name__}, but its {META_NAME} says {algo}")
     return model
 
 
+def model_spaces(meta: dict[str, Any]) -> tuple[Any, Any]:
+    """The observation and action spaces a model was trained on, rebuilt from its ``model.json``:
+    the environment of its task (``gymnasium.make`` of the task id) or scenario with its env
+    settings, the rule mode's observation for ``action_mode: rule``, flattened for ``mlp``.
+
+    Raises:
+        ConfigError: the task or scenario cannot be built here (a scenario file that is not there).
+    """
+    import gymnasium
+    from gymnasium.spaces import Discrete, flatten_space
+
+    from clustergym.envs import make_env
+
+    kw = dict(meta.get("train_env_kwargs") or meta.get("env_kwargs") or {})
+    rules = kw.pop("rules", None) if kw.get("action_mode") == "rule" else None
+    if rules is not None:
+        kw.pop("action_mode")
+    for key in ("reward_scale", "reward_timing", "invalid_penalty"):  # training-only: no effect on spaces
+        kw.pop(key, None)
+    what = meta.get("task") or meta.get("scenario")
+    try:
+        if meta.get("task"):
+            env = gymnasium.make(meta["task"], disable_env_checker=True, **kw)
+        else:
+            kw = {"skip_trivial": True, **kw, **meta.get("scenario_params", {})}
+            env = make_env(meta["scenario"], epochs=AgentRequirements().epochs, **kw)
+    except Exception as e:  # a scenario file that is not there, a setting of another version, ...
+        raise ConfigError(
+            "agent", f"the model's {META_NAME} names {what!r}, which cannot be built here ({e})"
+        ) from None
+    obs_space, act_space = env.observation_space, env.action_space
+    env.close()
+    if rules is not None:
+        from clustergym.learned.rule_select import parse_rules, rule_observation_space
+
+        n = len(parse_rules(rules, "agent"))
+        obs_space, act_space = rule_observation_space(obs_space, n), Discrete(n)
+    if meta["policy"] == "mlp":
+        obs_space = flatten_space(obs_space)
+    return obs_space, act_space
+
+
+def load_sb3(Algo: Any, path: Path, algo: str, **kwargs: Any) -> Any:
+    """:func:`load_sb3_safely` for a model of ``clustergym train`` whose ``model.json`` is beside it
+    (or in its run folder): its digests checked, the spaces from :func:`model_spaces` (or, with
+    ``env`` in ``kwargs`` -- a resumed run's -- that env's).  ``Algo`` must be ``algo``'s class."""
+    meta = read_metadata(path)
+    _check_zip(path)  # the file's own damage named first (a truncated zip), then any other change
+    check_digests(path, meta)
+    env = kwargs.get("env")
+    spaces = (env.observation_space, env.action_space) if env is not None else model_spaces(meta)
+    return load_sb3_safely(path, algo, meta["policy"], *spaces, settings=meta.get("algo_kwargs"), **kwargs)
+
+
 def vecnormalize_path(model_path: Path) -> Path | None:
-    """The VecNormalize statistics saved with a model or a checkpoint."""
+    """The VecNormalize statistics (``.npz``) saved with a model or a checkpoint; ``None`` if there are none.
+
+    Raises:
+        ConfigError: there are only statistics saved as a pickle (folders saved before the ``.npz``
+            format): they are never loaded (:func:`clustergym.learned.files.legacy_message`).
+    """
+    from clustergym.learned.files import legacy_message
+
     m = re.fullmatch(r"(.*)_(\d+)_steps", model_path.stem)
-    cands = [model_path.parent / f"{m.group(1)}_vecnormalize_{m.group(2)}_steps.pkl"] if m else []
-    cands.append(model_path.parent / VECNORM_NAME)
-    return next((c for c in cands if c.is_file()), None)
+    stems = [model_path.parent / f"{m.group(1)}_vecnormalize_{m.group(2)}_steps"] if m else []
+    stems.append(model_path.parent / Path(VECNORM_NAME).stem)
+    for stem in stems:
+        if stem.with_suffix(".npz").is_file():
+            return stem.with_suffix(".npz")
+        if stem.with_suffix(".pkl").is_file():
+            raise ConfigError("agent", legacy_message(stem.with_suffix(".pkl")))
+    return None
 
 
 #: how a model acts when asked for its deterministic action (``model.json``'s ``decoding``, or the
@@ -332,8 +565,7 @@ class ModelAgent:
         assert self._obs_space is not None, "call reset(env) first"
         x = flatten(self._obs_space, obs).astype(np.float32)
         if self.obs_rms is not None:
-            clip, eps = self.meta.get("clip_obs", 10.0), self.meta.get("norm_epsilon", 1e-8)
-            x = np.clip((x - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + eps), -clip, clip).astype(np.float32)
+            x = self.obs_rms.normalize(x)
         return x
 
     def logits(self, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -430,17 +662,19 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     meta = read_metadata(p)
     model = load_sb3(algo_classes()[meta["algo"]], p, meta["algo"], device="cpu")
     obs_rms = None
-    vn = vecnormalize_path(p)
-    if vn is not None and meta["policy"] == "mlp":
-        try:
-            with open(vn, "rb") as f:
-                stats = pickle.load(f)
-            stats.norm_obs, stats.obs_rms  # noqa: B018 (a VecNormalize)
-        except Exception as e:  # a damaged or foreign pickle
-            raise ConfigError("agent", f"{vn}: damaged normalisation statistics ({type(e).__name__}: {e})") from None
-        if stats.norm_obs:
-            obs_rms = stats.obs_rms
-            meta = {**meta, "clip_obs": stats.clip_obs, "norm_epsilon": stats.epsilon}
+    if meta["policy"] == "mlp":  # the mlp policy learned on normalised observations: its statistics are part of it
+        from clustergym.learned.files import read_vecnormalize
+
+        vn = vecnormalize_path(p)
+        if vn is None:
+            raise ConfigError(
+                "agent",
+                f"{path}: an mlp model without its normalisation statistics ({VECNORM_NAME} beside it, or "
+                "rl_model_vecnormalize_<N>_steps.npz beside a checkpoint): it would act on unnormalised "
+                "observations, with another score",
+            )
+        stats = read_vecnormalize(vn)
+        obs_rms = stats if stats.norm_obs else None
     if decoding is not None:
         meta = {**meta, "decoding": decoding}
     return ModelAgent(model, meta, obs_rms, name=str(path))

@@ -5,7 +5,7 @@
 
 Writes to ``OUT``:
 
-* ``model.zip`` + ``model.json`` + ``vecnormalize.pkl``: the final model, loadable by
+* ``model.zip`` + ``model.json`` + ``vecnormalize.npz``: the final model, loadable by
   path wherever an agent name is accepted (``clustergym run X --agent OUT/model.zip``);
 * ``checkpoints/``: periodic checkpoints (``--resume`` takes one of them);
 * ``tb/``: TensorBoard logs (``tensorboard --logdir OUT/tb``);
@@ -45,6 +45,7 @@ import pandas as pd
 from clustergym.agent_api import AgentRequirements
 from clustergym.envs.actions import default_action_mode
 from clustergym.errors import ConfigError, require_extra
+from clustergym.learned.files import load_vecnormalize, record_digests, save_vecnormalize
 from clustergym.learned.model_agent import (
     ALGOS,
     DECODINGS,
@@ -359,7 +360,7 @@ def _checkpoint_callback(every: int, path: Path) -> Any:
 
     class UpdateCheckpoint(CheckpointCallback):
         def __init__(self) -> None:
-            super().__init__(save_freq=1, save_path=str(path), save_vecnormalize=True)
+            super().__init__(save_freq=1, save_path=str(path), save_vecnormalize=False)
             self.last = 0
 
         def _on_training_start(self) -> None:
@@ -372,6 +373,9 @@ def _checkpoint_callback(every: int, path: Path) -> Any:
             if self.model.num_timesteps - self.last >= every:
                 self.last = self.num_timesteps = self.model.num_timesteps
                 super()._on_step()  # save_freq 1: saves now
+                vn = self.model.get_vec_normalize_env()
+                if vn is not None:  # the statistics as plain arrays (never a pickle)
+                    save_vecnormalize(vn, self._checkpoint_path("vecnormalize_", extension="npz"))
 
         def _on_training_end(self) -> None:
             # SB3 writes a rollout's scalars before its update: the last update's train/* would be lost
@@ -796,7 +800,7 @@ def train(
     venv = build_venv(scenario, scenario_params, env_kwargs, policy, n_envs, vec_env, seed, stage_params)
     vn_path = vecnormalize_path(Path(resume)) if resume else None
     if vn_path is not None:
-        venv = VecNormalize.load(str(vn_path), venv)
+        venv = load_vecnormalize(vn_path, venv)
         venv.training = True
     else:
         venv = VecNormalize(
@@ -910,7 +914,7 @@ def train(
         first = False
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     model.save(out / "model.zip")
-    venv.save(str(out / VECNORM_NAME))
+    save_vecnormalize(venv, out / VECNORM_NAME)
     # CPU seconds of this process (the learner and in-process envs; not subprocess envs' workers)
     meta.update(
         timesteps=int(model.num_timesteps),
@@ -919,6 +923,7 @@ def train(
         resumed_from=str(resume or ""),
     )
     (out / META_NAME).write_text(json.dumps(meta, indent=2))
+    record_digests(out)
     venv.close()
     if verbose:
         print(

@@ -257,8 +257,11 @@ def test_training_writes_model_metadata_checkpoints_eval_and_tensorboard(trained
     meta = json.loads((out / "model.json").read_text())
     assert meta["algo"] == "maskable-ppo" and meta["policy"] == "equivariant" and meta["timesteps"] >= 1024
     assert meta["env_kwargs"] == {"action_mode": "head", "queue_window": 8}
-    assert (out / "vecnormalize.pkl").is_file()
+    assert (out / "vecnormalize.npz").is_file()
     assert list((out / "checkpoints").glob("rl_model_*_steps.zip"))
+    assert not list(out.rglob("*.pkl"))  # every statistic as plain arrays, never a pickle
+    assert list((out / "checkpoints").glob("rl_model_vecnormalize_*_steps.npz"))
+    assert {"model.zip", "vecnormalize.npz"} <= set(meta["sha256"])
     assert list((out / "tb").rglob("events.out.tfevents.*"))
     ev = pd.read_csv(out / "eval.csv")
     assert set(ev["agent"]) == {"learned", "best-fit"} and set(ev["seed"]) == {0, 1}
