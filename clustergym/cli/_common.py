@@ -1,0 +1,141 @@
+"""What every command shares: the one error path, the consoles and the printers.
+
+``--json`` prints exactly one JSON document on stdout and nothing else there; progress and messages go
+to stderr (:data:`err`).  :class:`Commands` is the app's group class: its ``invoke`` maps a
+:class:`~clustergym.errors.ClusterGymError`, an :class:`OSError` or a usage error to exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import typer
+import typer.core
+from rich.console import Console
+
+from clustergym._json import jsonable
+from clustergym.errors import ClusterGymError, ConfigError
+
+__all__ = [
+    "WARMUP_HELP",
+    "Commands",
+    "err",
+    "fail",
+    "json_error",
+    "out",
+    "pd_frame",
+    "print_json",
+    "version",
+    "with_warmup",
+]
+
+#: click's UsageError as typer raises it (typer >= 0.24 vendors click)
+USAGE_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class Commands(typer.core.TyperGroup):
+    """The one error path of every command.
+
+    A :class:`ClusterGymError` (a bad scenario, setting, file or model), an :class:`OSError` (a file
+    that cannot be read or written) and a malformed option (click's usage errors) exit with code 2
+    and a message on stderr, never a traceback; with ``--json`` stdout also gets one JSON document
+    ``{"error": {"type", "field", "message"}}``.  Ctrl-C exits with 130 (the message says what was
+    kept); anything else is a bug in clustergym, reported as such with code 1
+    (``CLUSTERGYM_DEBUG=1`` shows its traceback).
+    """
+
+    json_requested = False
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        Commands.json_requested = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+        return super().main(args, *a, **kw)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except USAGE_ERRORS as e:  # typer prints it (with the usage line) and exits with 2
+            param = getattr(e, "param", None)
+            json_error(
+                "UsageError",
+                (param.opts[0] if getattr(param, "opts", None) else getattr(param, "name", None)),
+                e.format_message(),
+            )
+            raise
+        except ClusterGymError as e:
+            fail(e)
+        except OSError as e:
+            fail(e, field=getattr(e, "filename", None))
+        except KeyboardInterrupt as e:
+            msg = str(e) or "interrupted"
+            err.print("[bold red]interrupted:[/] ", end="")
+            err.print(msg, markup=False, highlight=False)
+            json_error("Interrupted", None, msg)
+            raise typer.Exit(130) from None
+        except Exception as e:  # a bug: say so, without a traceback unless asked for
+            if os.environ.get("CLUSTERGYM_DEBUG"):
+                raise
+            msg = f"{type(e).__name__}: {e}"
+            err.print(
+                "[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
+                "CLUSTERGYM_DEBUG=1 shows the traceback): ",
+                end="",
+            )
+            err.print(msg, markup=False, highlight=False)
+            json_error("InternalError", None, msg)
+            raise typer.Exit(1) from None
+
+
+err = Console(stderr=True)
+out = Console()
+
+
+def print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(jsonable(doc), indent=2) + "\n")
+
+
+# --warmup T (run, compare): the scenario parameter `warmup`, passed like --set warmup=T
+WARMUP_HELP = "warm-up deletion: time averages over [T, horizon], per-job statistics of jobs arriving from T on"
+
+
+def with_warmup(sparams: dict[str, Any], warmup: float | None) -> None:
+    if warmup is not None:
+        if "warmup" in sparams and sparams["warmup"] != warmup:
+            raise ConfigError("warmup", f"--warmup {warmup:g} and --set warmup={sparams['warmup']} disagree")
+        sparams["warmup"] = warmup
+
+
+def json_error(kind: str, field: str | None, message: str) -> None:
+    if Commands.json_requested:
+        sys.stdout.write(
+            json.dumps({"error": {"type": kind, "field": field or None, "message": message}}, indent=2) + "\n"
+        )
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clustergym")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def pd_frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def fail(e: Exception, field: str | None = None) -> None:
+    """Report a user-facing error (stderr; with --json also stdout) and exit with code 2."""
+    msg = str(e)
+    err.print("[bold red]error:[/] ", end="")
+    err.print(msg, markup=False, highlight=False)
+    json_error(type(e).__name__, getattr(e, "field", None) or field, msg)
+    raise typer.Exit(2)

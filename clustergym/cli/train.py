@@ -1,0 +1,105 @@
+"""``clustergym train``: train an RL agent into a model file that runs anywhere an agent name does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from clustergym.cli.values import parse_pairs, parse_stage
+
+
+def train_cmd(
+    scenario: str | None = typer.Argument(
+        None, help="preset name, scenario file or suite task (not needed with --resume)"
+    ),
+    algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
+    timesteps: int = typer.Option(100_000, "--timesteps", help="total env steps (including a resumed run's)"),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        help="a new or empty folder (default runs/train): model.zip, model.json, checkpoints/, tb/, eval.csv",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold an earlier run: its files are replaced"),
+    policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant (default)"),
+    envs: int | None = typer.Option(
+        None, "--envs", help="envs per rollout (default: 16 in-process, the available cores with --vec-env subproc)"
+    ),
+    vec_env: str = typer.Option(
+        "dummy",
+        "--vec-env",
+        help="dummy (in-process, one batched forward pass; default) or subproc (a process per env)",
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
+    eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
+    eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
+    eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
+    eval_horizon: float | None = typer.Option(
+        None, "--eval-horizon", help="evaluation episode length (default: the training horizon)"
+    ),
+    resume: Path | None = typer.Option(
+        None,
+        "--resume",
+        help="continue a run: a checkpoint .zip or the run "
+        "folder; its scenario, --set settings, algorithm "
+        "and policy are restored from its model.json",
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="scenario parameter k=v; env: action_mode (head, slot, admit, rule), rules (rule mode: "
+        "comma-separated agents), queue_window, horizon, reward_scale; algo.<name>=v for the algorithm; "
+        "policy.work_conserving=true, policy.server_ids=true; semi_markov=true|T (gamma per T of simulated time)",
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
+    warm_start: str | None = typer.Option(
+        None, "--warm-start", help="baseline to imitate before RL (behaviour cloning), e.g. best-fit"
+    ),
+    decoding: str = typer.Option(
+        "two-level",
+        "--decoding",
+        help="how the model acts when evaluated: two-level (WAIT against all placements, then the best "
+        "placement), argmax, or sample (a seeded draw: a stochastic policy)",
+    ),
+    warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
+    warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
+    stage: list[str] = typer.Option(
+        [],
+        "--stage",
+        help="curriculum stage STEPS:key=value[,key=value] (repeatable, in order): STEPS steps with those scenario "
+        "parameters changed (e.g. 100000:load=1.5, 50000:num_servers=10), then the rest of --timesteps on the "
+        "scenario or task itself",
+    ),
+) -> None:
+    """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
+    from clustergym.errors import require_extra
+
+    require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
+    from clustergym.training.train import train
+
+    params = parse_pairs(set_)
+    agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
+    stages = [parse_stage(text) for text in stage]
+    train(
+        scenario,
+        algo,
+        timesteps=timesteps,
+        n_envs=envs,
+        vec_env=vec_env,
+        policy=policy,
+        seed=seed,
+        out=out_dir,
+        overwrite=overwrite,
+        eval_agents=agents,
+        eval_every=eval_every,
+        eval_seeds=range(eval_seeds),
+        eval_horizon=eval_horizon,
+        resume=resume,
+        progress_bar=progress,
+        warm_start=warm_start,
+        decoding=decoding,
+        warm_start_steps=warm_start_steps,
+        warm_start_epochs=warm_start_epochs,
+        curriculum=stages,
+        **params,
+    )
