@@ -20,6 +20,7 @@ from clustergym._json import jsonable
 from clustergym.errors import ClusterGymError, ConfigError
 
 __all__ = [
+    "FORMATS",
     "WARMUP_HELP",
     "Commands",
     "err",
@@ -28,6 +29,8 @@ __all__ = [
     "out",
     "pd_frame",
     "print_json",
+    "print_table",
+    "table_rows",
     "version",
     "with_warmup",
 ]
@@ -93,6 +96,47 @@ class Commands(typer.core.TyperGroup):
 
 err = Console(stderr=True)
 out = Console()
+
+
+#: ``--format`` of the commands that print tables
+FORMATS = ("table", "csv", "markdown")
+
+
+def table_rows(t: Any) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of a rich :class:`~rich.table.Table`, as plain text."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        return cell.plain if isinstance(cell, Text) else str(cell)
+
+    header = [plain(c.header) for c in t.columns]
+    cells = [[plain(x) for x in c._cells] for c in t.columns]
+    return header, [list(r) for r in zip(*cells)]
+
+
+def print_table(t: Any, fmt: str = "table") -> None:
+    """Print a table: ``table`` (rich; when stdout is not a terminal, at full width, so no cell is cut
+    to "7.2…"), ``csv`` or ``markdown`` (the title first, as a line starting with ``#`` for csv)."""
+    import csv
+
+    if fmt == "table":
+        (out if out.is_terminal else Console(width=100_000, soft_wrap=True)).print(t)
+        return
+    header, rows = table_rows(t)
+    title = str(t.title or "")
+    if fmt == "csv":
+        if title:
+            sys.stdout.write(f"# {title}\n")
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        return
+    esc = [[c.replace("|", "\\|") for c in r] for r in [header, *rows]]
+    if title:
+        sys.stdout.write(f"**{title}**\n\n")
+    sys.stdout.write("| " + " | ".join(esc[0]) + " |\n|" + "---|" * len(header) + "\n")
+    sys.stdout.writelines("| " + " | ".join(r) + " |\n" for r in esc[1:])
+    sys.stdout.write("\n")
 
 
 def print_json(doc: Any) -> None:

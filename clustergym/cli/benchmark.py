@@ -19,12 +19,12 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.errors import ClusterGymError, ConfigError
+from clustergym.cli._common import FORMATS, print_table
+from clustergym.errors import ConfigError
 
 __all__ = ["benchmark_cmd", "plot_normalized"]
 
 _err = Console(stderr=True)
-_out = Console()
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -116,7 +116,7 @@ def _reference_plot_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _print_reference(doc: dict[str, Any]) -> None:
+def _print_reference(doc: dict[str, Any], table_format: str = "table") -> None:
     t = Table(title=f"suite reference ({len(doc['seeds'])} seeds): random, best non-oracle baseline, best oracle")
     for c in ("task", "metric", "random", "best baseline", "score", "best oracle", "score", "agents", "wall s"):
         t.add_column(c, justify="left" if c in ("task", "metric", "best baseline", "best oracle") else "right")
@@ -133,7 +133,7 @@ def _print_reference(doc: dict[str, Any]) -> None:
             str(len(a)),
             f"{e.get('wall_seconds', math.nan):.0f}",
         )
-    _out.print(t)
+    print_table(t, table_format)
 
 
 def benchmark_cmd(
@@ -166,44 +166,69 @@ def benchmark_cmd(
     markdown: bool = typer.Option(
         False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)"
     ),
+    decoding: str | None = typer.Option(
+        None,
+        "--decoding",
+        help="how every model acts: argmax (SB3's deterministic predict), sample (a seeded draw from its "
+        "policy) or two-level (WAIT against all placements together, then the best placement); default: "
+        "each model's own (argmax for a plain SB3 save); see docs/benchmark.md",
+    ),
+    table_format: str = typer.Option("table", "--format", help="how tables print: table, csv or markdown"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
-    """Score an agent or saved models on the suite's tasks, normalized against the reference baselines."""
+    """Score agents, saved models or your own policy on the suite's tasks, normalized against the reference baselines.
+
+    AGENT is a registered agent, a model (OUT/model.zip of `clustergym train`, any Stable-Baselines3 or
+    sb3-contrib model.save() zip, a run folder or an rl-baselines3-zoo folder) or a class or factory by
+    import path (mypkg.policies:make_agent).
+    """
+    from clustergym.learned.model_agent import DECODINGS
     from clustergym.runner import worker_count
     from clustergym.suite import EVAL_SEEDS
     from clustergym.suite import task as get_task
-    from clustergym.validation import number
+    from clustergym.validation import choice, number
 
-    try:
-        task_names = _tasks(tasks)
-        for n in task_names or []:
-            get_task(n)
-        number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True, error=ConfigError)
-        workers = worker_count(workers, "--workers")
-        if reference and specs:
-            raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")
-        if not reference and not specs and plot is None and not markdown:
-            raise ConfigError("agent", "give an agent or model to benchmark, --reference, --plot FILE or --markdown")
-        if markdown and not reference and not specs:
-            from clustergym.suite.reference import load_reference
-            from clustergym.suite.reference import markdown as to_markdown
+    task_names = _tasks(tasks)
+    for n in task_names or []:
+        get_task(n)
+    number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True, error=ConfigError)
+    workers = worker_count(workers, "--workers")
+    choice(table_format, "--format", FORMATS, error=ConfigError)
+    if decoding is not None:
+        choice(decoding, "--decoding", DECODINGS, error=ConfigError)
+    if reference and specs:
+        raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")
+    if not reference and not specs and plot is None and not markdown:
+        raise ConfigError("agent", "give an agent or model to benchmark, --reference, --plot FILE or --markdown")
+    if markdown:  # prints the shipped reference; never regenerates it
+        if specs:
+            raise ConfigError(
+                "--markdown", "prints the reference scores; give no agent with it (use --format markdown)"
+            )
+        from clustergym.suite.reference import load_reference
+        from clustergym.suite.reference import markdown as to_markdown
 
-            sys.stdout.write(to_markdown(load_reference()))
-            if plot is None:
-                return
-        if reference:
-            _regenerate(task_names, seeds, workers, out_dir, plot, json_out)
-        elif not specs:
-            from clustergym.suite.reference import load_reference
+        doc = load_reference()
+        if task_names:
+            doc = {**doc, "tasks": {k: v for k, v in doc["tasks"].items() if k in task_names}}
+        sys.stdout.write(to_markdown(doc))
+        return
+    if reference:
+        if out_dir is None:
+            raise ConfigError(
+                "--out",
+                "--reference writes reference.json into a folder you name (--out DIR); the installed "
+                "package's own reference.json is never overwritten",
+            )
+        _regenerate(task_names, seeds, workers, out_dir, plot, json_out)
+    elif not specs:
+        from clustergym.suite.reference import load_reference
 
-            doc = load_reference()
-            path = plot_normalized(_reference_plot_rows(doc), plot, "clustergym suite: reference baselines")
-            _err.print(f"wrote {path}")
-        else:
-            _benchmark(specs, task_names, seeds, workers, out_dir, plot, json_out)
-    except ClusterGymError as e:
-        _err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        doc = load_reference()
+        path = plot_normalized(_reference_plot_rows(doc), plot, "clustergym suite: reference baselines")
+        _err.print(f"wrote {path}")
+    else:
+        _benchmark(specs, task_names, seeds, workers, out_dir, plot, json_out, decoding, table_format)
 
 
 def _progress():
@@ -257,6 +282,8 @@ def _benchmark(
     out_dir: Path | None,
     plot: Path | None,
     json_out: bool,
+    decoding: str | None = None,
+    table_format: str = "table",
 ) -> None:
     from clustergym.suite.scoring import evaluate
 
@@ -267,7 +294,7 @@ def _benchmark(
         def tick(task: str, agent: str, seed: int) -> None:
             prog.update(bar, advance=1, description=f"{agent} seed {seed}")
 
-        res = evaluate(specs, task_names, seeds=seeds, workers=workers, progress=tick)
+        res = evaluate(specs, task_names, seeds=seeds, workers=workers, progress=tick, decoding=decoding)
     res["wall_seconds"] = time.perf_counter() - t0
     if out_dir is not None:
         import pandas as pd
@@ -322,7 +349,7 @@ def _benchmark(
                 _fmt(r["vs_oracle"], 3),
                 f"{r['complete']}/{len(res['seeds'])}",
             )
-    _out.print(t)
+    print_table(t, table_format)
     t = Table(title="normalized score over tasks: IQM and mean [95% stratified bootstrap CI]")
     for c in ("runs", "tasks", "IQM", "mean"):
         t.add_column(c, justify="left" if c == "runs" else "right")
@@ -336,5 +363,5 @@ def _benchmark(
             f"{_fmt(a['iqm'], 3)} [{_fmt(a['iqm_low'], 3)}, {_fmt(a['iqm_high'], 3)}]",
             f"{_fmt(a['mean'], 3)} [{_fmt(a['mean_low'], 3)}, {_fmt(a['mean_high'], 3)}]",
         )
-    _out.print(t)
+    print_table(t, table_format)
     _err.print(f"{len(res['rows'])} episodes in {res['wall_seconds']:.0f} s")

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import WARMUP_HELP, err, out, pd_frame, print_json, version, with_warmup
+from clustergym.cli._common import WARMUP_HELP, err, pd_frame, print_json, print_table, version, with_warmup
 from clustergym.cli.values import parse_pairs, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.validation import choice, number
@@ -359,7 +359,7 @@ def compare_cmd(
             p_adj,
             str(r["unstable_runs"]),
         )
-    out.print(t)
+    print_table(t)
     if "lp_bound_per_server" in summary:
         t = Table(
             title=f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}"
@@ -372,6 +372,6 @@ def compare_cmd(
                 f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
                 f"{r['ratio_to_lp_bound']:.4f}",
             )
-        out.print(t)
+        print_table(t)
     if folder is not None:
         err.print(f"wrote {', '.join(p.name for p in written)} to {folder.path}", highlight=False)

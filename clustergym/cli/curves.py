@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import err, out, print_json
+from clustergym.cli._common import err, print_json, print_table
 from clustergym.errors import ConfigError
 
 
@@ -64,5 +64,5 @@ def curves_cmd(
         t.add_row(str(r.run), str(int(r.step)), f"{r.value:.4g}")
     for r in data["baselines"].itertuples():
         t.add_row(f"{r.agent} (baseline)", "", f"{r.value:.4g}")
-    out.print(t)
+    print_table(t)
     err.print(f"wrote {', '.join(str(p) for p in targets)}", highlight=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import out, print_json
+from clustergym.cli._common import print_json, print_table
 
 
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
@@ -24,10 +24,10 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON
     t.add_column("parameters (defaults)")
     for name, s in scenarios.items():
         t.add_row(name, s["description"], ", ".join(f"{k}={v}" for k, v in s["params"].items()))
-    out.print(t)
+    print_table(t)
     t = Table(title="agents")
     t.add_column("name")
     t.add_column("description")
     for name, d in agents.items():
         t.add_row(name, d)
-    out.print(t)
+    print_table(t)

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import fail, out, print_json
+from clustergym.cli._common import fail, print_json, print_table
 from clustergym.errors import ClusterGymError
 
 
@@ -73,7 +73,7 @@ def reproduce_cmd(
                     t.add_column(col)
                 for c in listing:
                     t.add_row(c["id"], c["paper"], c["claim"])
-                out.print(t)
+                print_table(t)
             return
         load_claims()
         ids = list(CLAIMS) if all_ else claims
@@ -96,6 +96,6 @@ def reproduce_cmd(
                 str(r["expected"]),
                 "[green]yes[/]" if r["passed"] else "[red]no[/]",
             )
-        out.print(t)
+        print_table(t)
     if not all(r["passed"] for r in results):
         raise typer.Exit(1)

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import WARMUP_HELP, err, fail, out, print_json, with_warmup
+from clustergym.cli._common import WARMUP_HELP, err, fail, print_json, print_table, with_warmup
 from clustergym.cli.values import parse_pairs, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.validation import number
@@ -49,4 +49,4 @@ def run_cmd(
         t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(_jsonable(v)))
         if k == "p99_wait" and "p99_wait_method" in result:  # job_memory=bounded: p99 is estimated
             t.add_row("p99_wait_method", str(result["p99_wait_method"]))
-    out.print(t)
+    print_table(t)

@@ -12,7 +12,9 @@ of one method) with several.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from clustergym.agent_api import make_agent, make_env_for
@@ -28,7 +30,7 @@ from clustergym.suite.reference import (
 from clustergym.suite.tasks import TASKS, Task, eval_seeds
 from clustergym.suite.tasks import task as get_task
 
-__all__ = ["check_agent", "evaluate", "select_tasks"]
+__all__ = ["agent_params", "check_agent", "evaluate", "is_model", "select_tasks"]
 
 
 def select_tasks(
@@ -56,10 +58,23 @@ def select_tasks(
     return chosen, skipped
 
 
-def check_agent(spec: str, t: Task) -> str | None:
+def is_model(spec: str) -> bool:
+    """Whether ``spec`` names a saved model (a ``.zip`` or a model's folder), not a registered agent
+    or an import path: the specs ``decoding`` applies to."""
+    from clustergym.agent_api import AGENTS
+
+    return spec not in AGENTS and (spec.endswith(".zip") or os.path.isdir(spec))
+
+
+def agent_params(spec: str, decoding: str | None) -> dict[str, Any]:
+    """The parameters ``spec`` is made with: ``decoding`` for a model, none for other agents."""
+    return {"decoding": decoding} if decoding is not None and is_model(spec) else {}
+
+
+def check_agent(spec: str, t: Task, params: dict[str, Any] | None = None) -> str | None:
     """Why ``spec`` cannot run on the task (``None`` if it can): built, its environment made and reset."""
     try:
-        agent = make_agent(spec)
+        agent = make_agent(spec, **(params or {}))
         env = make_env_for(t.scenario(), agent, env_id=t.id)
         env.reset(seed=0)
         agent.reset(env, seed=0)
@@ -77,6 +92,7 @@ def evaluate(
     workers: int | None = None,
     reference: dict[str, Any] | None = None,
     progress: Callable[[str, str, int], None] | None = None,
+    decoding: str | None = None,
 ) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
@@ -87,6 +103,9 @@ def evaluate(
         workers: worker processes (``None``: the available cores).
         reference: the reference document (default: the shipped one).
         progress: called with ``(task, spec, seed)`` as episodes finish.
+        decoding: how every model among ``specs`` acts (``argmax``, ``two-level``, ``sample``;
+            :data:`clustergym.learned.model_agent.DECODINGS`); ``None``: each model's own (its
+            ``model.json``'s, ``argmax`` for a plain SB3 save).
 
     Returns:
         ``{"seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
@@ -101,12 +120,13 @@ def evaluate(
     ref = reference if reference is not None else load_reference()
     seed_list = eval_seeds(seeds)
     chosen, skipped = select_tasks(tasks, ref)
+    params = {spec: agent_params(spec, decoding) for spec in specs}
     for spec in specs:
-        make_agent(spec)  # a ConfigError naming a bad agent or model path, before anything runs
+        make_agent(spec, **params[spec])  # a ConfigError naming a bad agent or model path, before anything runs
     plan: list[tuple[Task, str]] = []
     for t in chosen:
         for spec in specs:
-            why = check_agent(spec, t)
+            why = check_agent(spec, t, params[spec])
             if why is None:
                 plan.append((t, spec))
             else:
@@ -116,7 +136,7 @@ def evaluate(
     cells, owners = [], []
     for t, spec in plan:
         for cell in task_cells(t, [spec], seed_list):
-            cells.append(cell)
+            cells.append(replace(cell, agent_params=tuple(params[spec].items())))
             owners.append(t.name)
 
     def tick(agent: str, seed: int) -> None:
@@ -124,7 +144,14 @@ def evaluate(
             progress("", agent, seed)
 
     rows = run_rows(cells, workers=workers, progress=tick)
-    out: dict[str, Any] = {"seeds": seed_list, "specs": specs, "tasks": {}, "skipped": skipped, "rows": []}
+    out: dict[str, Any] = {
+        "seeds": seed_list,
+        "specs": specs,
+        "decoding": decoding,
+        "tasks": {},
+        "skipped": skipped,
+        "rows": [],
+    }
     for name, row in zip(owners, rows):
         m = row["task"]
         out["rows"].append(
