@@ -259,20 +259,32 @@ def _imported_agent(path: str, params: dict[str, Any]) -> Any:
 
 class PolicyAgent:
     """A policy that only maps observations to actions (SB3's ``predict``), driven as an agent: it
-    reads the observation of the environment it runs on, unchanged, and keeps no state across steps."""
+    reads the observation of the environment it runs on -- flattened (``gymnasium.spaces.flatten``)
+    when the policy declares a ``Box`` ``observation_space`` and the environment's is a ``Dict``, as
+    an SB3 model trained on ``FlattenObservation`` does -- and keeps no state across steps."""
 
     requirements = AgentRequirements(skip_trivial=True, observes=True, queueing=("central", "loss"))
 
     def __init__(self, policy: Any, name: str = "policy"):
         self.policy = policy
         self.name = name
+        self._flatten: Any = None
 
     def reset(self, env: Any, seed: int | None = None) -> None:
-        """Nothing to bind: the policy sees only observations."""
+        """Note whether the policy reads the flattened observation (nothing else to bind)."""
+        from gymnasium.spaces import Box, Dict
+
+        wants = getattr(self.policy, "observation_space", None)
+        has = env.observation_space
+        self._flatten = has if isinstance(wants, Box) and isinstance(has, Dict) else None
 
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
     ) -> tuple[Any, Any]:
+        if self._flatten is not None:
+            from gymnasium.spaces import flatten
+
+            observation = flatten(self._flatten, observation)
         action, state = self.policy.predict(observation, state, episode_start, deterministic)
         return (action.item() if isinstance(action, np.ndarray) and action.size == 1 else action), state
 

@@ -76,7 +76,7 @@ class Commands(typer.core.TyperGroup):
             fail(e, field=getattr(e, "filename", None))
         except KeyboardInterrupt as e:
             msg = str(e) or "interrupted"
-            err.print("[bold red]interrupted:[/] ", end="")
+            err.print("[bold red]interrupted:[/] ", end="", markup=True)
             err.print(msg, markup=False, highlight=False)
             json_error("Interrupted", None, msg)
             raise typer.Exit(130) from None
@@ -88,14 +88,15 @@ class Commands(typer.core.TyperGroup):
                 "[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
                 "CLUSTERGYM_DEBUG=1 shows the traceback): ",
                 end="",
+                markup=True,
             )
             err.print(msg, markup=False, highlight=False)
             json_error("InternalError", None, msg)
             raise typer.Exit(1) from None
 
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
+out = Console(markup=False)
 
 
 #: ``--format`` of the commands that print tables
@@ -120,7 +121,7 @@ def print_table(t: Any, fmt: str = "table") -> None:
     import csv
 
     if fmt == "table":
-        (out if out.is_terminal else Console(width=100_000, soft_wrap=True)).print(t)
+        (out if out.is_terminal else Console(width=100_000, soft_wrap=True, markup=False)).print(t)
         return
     header, rows = table_rows(t)
     title = str(t.title or "")
@@ -179,7 +180,7 @@ def pd_frame(rows: list[dict[str, Any]]) -> Any:
 def fail(e: Exception, field: str | None = None) -> None:
     """Report a user-facing error (stderr; with --json also stdout) and exit with code 2."""
     msg = str(e)
-    err.print("[bold red]error:[/] ", end="")
+    err.print("[bold red]error:[/] ", end="", markup=True)
     err.print(msg, markup=False, highlight=False)
     json_error(type(e).__name__, getattr(e, "field", None) or field, msg)
     raise typer.Exit(2)

@@ -24,7 +24,7 @@ from clustergym.errors import ConfigError
 
 __all__ = ["benchmark_cmd", "plot_normalized"]
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
 
 
 def _fmt(v: Any, digits: int = 4) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli._common import fail, print_json, print_table
@@ -94,7 +95,7 @@ def reproduce_cmd(
                 r["claim"],
                 str(_jsonable(r["measured"])),
                 str(r["expected"]),
-                "[green]yes[/]" if r["passed"] else "[red]no[/]",
+                Text("yes", style="green") if r["passed"] else Text("no", style="red"),
             )
         print_table(t)
     if not all(r["passed"] for r in results):

@@ -23,7 +23,7 @@ from clustergym.errors import ClusterGymError, ConfigError
 
 __all__ = ["trace_cmd"]
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
 
 
 def _window(text: str) -> tuple[float | None, float | None]:

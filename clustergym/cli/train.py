@@ -70,6 +70,9 @@ def train_cmd(
         "parameters changed (e.g. 100000:load=1.5, 50000:num_servers=10), then the rest of --timesteps on the "
         "scenario or task itself",
     ),
+    json_out: bool = typer.Option(
+        False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
+    ),
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
     from clustergym.errors import require_extra
@@ -80,7 +83,7 @@ def train_cmd(
     params = parse_pairs(set_)
     agents = [a.strip() for a in eval_agents.split(",") if a.strip()]
     stages = [parse_stage(text) for text in stage]
-    train(
+    path = train(
         scenario,
         algo,
         timesteps=timesteps,
@@ -95,7 +98,8 @@ def train_cmd(
         eval_seeds=range(eval_seeds),
         eval_horizon=eval_horizon,
         resume=resume,
-        progress_bar=progress,
+        progress_bar=progress and not json_out,
+        verbose=not json_out,
         warm_start=warm_start,
         decoding=decoding,
         warm_start_steps=warm_start_steps,
@@ -103,3 +107,9 @@ def train_cmd(
         curriculum=stages,
         **params,
     )
+    if json_out:
+        import json
+
+        from clustergym.cli._common import print_json
+
+        print_json({"model": str(path), "metadata": json.loads((path.parent / "model.json").read_text())})

@@ -696,10 +696,13 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
         from clustergym.learned.outside import OutsideModelAgent
 
         return OutsideModelAgent(p, decoding)
+    from clustergym.learned.files import file_digest
     from clustergym.learned.outside import cached
 
     meta = read_metadata(p)
-    model, obs_rms = cached(p, lambda: _load_trained(p, meta), "trained")
+    # the key holds every file the load reads: the model (cached's own), its model.json and its statistics
+    also = [f for f in (metadata_path(p), vecnormalize_path(p)) if f is not None]
+    model, obs_rms = cached(p, lambda: _load_trained(p, meta), "trained", *map(file_digest, also))
     if decoding is not None:
         meta = {**meta, "decoding": decoding}
     return ModelAgent(model, meta, obs_rms, name=str(path))

@@ -927,7 +927,7 @@ def train(
     venv.close()
     if verbose:
         print(
-            f"trained {algo}/{policy} on {sc.name} for {model.num_timesteps} steps in {wall:.0f} s -> "
+            f"trained {algo}/{policy} on {meta.get('task') or sc.name} for {model.num_timesteps} steps in {wall:.0f} s -> "
             f"{out / 'model.zip'}",
             flush=True,
         )
