@@ -9,7 +9,8 @@ task's under ``clustergym benchmark --tasks`` -- and the zip is loaded at the ag
 :meth:`~OutsideModelAgent.reset` with :func:`clustergym.learned.model_agent.load_sb3_safely`
 (nothing in the file is unpickled).  A folder in rl-baselines3-zoo's layout (one ``.zip`` with
 ``config.yml`` and ``env_kwargs.yml`` beside it) loads the same way, its ``env_kwargs.yml`` giving
-the environment arguments the model was trained with (e.g. ``pair_features: true``).
+the environment arguments the model acts with (e.g. ``pair_features: true``, ``queue_window``; its
+training scenario's parameters and reward settings are left to the training).
 
 Every model, clustergym's own or not, is read once per process: :func:`cached` keys it by its
 resolved path and the SHA-256 of its bytes (and the spaces it is built for), so ``clustergym
@@ -110,7 +111,21 @@ def _zoo_env_kwargs(path: Path) -> dict[str, Any]:
         raise ConfigError("agent", f"{f}: not plain YAML ({e})") from None
     if not isinstance(kw, dict):
         raise ConfigError("agent", f"{f}: expected a mapping of environment arguments")
-    return kw
+    from clustergym.envs.factory import ENV_KWARGS
+
+    # the agent-side arguments; a training scenario's parameters and reward shaping stay the training's
+    agent_side = ENV_KWARGS - {
+        "horizon",
+        "reward_scale",
+        "reward_timing",
+        "reward_fn",
+        "invalid_penalty",
+        "render_mode",
+        "epochs",
+        "validate",
+        "observe",
+    }
+    return {k: v for k, v in kw.items() if k in agent_side}
 
 
 class OutsideModelAgent(ModelAgent):

@@ -148,3 +148,37 @@ def test_score_takes_an_agent_object_and_returns_benchmarks_document(tmp_path, m
     ref = load_reference()["tasks"][TASK]["agents"]["random"]["scores"][:2]
     assert by_name["tasks"][TASK]["runs"]["random"]["scores"] == pytest.approx(ref)  # the reference's episodes
     assert "firstvalid" not in clustergym.agent_api.AGENTS  # nothing left registered
+
+
+def test_a_zoo_folder_loads_with_its_env_kwargs(dict_zip, tmp_path):
+    import shutil
+
+    folder = tmp_path / "ppo" / "mris-poisson-v1_1"
+    folder.mkdir(parents=True)
+    shutil.copy(dict_zip, folder / "mris-poisson-v1.zip")
+    (folder / "config.yml").write_text("clustergym/mris-poisson-v1:\n  policy: MultiInputPolicy\n  n_timesteps: 128\n")
+    (folder / "env_kwargs.yml").write_text("queue_window: 8\nreward_scale: 0.5\n")  # reward shaping is the training's
+    agent = clustergym.make_agent(str(folder))
+    assert dict(agent.requirements.env_kwargs) == {"queue_window": 8}
+    doc = _benchmark(str(folder))
+    assert len(doc["tasks"][TASK]["runs"][str(folder)]["scores"]) == 2
+
+
+MODELS = sorted(p for p in (ROOT / "models").glob("*/model.json"))
+
+
+@pytest.mark.skipif(not MODELS, reason="the shipped models are not in this checkout")
+def test_the_shipped_models_carry_the_zoo_layout():
+    import yaml
+
+    for meta_path in MODELS:
+        meta = json.loads(meta_path.read_text())
+        config = yaml.safe_load((meta_path.parent / "config.yml").read_text())
+        env_kwargs = yaml.safe_load((meta_path.parent / "env_kwargs.yml").read_text())
+        (env_id,) = config
+        assert env_id == (meta.get("task") or f"clustergym/{meta['scenario']}-v0")
+        assert config[env_id]["n_timesteps"] == meta["timesteps"]
+        assert env_kwargs.items() >= (meta.get("env_kwargs") or {}).items()
+        gym.spec(env_id)  # a registered id
+    agent = clustergym.make_agent(str(MODELS[0].parent))  # a folder of that layout loads
+    assert agent.meta["algo"] == json.loads(MODELS[0].read_text())["algo"]
