@@ -33,9 +33,9 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from clustergym import __version__
+        from clustergym.cli._common import version
 
-        typer.echo(f"clustergym {__version__}")
+        typer.echo(f"clustergym {version()}")
         raise typer.Exit()
 
 
