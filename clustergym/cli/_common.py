@@ -30,6 +30,7 @@ __all__ = [
     "pd_frame",
     "print_json",
     "print_table",
+    "format_option",
     "table_rows",
     "version",
     "with_warmup",
@@ -115,11 +116,27 @@ def table_rows(t: Any) -> tuple[list[str], list[list[str]]]:
     return header, [list(r) for r in zip(*cells)]
 
 
-def print_table(t: Any, fmt: str = "table") -> None:
+_FORMAT = ["table"]  # the --format of the command being run (set by its option's callback)
+
+
+def _set_format(value: str) -> str:
+    if value not in FORMATS:
+        raise typer.BadParameter(f"{value!r}: expected one of {', '.join(FORMATS)}")
+    _FORMAT[0] = value
+    return value
+
+
+def format_option() -> Any:
+    """The ``--format`` option of a command that prints tables (:func:`print_table` reads it)."""
+    return typer.Option("table", "--format", help="how tables print: table, csv or markdown", callback=_set_format)
+
+
+def print_table(t: Any, fmt: str | None = None) -> None:
     """Print a table: ``table`` (rich; when stdout is not a terminal, at full width, so no cell is cut
     to "7.2…"), ``csv`` or ``markdown`` (the title first, as a line starting with ``#`` for csv)."""
     import csv
 
+    fmt = fmt or _FORMAT[0]
     if fmt == "table":
         (out if out.is_terminal else Console(width=100_000, soft_wrap=True, markup=False)).print(t)
         return

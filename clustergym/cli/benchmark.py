@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import FORMATS, print_table
+from clustergym.cli._common import format_option, print_table
 from clustergym.errors import ConfigError
 
 __all__ = ["benchmark_cmd", "plot_normalized"]
@@ -180,7 +180,7 @@ def benchmark_cmd(
         "policy) or two-level (WAIT against all placements together, then the best placement); default: "
         "each model's own (argmax for a plain SB3 save); see docs/benchmark.md",
     ),
-    table_format: str = typer.Option("table", "--format", help="how tables print: table, csv or markdown"),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Score agents, saved models or your own policy on the suite's tasks, normalized against the reference baselines.
@@ -200,7 +200,6 @@ def benchmark_cmd(
         get_task(n)
     number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True, error=ConfigError)
     workers = worker_count(workers, "--workers")
-    choice(table_format, "--format", FORMATS, error=ConfigError)
     if decoding is not None:
         choice(decoding, "--decoding", DECODINGS, error=ConfigError)
     if reference and specs:

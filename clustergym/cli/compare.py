@@ -8,7 +8,16 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import WARMUP_HELP, err, pd_frame, print_json, print_table, version, with_warmup
+from clustergym.cli._common import (
+    WARMUP_HELP,
+    err,
+    format_option,
+    pd_frame,
+    print_json,
+    print_table,
+    version,
+    with_warmup,
+)
 from clustergym.cli.values import parse_pairs, parse_value, split_prefix
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.validation import choice, number
@@ -54,6 +63,7 @@ def compare_cmd(
         "--resume",
         help="continue the interrupted or failed run in this folder (its run.json): only the missing episodes run",
     ),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=WARMUP_HELP),
     p_adjust: str | None = typer.Option(

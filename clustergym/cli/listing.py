@@ -5,10 +5,13 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import print_json, print_table
+from clustergym.cli._common import format_option, print_json, print_table
 
 
-def list_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+def list_cmd(
+    json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
+    table_format: str = format_option(),
+) -> None:
     """List the scenarios and agents with a one-line description each."""
     from clustergym.agent_api import list_agents
     from clustergym.scenarios import PRESETS

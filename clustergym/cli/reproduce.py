@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import fail, print_json, print_table
+from clustergym.cli._common import fail, format_option, print_json, print_table
 from clustergym.errors import ClusterGymError
 
 
@@ -40,6 +40,7 @@ def reproduce_cmd(
         "autoscale.google_servers, autoscale.google_n; see the README",
     ),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Check the papers' claims: id, paper, claim, measured, expected, passed.
