@@ -197,7 +197,7 @@ def compare_cmd(
         )
     named = [a for a in requested if a != "all"]
     for sc_v, v in zip(scenarios, values):
-        names, bad = compatible_agents(sc_v, named)
+        names, bad = _runnable(named, sc_v, suite_task)
         if bad:
             where = f" at {param}={v}" if param else ""
             raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()) + where)
@@ -385,3 +385,16 @@ def compare_cmd(
         print_table(t)
     if folder is not None:
         err.print(f"wrote {', '.join(p.name for p in written)} to {folder.path}", highlight=False)
+
+
+def _runnable(named: list[str], sc: Any, suite_task: Any) -> tuple[list[str], dict[str, str]]:
+    """The named agents that run, and why the others do not: on a suite task, in the task's own
+    environment (its action mode and observation: a model trained on the task is checked there)."""
+    if suite_task is None:
+        from clustergym.runner import compatible_agents
+
+        return compatible_agents(sc, named)
+    from clustergym.suite.scoring import check_agent
+
+    bad = {a: why for a in named if (why := check_agent(a, suite_task)) is not None}
+    return [a for a in named if a not in bad], bad

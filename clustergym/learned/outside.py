@@ -176,6 +176,7 @@ class OutsideModelAgent(ModelAgent):
 
         obs_space, act_space = env.observation_space, env.action_space
         space = flatten_space(obs_space) if self.algo_policy == "MlpPolicy" else obs_space
+        _check_spaces(self.path, space, act_space)
         self.model = cached(
             self.path,
             lambda: load_sb3_safely(self.path, self.meta["algo"], self.algo_policy, space, act_space, device="cpu"),
@@ -186,6 +187,26 @@ class OutsideModelAgent(ModelAgent):
         self.policy.set_training_mode(False)
         self._obs_space = obs_space
         self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
+
+
+def _check_spaces(path: Path, space: Any, act_space: Any) -> None:
+    """The sizes the zip's JSON declares (``n`` of a ``Discrete``, ``_shape`` of a ``Box``) against the
+    environment's, so that another task's model is named as such rather than failing in its weights."""
+    from clustergym.learned.model_agent import _check_zip
+
+    data = _check_zip(path)
+    n = (data.get("action_space") or {}).get("n")
+    shape = (data.get("observation_space") or {}).get("_shape")
+    theirs = f"Discrete({n})" if n is not None else "?"
+    if (n is not None and str(getattr(act_space, "n", "")) != str(n)) or (
+        shape is not None and space.shape is not None and list(space.shape) != list(shape)
+    ):
+        raise ConfigError(
+            "agent",
+            f"{path}: the model acts in {theirs} on observations of shape {tuple(shape or ())}; this "
+            f"environment has {act_space} and {space.shape}: run it on the environment it was trained on "
+            "(a suite task: --tasks or its id clustergym/<task>-v1)",
+        )
 
 
 def load_outside_agent(path: Path, decoding: str | None = None) -> OutsideModelAgent:

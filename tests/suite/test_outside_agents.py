@@ -182,3 +182,18 @@ def test_the_shipped_models_carry_the_zoo_layout():
         gym.spec(env_id)  # a registered id
     agent = clustergym.make_agent(str(MODELS[0].parent))  # a folder of that layout loads
     assert agent.meta["algo"] == json.loads(MODELS[0].read_text())["algo"]
+
+
+def test_compare_and_run_take_an_outside_model(flat_zip):
+    res = CliRunner().invoke(
+        app,
+        ["compare", f"clustergym/{TASK}-v1", "--agents", f"{flat_zip},pq", "--seeds", "2", "--workers", "1", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert {r["agent"] for r in json.loads(res.stdout)["summary"]} == {str(flat_zip), "pq"}
+    # on the preset (another action mode and observation) the model is named as another environment's
+    bad = CliRunner().invoke(app, ["run", TASK, "--agent", str(flat_zip), "--json"])
+    assert (
+        bad.exit_code == 2
+        and "run it on the environment it was trained on" in json.loads(bad.stdout)["error"]["message"]
+    )
