@@ -258,6 +258,29 @@ def new_model(
     )
 
 
+def _stats_of(vn: Any) -> Any:
+    """A live ``VecNormalize``'s observation statistics as the agent reads them (``VecNormStats``)."""
+    import numpy as np
+
+    from clustergym.learned.files import VecNormStats
+
+    r = vn.ret_rms
+    return VecNormStats(
+        obs_mean=np.asarray(vn.obs_rms.mean),
+        obs_var=np.asarray(vn.obs_rms.var),
+        obs_count=float(vn.obs_rms.count),
+        ret_mean=float(np.asarray(r.mean)),
+        ret_var=float(np.asarray(r.var)),
+        ret_count=float(r.count),
+        clip_obs=float(vn.clip_obs),
+        clip_reward=float(vn.clip_reward),
+        gamma=float(vn.gamma),
+        epsilon=float(vn.epsilon),
+        norm_obs=bool(vn.norm_obs),
+        norm_reward=bool(vn.norm_reward),
+    )
+
+
 def _eval_callback(
     meta: dict[str, Any],
     out: Path,
@@ -312,7 +335,9 @@ def _eval_callback(
         def _evaluate(self) -> None:
             self.num_timesteps = self.model.num_timesteps
             vn = self.model.get_vec_normalize_env()
-            agent = ModelAgent(self.model, meta, vn.obs_rms if vn is not None and vn.norm_obs else None, name="learned")
+            agent = ModelAgent(
+                self.model, meta, _stats_of(vn) if vn is not None and vn.norm_obs else None, name="learned"
+            )
             if not self.baselines:  # baselines do not change: run them once
                 self.baselines = [run(a, s, a) for a in eval_agents for s in eval_seeds]
             rows = [run(agent, s, "learned") for s in eval_seeds]
