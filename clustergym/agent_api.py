@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ __all__ = [
     "register_agent",
     "agent_factory",
     "make_agent",
+    "PolicyAgent",
     "list_agents",
     "AGENTS",
     "MODEL_LOADERS",
@@ -241,14 +243,23 @@ def list_agents() -> dict[str, str]:
     return out
 
 
+#: ``package.module:attribute``: an agent class or factory by import path
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
 def make_agent(name: str, **params: Any) -> Any:
-    """An agent by registered name, by path to a saved model (``.zip``), or by the run folder of a
-    training run (the folder holding ``model.zip``)."""
+    """An agent by registered name, by path to a saved model (``.zip``), by a model's folder (the run
+    folder of a training run, or a folder in rl-baselines3-zoo's layout), or by the import path of a
+    class or factory (``mypkg.policies:make_agent``, called with ``params``; the module must be
+    importable, e.g. on ``PYTHONPATH``).  An object without ``reset`` (a policy with SB3's
+    ``predict`` only, such as an SB3 model) is driven as it is (:class:`PolicyAgent`)."""
     if name in AGENTS:
         return agent_factory(name)(**params)
     if os.path.isdir(name):
         models = [os.path.join(name, f"model{suffix}") for suffix in MODEL_LOADERS]
         found = [m for m in models if os.path.isfile(m)]
+        if not found and os.path.isfile(os.path.join(name, "config.yml")):
+            return _model_loader(".zip")(name, **params)  # a zoo folder: the loader finds its one .zip
         if not found:
             raise ConfigError(
                 "agent",
@@ -257,13 +268,76 @@ def make_agent(name: str, **params: Any) -> Any:
                 "`clustergym train`",
             )
         name = found[0]
-    for suffix, loader in MODEL_LOADERS.items():
+    for suffix in MODEL_LOADERS:
         if name.endswith(suffix):
-            if isinstance(loader, str):
-                module, _, attr = loader.partition(":")
-                loader = MODEL_LOADERS[suffix] = getattr(importlib.import_module(module), attr)
-            return loader(name, **params)
-    raise ConfigError("agent", f"unknown agent {name!r}; registered agents: {', '.join(sorted(AGENTS))}")
+            return _model_loader(suffix)(name, **params)
+    if _IMPORT_PATH.fullmatch(name) and not os.path.exists(name):
+        return _imported_agent(name, params)
+    raise ConfigError(
+        "agent",
+        f"unknown agent {name!r}; registered agents: {', '.join(sorted(AGENTS))} (or a model .zip, a model "
+        "folder, or a class or factory by import path, package.module:name)",
+    )
+
+
+def _model_loader(suffix: str) -> Callable[..., Any]:
+    loader = MODEL_LOADERS[suffix]
+    if isinstance(loader, str):
+        module, _, attr = loader.partition(":")
+        loader = MODEL_LOADERS[suffix] = getattr(importlib.import_module(module), attr)
+    return loader
+
+
+def _imported_agent(path: str, params: dict[str, Any]) -> Any:
+    """The agent a class or factory named by import path makes (the user's own code: imported, called)."""
+    module, _, attr = path.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as e:
+        raise ConfigError("agent", f"{path}: no module {e.name!r} (is its folder on PYTHONPATH?)") from None
+    except AttributeError:
+        raise ConfigError("agent", f"{path}: module {module!r} has no attribute {attr!r}") from None
+    if not callable(factory):
+        raise ConfigError("agent", f"{path}: {attr!r} is not a class or a function")
+    try:
+        agent = factory(**params)
+    except TypeError as e:
+        raise ConfigError("agent", f"{path}: calling it with {params or 'no arguments'} failed ({e})") from None
+    if not callable(getattr(agent, "predict", None)):
+        raise ConfigError("agent", f"{path}: made {type(agent).__name__}, which has no predict(observation)")
+    return agent if callable(getattr(agent, "reset", None)) else PolicyAgent(agent, name=path)
+
+
+class PolicyAgent:
+    """A policy that only maps observations to actions (SB3's ``predict``), driven as an agent: it
+    reads the observation of the environment it runs on -- flattened (``gymnasium.spaces.flatten``)
+    when the policy declares a ``Box`` ``observation_space`` and the environment's is a ``Dict``, as
+    an SB3 model trained on ``FlattenObservation`` does -- and keeps no state across steps."""
+
+    requirements = AgentRequirements(skip_trivial=True, observes=True, queueing=("central", "loss"))
+
+    def __init__(self, policy: Any, name: str = "policy"):
+        self.policy = policy
+        self.name = name
+        self._flatten: Any = None
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        """Note whether the policy reads the flattened observation (nothing else to bind)."""
+        from gymnasium.spaces import Box, Dict
+
+        wants = getattr(self.policy, "observation_space", None)
+        has = env.observation_space
+        self._flatten = has if isinstance(wants, Box) and isinstance(has, Dict) else None
+
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
+    ) -> tuple[Any, Any]:
+        if self._flatten is not None:
+            from gymnasium.spaces import flatten
+
+            observation = flatten(self._flatten, observation)
+        action, state = self.policy.predict(observation, state, episode_start, deterministic)
+        return (action.item() if isinstance(action, np.ndarray) and action.size == 1 else action), state
 
 
 def requirements_of(agent: Any, scenario: Any) -> AgentRequirements | None:

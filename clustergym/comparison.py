@@ -239,7 +239,7 @@ def _scenarios(
 
 
 def _agents(
-    text: str, scenarios: list[Scenario], param: str | None, values: list[Any]
+    text: str, scenarios: list[Scenario], param: str | None, values: list[Any], task: Task | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """The agents to compare (named ones, then every other one "all" adds) and those "all" skipped."""
     from clustergym.runner import compatible_agents
@@ -256,7 +256,7 @@ def _agents(
         )
     named, skipped = [a for a in requested if a != "all"], {}
     for sc_v, v in zip(scenarios, values):
-        names, bad = compatible_agents(sc_v, named)
+        names, bad = _runnable(named, sc_v, task)
         if bad:
             where = f" at {param}={v}" if param else ""
             raise ClusterGymError("; ".join(f"{a}: {why}" for a, why in bad.items()) + where)
@@ -266,6 +266,19 @@ def _agents(
         if not others:
             raise ClusterGymError(f"--agents all: no registered agent can run on {scenarios[0].name!r}")
     return names, skipped
+
+
+def _runnable(named: list[str], sc: Scenario, task: Task | None) -> tuple[list[str], dict[str, str]]:
+    """The named agents that run, and why the others do not: on a suite task, in the task's own
+    environment (its action mode and observation: a model trained on the task is checked there)."""
+    if task is None:
+        from clustergym.runner import compatible_agents
+
+        return compatible_agents(sc, named)
+    from clustergym.suite.scoring import check_agent
+
+    bad = {a: why for a in named if (why := check_agent(a, task)) is not None}
+    return [a for a in named if a not in bad], bad
 
 
 @dataclass
@@ -312,7 +325,7 @@ def _plan(given: dict[str, Any]) -> _Plan:
     settings.number(seeds, "--seeds", lo=1, integer=True)
     param, values = _sweep(given["--sweep"], sparams)
     scenarios = _scenarios(task.preset if task is not None else scenario, sparams, horizon, param, values)
-    names, skipped = _agents(agents, scenarios, param, values)
+    names, skipped = _agents(agents, scenarios, param, values, task)
     reference = given["--reference"] or names[0]
     if reference not in names:
         raise ClusterGymError(f"--reference {reference!r} is not among the compared agents {names}")

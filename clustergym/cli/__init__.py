@@ -31,6 +31,14 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from clustergym.cli._common import version
+
+        typer.echo(f"clustergym {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     no_trace_cache: bool = typer.Option(
@@ -39,6 +47,9 @@ def _global_options(
         help="parse trace files instead of reading parsed tables from the on-disk "
         "trace cache (sets CLUSTERGYM_TRACE_CACHE=off for this command and "
         "its worker processes)",
+    ),
+    show_version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="print clustergym's version and exit"
     ),
 ) -> None:
     """Multi-resource cluster scheduling: environments, baselines, comparisons."""

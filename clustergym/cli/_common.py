@@ -21,6 +21,7 @@ from clustergym.comparison import with_warmup
 from clustergym.errors import ClusterGymError
 
 __all__ = [
+    "FORMATS",
     "WARMUP_HELP",
     "Commands",
     "err",
@@ -28,6 +29,10 @@ __all__ = [
     "json_error",
     "out",
     "print_json",
+    "print_table",
+    "format_option",
+    "table_rows",
+    "version",
     "with_warmup",
 ]
 
@@ -72,7 +77,7 @@ class Commands(typer.core.TyperGroup):
             fail(e, field=getattr(e, "filename", None))
         except KeyboardInterrupt as e:
             msg = str(e) or "interrupted"
-            err.print("[bold red]interrupted:[/] ", end="")
+            err.print("[bold red]interrupted:[/] ", end="", markup=True)
             err.print(msg, markup=False, highlight=False)
             json_error("Interrupted", None, msg)
             raise typer.Exit(130) from None
@@ -84,14 +89,72 @@ class Commands(typer.core.TyperGroup):
                 "[bold red]internal error[/] (a bug in clustergym; please report it with the command; "
                 "CLUSTERGYM_DEBUG=1 shows the traceback): ",
                 end="",
+                markup=True,
             )
             err.print(msg, markup=False, highlight=False)
             json_error("InternalError", None, msg)
             raise typer.Exit(1) from None
 
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
+out = Console(markup=False)
+
+
+#: ``--format`` of the commands that print tables
+FORMATS = ("table", "csv", "markdown")
+
+
+def table_rows(t: Any) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of a rich :class:`~rich.table.Table`, as plain text."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        return cell.plain if isinstance(cell, Text) else str(cell)
+
+    header = [plain(c.header) for c in t.columns]
+    cells = [[plain(x) for x in c._cells] for c in t.columns]
+    return header, [list(r) for r in zip(*cells)]
+
+
+_FORMAT = ["table"]  # the --format of the command being run (set by its option's callback)
+
+
+def _set_format(value: str) -> str:
+    if value not in FORMATS:
+        raise typer.BadParameter(f"{value!r}: expected one of {', '.join(FORMATS)}")
+    _FORMAT[0] = value
+    return value
+
+
+def format_option() -> Any:
+    """The ``--format`` option of a command that prints tables (:func:`print_table` reads it)."""
+    return typer.Option("table", "--format", help="how tables print: table, csv or markdown", callback=_set_format)
+
+
+def print_table(t: Any, fmt: str | None = None) -> None:
+    """Print a table: ``table`` (rich; when stdout is not a terminal, at full width, so no cell is cut
+    to "7.2…"), ``csv`` or ``markdown`` (the title first, as a line starting with ``#`` for csv)."""
+    import csv
+
+    fmt = fmt or _FORMAT[0]
+    if fmt == "table":
+        (out if out.is_terminal else Console(width=100_000, soft_wrap=True, markup=False)).print(t)
+        return
+    header, rows = table_rows(t)
+    title = str(t.title or "")
+    if fmt == "csv":
+        if title:
+            sys.stdout.write(f"# {title}\n")
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        return
+    esc = [[c.replace("|", "\\|") for c in r] for r in [header, *rows]]
+    if title:
+        sys.stdout.write(f"**{title}**\n\n")
+    sys.stdout.write("| " + " | ".join(esc[0]) + " |\n|" + "---|" * len(header) + "\n")
+    sys.stdout.writelines("| " + " | ".join(r) + " |\n" for r in esc[1:])
+    sys.stdout.write("\n")
 
 
 def print_json(doc: Any) -> None:
@@ -112,7 +175,18 @@ def json_error(kind: str, field: str | None, message: str) -> None:
 def fail(e: Exception, field: str | None = None) -> None:
     """Report a user-facing error (stderr; with --json also stdout) and exit with code 2."""
     msg = str(e)
-    err.print("[bold red]error:[/] ", end="")
+    err.print("[bold red]error:[/] ", end="", markup=True)
     err.print(msg, markup=False, highlight=False)
     json_error(type(e).__name__, getattr(e, "field", None) or field, msg)
     raise typer.Exit(2)
+
+
+def version() -> str:
+    """The installed clustergym's version (``0+unknown`` when it is not installed, e.g. a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("clustergym")
+    except PackageNotFoundError:
+        return "0+unknown"

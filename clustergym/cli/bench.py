@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import err, out, print_json
+from clustergym.cli._common import err, out, print_json, print_table
 from clustergym.errors import ConfigError
 
 
@@ -102,7 +102,7 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
             f"{r['events_per_cpu_second']:,.0f}",
             f"{r['steps_per_cpu_second']:,.0f}",
         )
-    out.print(t)
+    print_table(t)
 
 
 def _print_env_steps(es: dict[str, Any] | None) -> None:
@@ -121,7 +121,7 @@ def _print_env_steps(es: dict[str, Any] | None) -> None:
             f"{r.get('batched_steps_per_s', 0):,.0f}",
             f"{r.get('batched_ratio_to_cartpole', 0):.3f}",
         )
-    out.print(t)
+    print_table(t)
 
 
 def _print_replay(rp: dict[str, Any]) -> None:
@@ -146,7 +146,7 @@ def _print_replay(rp: dict[str, Any]) -> None:
                 repr(r["mean_wait"]),
                 repr(r["mean_queue_length"]),
             )
-    out.print(t)
+    print_table(t)
     if "speedup_wall" in rp:
         out.print(
             f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
@@ -223,7 +223,7 @@ def _bench_training(json_out: bool, quick: bool, task: str) -> None:
             f"{r['steps_per_s']:,.0f}",
             f"{r['cpu_seconds']:.1f}",
         )
-    out.print(t)
+    print_table(t)
 
 
 def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
@@ -260,7 +260,7 @@ def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
             "" if env is None else f"{env:,.0f}",
             f"{r['bytes_per_server']:,.0f}",
         )
-    out.print(t)
+    print_table(t)
     for label, q in res["ratios_to_200"].items():
         extra = f"; env.step alone {q['env_only']:.2f} (wall), {q['env_only_cpu']:.2f} (CPU)" if "env_only" in q else ""
         out.print(

@@ -22,12 +22,12 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
+from clustergym.cli._common import format_option, print_table
 from clustergym.errors import ConfigError
 
 __all__ = ["benchmark_cmd", "plot_normalized"]
 
-_err = Console(stderr=True)
-_out = Console()
+_err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -45,8 +45,9 @@ def _tasks(text: str | None) -> list[str] | None:
     return names
 
 
-def plot_normalized(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
-    """A bar chart of normalized scores per task (``rows``: task, agent, normalized, ci_low, ci_high, oracle)."""
+def plot_normalized(rows: list[dict[str, Any]], path: Path, title: str, best: dict[str, str] | None = None) -> Path:
+    """A bar chart of normalized scores per task (``rows``: task, agent, normalized, ci_low, ci_high,
+    oracle); ``best`` names each task's best non-oracle baseline under the task (the 1 of its scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,15 +81,14 @@ def plot_normalized(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
         )
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
-    ax.set_xticks(range(len(tasks)), tasks, rotation=15)
-    ax.set_ylabel("normalized score (random 0, best non-oracle baseline 1)")
+    labels = [f"{t}\n(best: {best[t]})" if best and best.get(t) else t for t in tasks]
+    ax.set_xticks(range(len(tasks)), labels, fontsize=8)
+    ax.set_ylabel("normalized score\n(random 0, best non-oracle baseline 1)")
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    from clustergym.runner.journal import atomic_write
-
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip(".").lower()))
+    fig.savefig(path, bbox_inches="tight")  # nothing clipped: the two-line label and tick labels
     plt.close(fig)
     return path
 
@@ -121,7 +121,12 @@ def _reference_plot_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _print_reference(doc: dict[str, Any]) -> None:
+def _best_names(doc: dict[str, Any]) -> dict[str, str]:
+    """Each task's best non-oracle baseline in a reference document."""
+    return {name: e["best"] for name, e in doc["tasks"].items() if e.get("best")}
+
+
+def _print_reference(doc: dict[str, Any], table_format: str = "table") -> None:
     t = Table(title=f"suite reference ({len(doc['seeds'])} seeds): random, best non-oracle baseline, best oracle")
     for c in ("task", "metric", "random", "best baseline", "score", "best oracle", "score", "agents", "wall s"):
         t.add_column(c, justify="left" if c in ("task", "metric", "best baseline", "best oracle") else "right")
@@ -138,7 +143,7 @@ def _print_reference(doc: dict[str, Any]) -> None:
             str(len(a)),
             f"{e.get('wall_seconds', math.nan):.0f}",
         )
-    _out.print(t)
+    print_table(t, table_format)
 
 
 def benchmark_cmd(
@@ -187,9 +192,22 @@ def benchmark_cmd(
     markdown: bool = typer.Option(
         False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)"
     ),
+    decoding: str | None = typer.Option(
+        None,
+        "--decoding",
+        help="how every model acts: argmax (SB3's deterministic predict), sample (a seeded draw from its "
+        "policy) or two-level (WAIT against all placements together, then the best placement); default: "
+        "each model's own (argmax for a plain SB3 save); see docs/benchmark.md",
+    ),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
-    """Score an agent or saved models on the suite's tasks, normalized against the reference baselines."""
+    """Score agents, saved models or your own policy on the suite's tasks, normalized against the reference baselines.
+
+    AGENT is a registered agent, a model (OUT/model.zip of `clustergym train`, any Stable-Baselines3 or
+    sb3-contrib model.save() zip, a run folder or an rl-baselines3-zoo folder) or a class or factory by
+    import path (mypkg.policies:make_agent).
+    """
     from clustergym.cli.benchmark_out import check_plot, recorded_settings
     from clustergym.runner import worker_count
 
@@ -206,30 +224,35 @@ def benchmark_cmd(
         resumed, rec = recorded_settings(resume, {"specs": specs or None, "tasks": tasks, "seeds": seeds})
         specs, tasks, seeds = rec["specs"], rec["tasks"], rec["seeds"]
     seeds = 30 if seeds is None else seeds
-    task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown)
+    task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown, decoding)
     workers = worker_count(workers, "--workers")
-    if markdown and not reference and not specs:
-        from clustergym.suite.reference import load_reference
-        from clustergym.suite.reference import markdown as to_markdown
-
-        sys.stdout.write(to_markdown(load_reference()))
-        if plot is None:
-            return
+    if markdown:  # prints the shipped reference; never regenerates it
+        _print_markdown(task_names)
+        return
     if reference:
         _regenerate(task_names, seeds, workers, out_dir, overwrite, plot, json_out)
     elif not specs:
         from clustergym.suite.reference import load_reference
 
         assert plot is not None
-        path = plot_normalized(_reference_plot_rows(load_reference()), plot, "clustergym suite: reference baselines")
+        doc = load_reference()
+        path = plot_normalized(
+            _reference_plot_rows(doc), plot, "clustergym suite: reference baselines", _best_names(doc)
+        )
         _err.print(f"wrote {path}")
     else:
-        settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds}
-        _benchmark(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out)
+        settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds, "decoding": decoding}
+        _benchmark(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, table_format)
 
 
 def _check_inputs(
-    tasks: str | None, seeds: int, specs: list[str] | None, reference: bool, plot: Path | None, markdown: bool
+    tasks: str | None,
+    seeds: int,
+    specs: list[str] | None,
+    reference: bool,
+    plot: Path | None,
+    markdown: bool,
+    decoding: str | None = None,
 ) -> list[str] | None:
     """The task names; every input checked before anything runs."""
     from clustergym.suite import EVAL_SEEDS
@@ -240,11 +263,28 @@ def _check_inputs(
     for n in task_names or []:
         get_task(n)
     settings.number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
+    if decoding is not None:
+        from clustergym.learned.model_agent import DECODINGS
+
+        settings.choice(decoding, "--decoding", DECODINGS)
+    if markdown and (specs or reference):
+        raise ConfigError("--markdown", "prints the reference scores; give no agent with it (use --format markdown)")
     if reference and specs:
         raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")
     if not reference and not specs and plot is None and not markdown:
         raise ConfigError("agent", "give an agent or model to benchmark, --reference, --plot FILE or --markdown")
     return task_names
+
+
+def _print_markdown(task_names: list[str] | None) -> None:
+    """``--markdown``: the shipped reference (of ``task_names``) as Markdown; nothing is written."""
+    from clustergym.suite.reference import load_reference
+    from clustergym.suite.reference import markdown as to_markdown
+
+    doc = load_reference()
+    if task_names:
+        doc = {**doc, "tasks": {k: v for k, v in doc["tasks"].items() if k in task_names}}
+    sys.stdout.write(to_markdown(doc))
 
 
 def _update_packaged(source: Path, specs: list[str] | None, reference: bool, json_out: bool) -> None:
@@ -311,7 +351,8 @@ def _regenerate(
     wall = time.perf_counter() - t0
     folder.set_status("complete", wall_seconds=wall)
     if plot is not None:
-        plot_normalized(_reference_plot_rows(load_reference(path)), plot, "clustergym suite: reference baselines")
+        ref = load_reference(path)
+        plot_normalized(_reference_plot_rows(ref), plot, "clustergym suite: reference baselines", _best_names(ref))
     if json_out:
         sys.stdout.write(json.dumps(_jsonable({**doc, "wall_seconds": wall, "path": str(path)}), indent=1) + "\n")
         return
@@ -328,12 +369,15 @@ def _benchmark(
     resumed: Any,
     plot: Path | None,
     json_out: bool,
+    table_format: str = "table",
 ) -> None:
     from clustergym.cli.benchmark_out import open_folder, run_journaled, write_outputs
     from clustergym.suite.scoring import plan_evaluation, summarize_evaluation
 
     specs = settings["specs"]
-    ev = plan_evaluation(specs, task_names, seeds=settings["seeds"])  # every input checked: nothing has run
+    ev = plan_evaluation(
+        specs, task_names, seeds=settings["seeds"], decoding=settings.get("decoding")
+    )  # every input checked: nothing has run
     folder = open_folder(out_dir, resumed, overwrite, settings, ev.cells)
     for w in ev.warnings:
         _err.print(f"warning: {w}", highlight=False)
@@ -368,10 +412,17 @@ def _benchmark(
             for t, v in res["tasks"].items()
             for spec, r in v["runs"].items()
         ]
-        plot_normalized(rows, plot, "clustergym suite: normalized scores")
+        plot_normalized(
+            rows, plot, "clustergym suite: normalized scores", {t: v["best"] for t, v in res["tasks"].items()}
+        )
     if json_out:
         sys.stdout.write(json.dumps(_jsonable(res), indent=1) + "\n")
         return
+    _print_results(res, specs, table_format)
+
+
+def _print_results(res: dict[str, Any], specs: list[str], table_format: str) -> None:
+    """The per-task table and the aggregate over tasks."""
     for k, why in res["skipped"].items():
         _err.print(f"skipped {k}: {why}", highlight=False)
     t = Table(title=f"clustergym suite, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
@@ -400,7 +451,7 @@ def _benchmark(
                 _fmt(r["vs_oracle"], 3),
                 f"{r['complete']}/{len(res['seeds'])}",
             )
-    _out.print(t)
+    print_table(t, table_format)
     t = Table(title="normalized score over tasks: IQM and mean [95% stratified bootstrap CI]")
     for c in ("runs", "tasks", "IQM", "mean"):
         t.add_column(c, justify="left" if c == "runs" else "right")
@@ -414,5 +465,5 @@ def _benchmark(
             f"{_fmt(a['iqm'], 3)} [{_fmt(a['iqm_low'], 3)}, {_fmt(a['iqm_high'], 3)}]",
             f"{_fmt(a['mean'], 3)} [{_fmt(a['mean_low'], 3)}, {_fmt(a['mean_high'], 3)}]",
         )
-    _out.print(t)
+    print_table(t, table_format)
     _err.print(f"{len(res['rows'])} episodes in {res['wall_seconds']:.0f} s")

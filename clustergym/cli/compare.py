@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import WARMUP_HELP, err, out, print_json
+from clustergym.cli._common import WARMUP_HELP, err, format_option, print_json, print_table
 from clustergym.comparison import Comparison, Reporter, run_comparison
 
 # the options whose help takes several lines
@@ -63,6 +63,7 @@ def compare_cmd(
     out_dir: Path | None = _OUT,
     overwrite: bool = typer.Option(False, "--overwrite", help="--out may hold files: an earlier run's are replaced"),
     resume: Path | None = _RESUME,
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=WARMUP_HELP),
     p_adjust: str | None = _P_ADJUST,
@@ -179,7 +180,7 @@ def _print_summary(res: Comparison) -> None:
             p_adj,
             str(r["unstable_runs"]),
         )
-    out.print(t)
+    print_table(t)
 
 
 def _print_lp_bound(res: Comparison) -> None:
@@ -194,4 +195,4 @@ def _print_lp_bound(res: Comparison) -> None:
             f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
             f"{r['ratio_to_lp_bound']:.4f}",
         )
-    out.print(t)
+    print_table(t)

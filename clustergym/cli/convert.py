@@ -21,7 +21,7 @@ from clustergym.errors import ConfigError
 
 __all__ = ["convert_model_cmd"]
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
 
 
 def convert_model_cmd(

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import err, out, print_json
+from clustergym.cli._common import err, format_option, print_json, print_table
 from clustergym.errors import ConfigError
 
 
@@ -17,6 +17,7 @@ def curves_cmd(
         ..., "--out", help="the figure's path without suffix (or with .png/.svg/.pdf): PNG, SVG and PDF are written"
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace existing figure files"),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document (the curves' data)"),
 ) -> None:
     """Learning curves of training runs: evaluation score against steps and wall time, with the baselines."""
@@ -64,5 +65,5 @@ def curves_cmd(
         t.add_row(str(r.run), str(int(r.step)), f"{r.value:.4g}")
     for r in data["baselines"].itertuples():
         t.add_row(f"{r.agent} (baseline)", "", f"{r.value:.4g}")
-    out.print(t)
+    print_table(t)
     err.print(f"wrote {', '.join(str(p) for p in targets)}", highlight=False)

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import fail, out, print_json
+from clustergym.cli._common import fail, format_option, print_json, print_table
 from clustergym.errors import ClusterGymError
 
 
@@ -41,6 +41,7 @@ def reproduce_cmd(
         "autoscale.google_servers, autoscale.google_n; see the README",
     ),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
     """Check the papers' claims: id, paper, claim, measured, expected, passed.
@@ -93,7 +94,7 @@ def _print_listing(listing: list[dict[str, str]]) -> None:
         t.add_column(col)
     for c in listing:
         t.add_row(c["id"], c["paper"], c["claim"])
-    out.print(t)
+    print_table(t)
 
 
 def _print_results(results: list[dict[str, Any]]) -> None:
@@ -110,4 +111,4 @@ def _print_results(results: list[dict[str, Any]]) -> None:
             str(r["expected"]),
             "[green]yes[/]" if r["passed"] else "[red]no[/]",
         )
-    out.print(t)
+    print_table(t)

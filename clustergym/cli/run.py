@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import WARMUP_HELP, err, fail, out, print_json, with_warmup
+from clustergym.cli._common import WARMUP_HELP, err, fail, format_option, print_json, print_table, with_warmup
 from clustergym.errors import ClusterGymError
 from clustergym.keyvalue import parse_pairs, split_prefix
 from clustergym.validation import settings
@@ -18,6 +18,7 @@ def run_cmd(
     set_: list[str] = typer.Option([], "--set", help="scenario parameter key=value; agent.key=value for the agent"),
     seed: int = typer.Option(0, "--seed"),
     horizon: float | None = typer.Option(None, "--horizon", help="override the simulated horizon"),
+    table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
     warmup: float | None = typer.Option(None, "--warmup", help=WARMUP_HELP),
 ) -> None:
@@ -49,4 +50,4 @@ def run_cmd(
         t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(_jsonable(v)))
         if k == "p99_wait" and "p99_wait_method" in result:  # job_memory=bounded: p99 is estimated
             t.add_row("p99_wait_method", str(result["p99_wait_method"]))
-    out.print(t)
+    print_table(t)

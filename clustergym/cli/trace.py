@@ -17,12 +17,13 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
+from clustergym.cli._common import print_table
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.keyvalue import parse_pairs
 
 __all__ = ["trace_cmd"]
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
 
 
 def _window(text: str) -> tuple[float | None, float | None]:
@@ -177,7 +178,6 @@ def _format_data(
 
 
 def _print(s: dict[str, Any]) -> None:
-    out = Console()
     t = Table(title=f"trace {s['name']}")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -194,7 +194,7 @@ def _print(s: dict[str, Any]) -> None:
         )
         d = s["duration"]
         t.add_row("duration mean / median / p99 (s)", f"{_fmt(d['mean'])} / {_fmt(d['p50'])} / {_fmt(d['p99'])}")
-    out.print(t)
+    print_table(t)
     if not s["jobs"]:
         return
     t = Table(title="demand quantiles per resource")
@@ -206,7 +206,7 @@ def _print(s: dict[str, Any]) -> None:
             f"{r} ({v['unit']})" if v["unit"] else r,
             *[_fmt(v[q]) for q in ("mean", "min", "p25", "p50", "p75", "p90", "p99", "max")],
         )
-    out.print(t)
+    print_table(t)
     ar = s["arrival_rate"]
     counts = np.asarray(ar["counts"])
     rows = min(12, counts.size)
@@ -219,14 +219,14 @@ def _print(s: dict[str, Any]) -> None:
     for a, b in zip(edges[:-1], edges[1:], strict=True):
         n = int(counts[a:b].sum())
         t.add_row(f"{(first + a * w) / 3600:.3g}", f"{(first + b * w) / 3600:.3g}", f"{n:,}", _fmt(n / ((b - a) * w)))
-    out.print(t)
+    print_table(t)
     if s.get("types"):
         t = Table(title="jobs per type")
         t.add_column("type")
         t.add_column("jobs", justify="right")
         for k, v in s["types"].items():
             t.add_row(k, f"{v:,}")
-        out.print(t)
+        print_table(t)
     rep = s.get("filter_report")
     if rep:
         t = Table(title=f"filters ({rep.get('rows', 0):,} rows read, {rep.get('records', 0):,} candidate jobs)")
@@ -237,4 +237,4 @@ def _print(s: dict[str, Any]) -> None:
         for reason, n in rep.get("modified", {}).items():
             t.add_row(f"kept, modified: {reason}", f"{n:,}")
         t.add_row("kept", f"{rep.get('kept', 0):,}")
-        out.print(t)
+        print_table(t)

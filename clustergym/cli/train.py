@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 import typer
 
-from clustergym.cli._common import err, out
+from clustergym.cli._common import err, out, print_json
 from clustergym.cli.values import parse_pairs, parse_stage
 
 
@@ -81,6 +82,9 @@ def train_cmd(
         "parameters changed (e.g. 100000:load=1.5, 50000:num_servers=10), then the rest of --timesteps on the "
         "scenario or task itself",
     ),
+    json_out: bool = typer.Option(
+        False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
+    ),
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
     from clustergym.errors import require_extra
@@ -110,10 +114,14 @@ def train_cmd(
         out=out_dir,
         overwrite=overwrite,
         resume=resume,
-        progress_bar=progress,
+        progress_bar=progress and not json_out,
+        verbose=not json_out,
     )
     with _warnings_on_stderr():
         path = train(config)
+    if json_out:
+        print_json({"model": str(path), "metadata": json.loads((path.parent / "model.json").read_text())})
+        return
     out.print(describe_run(path.parent), highlight=False)
 
 
@@ -125,7 +133,7 @@ def _warnings_on_stderr() -> Iterator[None]:
 
     def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
         if issubclass(category, TrainingWarning):
-            err.print("[bold yellow]warning:[/] ", end="")
+            err.print("[bold yellow]warning:[/] ", end="", markup=True)
             err.print(str(message), markup=False, highlight=False)
         else:
             previous(message, category, *args, **kwargs)

@@ -16,7 +16,7 @@ from clustergym.envs.actions import ActionMode, RuleMode, RuleSet, make_action_m
 from clustergym.envs.context import agent_context
 from clustergym.envs.observation import ObservationBuilder
 from clustergym.envs.reward import RewardFn, make_reward_fn
-from clustergym.envs.viewer import render_text
+from clustergym.envs.viewer import render_rgb, render_text
 from clustergym.errors import ConfigError, InvalidCommandError, ScenarioError
 from clustergym.scenarios.spec import Scenario
 from clustergym.validation import settings
@@ -128,10 +128,12 @@ class ClusterEnv(gym.Env):
     * ``observe``: build observations (default).  ``False`` is the fast path for
       rule-based agents that read the state through ``env.view`` and never the
       observation: ``reset``/``step`` then return ``None`` as the observation.
-    * ``render_mode``: ``"ansi"`` or ``"human"`` (text).
+    * ``render_mode``: ``"ansi"`` or ``"human"`` (text), or ``"rgb_array"``: an ``(H, 320, 3)`` ``uint8``
+      frame of each server's used capacity per resource, the queue (window and count), the event and
+      the time (:func:`clustergym.envs.viewer.render_rgb`), what ``RecordVideo`` records.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -316,6 +318,12 @@ class ClusterEnv(gym.Env):
         return self._mask
 
     def render(self):
+        """The state: an RGB frame (``rgb_array``), or text (``ansi``; ``human`` prints it); ``None``
+        when the env was made without a render mode (Gymnasium's convention)."""
+        if self.render_mode is None:
+            return None
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.view, self.queue_window)
         text = render_text(self.sim)
         if self.render_mode == "human":
             print(text)

@@ -628,8 +628,51 @@ class ModelAgent:
         return int(self.rng.choice(z.size, p=p / p.sum()))
 
 
+def _model_file(p: Path) -> Path:
+    """The model file of a path: the file, a run folder's ``model.zip``, or a zoo folder's ``.zip``."""
+    if p.is_dir():
+        from clustergym.learned.outside import zoo_model
+
+        zoo = zoo_model(p) if not (p / "model.zip").is_file() else None
+        if zoo is not None:
+            return zoo
+        if not (p / "model.zip").is_file():
+            raise ConfigError(
+                "agent",
+                f"{p}: a folder without model.zip (a run folder of `clustergym train` "
+                "holds one when the run has finished; a zoo folder, one .zip beside config.yml)",
+            )
+        p = p / "model.zip"
+    if not p.is_file():
+        raise ConfigError("agent", f"{p}: no such model file")
+    return p
+
+
+def _load_trained(p: Path, meta: dict[str, Any]) -> tuple[Any, Any]:
+    """A model of ``clustergym train`` and its observation statistics (``None`` if it has none)."""
+    model = load_sb3(algo_classes()[meta["algo"]], p, meta["algo"], device="cpu")
+    obs_rms = None
+    if meta["policy"] == "mlp":  # the mlp policy learned on normalised observations: its statistics are part of it
+        from clustergym.learned.files import read_vecnormalize
+
+        vn = vecnormalize_path(p)
+        if vn is None:
+            raise ConfigError(
+                "agent",
+                f"{p}: an mlp model without its normalisation statistics ({VECNORM_NAME} beside it, or "
+                "rl_model_vecnormalize_<N>_steps.npz beside a checkpoint): it would act on unnormalised "
+                "observations, with another score",
+            )
+        stats = read_vecnormalize(vn)
+        obs_rms = stats if stats.norm_obs else None
+    return model, obs_rms
+
+
 def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
-    """Load a model saved by ``clustergym train`` (``OUT/model.zip`` or a checkpoint) as an agent.
+    """Load a model as an agent: one saved by ``clustergym train`` (``OUT/model.zip``, a checkpoint, or
+    the run folder), a plain SB3 / sb3-contrib save without ``model.json``, or a folder in
+    rl-baselines3-zoo's layout (:mod:`clustergym.learned.outside`).  A model file is read once per
+    process (:func:`clustergym.learned.outside.cached`); each call returns a fresh agent.
 
     Sets torch to one CPU thread (``torch.set_num_threads(1)``) for per-step inference.
     """
@@ -647,33 +690,18 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     # one observation at a time: one thread is fastest, and on a busy machine several threads are
     # ~10x slower (the training-time evaluation also runs with one thread: the same arithmetic)
     th.set_num_threads(1)
-    p = Path(path)
-    if p.is_dir():  # a run folder: its final model
-        if not (p / "model.zip").is_file():
-            raise ConfigError(
-                "agent",
-                f"{path}: a folder without model.zip (a run folder of `clustergym train` "
-                "holds one when the run has finished)",
-            )
-        p = p / "model.zip"
-    if not p.is_file():
-        raise ConfigError("agent", f"{path}: no such model file")
-    meta = read_metadata(p)
-    model = load_sb3(algo_classes()[meta["algo"]], p, meta["algo"], device="cpu")
-    obs_rms = None
-    if meta["policy"] == "mlp":  # the mlp policy learned on normalised observations: its statistics are part of it
-        from clustergym.learned.files import read_vecnormalize
+    p = _model_file(Path(path))
+    if metadata_path(p) is None:  # a plain SB3 save: its spaces are the env's it runs on
+        from clustergym.learned.outside import OutsideModelAgent
 
-        vn = vecnormalize_path(p)
-        if vn is None:
-            raise ConfigError(
-                "agent",
-                f"{path}: an mlp model without its normalisation statistics ({VECNORM_NAME} beside it, or "
-                "rl_model_vecnormalize_<N>_steps.npz beside a checkpoint): it would act on unnormalised "
-                "observations, with another score",
-            )
-        stats = read_vecnormalize(vn)
-        obs_rms = stats if stats.norm_obs else None
+        return OutsideModelAgent(p, decoding)
+    from clustergym.learned.files import file_digest
+    from clustergym.learned.outside import cached
+
+    meta = read_metadata(p)
+    # the key holds every file the load reads: the model (cached's own), its model.json and its statistics
+    also = [f for f in (metadata_path(p), vecnormalize_path(p)) if f is not None]
+    model, obs_rms = cached(p, lambda: _load_trained(p, meta), "trained", *map(file_digest, also))
     if decoding is not None:
         meta = {**meta, "decoding": decoding}
     return ModelAgent(model, meta, obs_rms, name=str(path))

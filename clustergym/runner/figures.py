@@ -177,9 +177,23 @@ def plot_agents(summary: pd.DataFrame, metric: str, ax: Any = None) -> Any:
         if oracle:
             bar.set_hatch(_ORACLE_HATCH)
     ax.set_yticks(y, d["label"], fontsize=7 if len(d) > 15 else 8)
-    ax.set_xlabel(metric_info(metric).axis_label + " (95% CI)", fontsize=8)
+    log = _spans_decades(d["mean"])
+    if log:  # a few unstable agents would squash every other bar (and its hatching) to a sliver
+        ax.set_xscale("log")
+    ax.set_xlabel(metric_info(metric).axis_label + " (95% CI" + (", log scale)" if log else ")"), fontsize=8)
     _oracle_legend(ax, bool(d["uses_oracle"].any()), bool(d["slotted"].any()))
     return ax
+
+
+#: the largest over the smallest mean above which :func:`plot_agents` draws a log axis
+LOG_SPAN = 30.0
+
+
+def _spans_decades(means: Any) -> bool:
+    """Whether positive means span more than :data:`LOG_SPAN` times (all must be positive)."""
+    v = np.asarray(means, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(v.size > 1 and (v > 0).all() and v.max() / v.min() > LOG_SPAN)
 
 
 def plot_paired(summary: pd.DataFrame, metric: str, reference: str, ax: Any = None, alpha: float = 0.05) -> Any:

@@ -17,6 +17,9 @@ every task.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from gymnasium.envs.registration import register, registry
 
 from clustergym.suite.tasks import (
@@ -42,6 +45,7 @@ __all__ = [
     "find_task",
     "make_task_env",
     "register_suite",
+    "score",
     "task",
     "task_names",
 ]
@@ -70,3 +74,41 @@ def make_task_env(task: str | Task, **kwargs):
 
 #: the Gymnasium ids of the suite's tasks
 SUITE_IDS: list[str] = register_suite()
+
+
+def score(
+    agent: Any,
+    tasks: Sequence[str] | None = None,
+    seeds: int = 30,
+    *,
+    workers: int | None = 1,
+    decoding: str | None = None,
+) -> dict[str, Any]:
+    """Score one agent on the suite: the document ``clustergym benchmark AGENT --json`` prints.
+
+    Args:
+        agent: an agent or policy object (anything with SB3's ``predict(observation)``; ``reset(env,
+            seed)`` is called when it has one), or what ``clustergym benchmark`` takes: a registered
+            name, a model path or folder, or an import path ``package.module:factory``.
+        tasks: task names (default: every task that can run here).
+        seeds: the first ``seeds`` evaluation seeds.
+        workers: worker processes (default 1: this process; an object travels to workers pickled).
+        decoding: how a model acts (``argmax``, ``sample``, ``two-level``; default: its own).
+
+    Returns:
+        :func:`clustergym.suite.scoring.evaluate`'s document (its ``specs`` name the agent).
+    """
+    from clustergym.agent_api import AGENTS, PolicyAgent, register_agent
+    from clustergym.suite.scoring import evaluate
+
+    if isinstance(agent, str):
+        return evaluate([agent], tasks, seeds=seeds, workers=workers, decoding=decoding)
+    obj = agent if callable(getattr(agent, "reset", None)) else PolicyAgent(agent)
+    name = str(getattr(agent, "name", "") or type(agent).__name__).lower()
+    while name in AGENTS:
+        name += "-scored"
+    register_agent(name, lambda **_: obj)
+    try:
+        return evaluate([name], tasks, seeds=seeds, workers=workers, decoding=decoding)
+    finally:
+        AGENTS.pop(name, None)

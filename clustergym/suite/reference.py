@@ -241,6 +241,11 @@ def write_reference(doc: dict[str, Any], path: str | Path, *, merge: bool = True
     except PackageNotFoundError:
         __version__ = "0+unknown"
     p = Path(path)
+    # each task records the version that scored it: a merged document may hold tasks of several versions
+    doc = {
+        **doc,
+        "tasks": {n: {**e, "generated_by": e.get("generated_by", __version__)} for n, e in doc["tasks"].items()},
+    }
     if merge and p.is_file():
         old = json.loads(p.read_text())
         if old.get("seeds") == doc["seeds"] and old.get("suite_version") == doc["suite_version"]:

@@ -12,8 +12,9 @@ of one method) with several.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clustergym.agent_api import agent_context, make_agent, make_env_for
@@ -31,9 +32,11 @@ from clustergym.suite.tasks import task as get_task
 
 __all__ = [
     "Evaluation",
+    "agent_params",
     "check_agent",
     "distinct_specs",
     "evaluate",
+    "is_model",
     "plan_evaluation",
     "select_tasks",
     "summarize_evaluation",
@@ -65,10 +68,23 @@ def select_tasks(
     return chosen, skipped
 
 
-def check_agent(spec: str, t: Task) -> str | None:
+def is_model(spec: str) -> bool:
+    """Whether ``spec`` names a saved model (a ``.zip`` or a model's folder), not a registered agent
+    or an import path: the specs ``decoding`` applies to."""
+    from clustergym.agent_api import AGENTS
+
+    return spec not in AGENTS and (spec.endswith(".zip") or os.path.isdir(spec))
+
+
+def agent_params(spec: str, decoding: str | None) -> dict[str, Any]:
+    """The parameters ``spec`` is made with: ``decoding`` for a model, none for other agents."""
+    return {"decoding": decoding} if decoding is not None and is_model(spec) else {}
+
+
+def check_agent(spec: str, t: Task, params: dict[str, Any] | None = None) -> str | None:
     """Why ``spec`` cannot run on the task (``None`` if it can): built, its environment made and reset."""
     try:
-        agent = make_agent(spec)
+        agent = make_agent(spec, **(params or {}))
         env = make_env_for(t.scenario(), agent, env_id=t.id)
         env.reset(seed=0)
         agent.reset(agent_context(env, 0), seed=0)
@@ -90,6 +106,7 @@ class Evaluation:
         cells: the episodes, one runner cell each; ``owners[i]`` is the task of ``cells[i]``.
         reference: the reference document the scores are normalized against.
         warnings: what was dropped (a spec given twice), to be said to the user.
+        decoding: the decoding every model acts with (``None``: each model's own).
     """
 
     specs: list[str]
@@ -100,6 +117,7 @@ class Evaluation:
     owners: list[str]
     reference: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    decoding: str | None = None
 
 
 def _model_identity(spec: str) -> str | None:
@@ -140,6 +158,7 @@ def plan_evaluation(
     *,
     seeds: int = 30,
     reference: dict[str, Any] | None = None,
+    decoding: str | None = None,
 ) -> Evaluation:
     """Check everything a benchmark needs and plan its episodes, before any runs.
 
@@ -151,13 +170,14 @@ def plan_evaluation(
     ref = reference if reference is not None else load_reference()
     seed_list = eval_seeds(seeds)
     chosen, skipped = select_tasks(tasks, ref)
+    params = {spec: agent_params(spec, decoding) for spec in specs}
     for spec in specs:
-        make_agent(spec)  # a ConfigError naming a bad agent or model path, before anything runs
+        make_agent(spec, **params[spec])  # a ConfigError naming a bad agent or model path, before anything runs
     kept, warnings = distinct_specs(specs)
     plan: list[tuple[Task, str]] = []
     for t in chosen:
         for spec in kept:
-            why = check_agent(spec, t)
+            why = check_agent(spec, t, params[spec])
             if why is None:
                 plan.append((t, spec))
             else:
@@ -167,9 +187,9 @@ def plan_evaluation(
     cells, owners = [], []
     for t, spec in plan:
         for cell in task_cells(t, [spec], seed_list):
-            cells.append(cell)
+            cells.append(replace(cell, agent_params=tuple(params[spec].items())))
             owners.append(t.name)
-    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings)
+    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings, decoding)
 
 
 def evaluate(
@@ -180,6 +200,7 @@ def evaluate(
     workers: int | None = None,
     reference: dict[str, Any] | None = None,
     progress: Callable[[str, str, int], None] | None = None,
+    decoding: str | None = None,
 ) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
@@ -191,6 +212,8 @@ def evaluate(
         workers: worker processes (``None``: the available cores).
         reference: the reference document (default: the shipped one).
         progress: called with ``(task, spec, seed)`` as episodes finish.
+        decoding: how every model among ``specs`` acts (``argmax``, ``two-level``, ``sample``;
+            ``None``: each model's own), see docs/benchmark.md's Decoding section.
 
     Returns:
         ``{"seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
@@ -200,7 +223,7 @@ def evaluate(
     Raises:
         ConfigError: a bad spec, task or seed count; a spec that runs on none of the tasks.
     """
-    ev = plan_evaluation(specs, tasks, seeds=seeds, reference=reference)
+    ev = plan_evaluation(specs, tasks, seeds=seeds, reference=reference, decoding=decoding)
 
     def tick(agent: str, seed: int) -> None:
         if progress is not None:
@@ -215,6 +238,7 @@ def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict
     out: dict[str, Any] = {
         "seeds": seed_list,
         "specs": specs,
+        "decoding": ev.decoding,
         "tasks": {},
         "skipped": dict(ev.skipped),
         "warnings": list(ev.warnings),

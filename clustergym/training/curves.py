@@ -67,10 +67,20 @@ def load_curves(runs: Sequence[str | Path]) -> tuple[pd.DataFrame, str]:
     return pd.concat(frames, ignore_index=True), metric
 
 
+def _ci_bounds(values: pd.Series) -> pd.Series:
+    """The mean's 95% Student-t interval (``ci_low``, ``ci_high``; NaN with fewer than two values)."""
+    from clustergym.runner import mean_ci
+
+    mean, half = mean_ci(values.to_numpy())
+    return pd.Series({"ci_low": mean - half, "ci_high": mean + half})
+
+
 def curve_data(curves: pd.DataFrame, metric: str) -> dict[str, pd.DataFrame]:
     """What :func:`plot_learning_curves` draws: ``per_run`` (run, step, wall_seconds, mean over
-    evaluation seeds), ``mean`` (step, mean over runs, min and max over runs) and ``baselines``
-    (agent, mean over every evaluation)."""
+    evaluation seeds), ``mean`` (step, mean over runs, min and max over runs, and ``ci_low`` /
+    ``ci_high``: the 95% Student-t interval of the mean -- over the runs' means with several runs
+    (training seeds), over the evaluation seeds with one -- named by ``interval_over``) and
+    ``baselines`` (agent, mean over every evaluation)."""
     learned = curves[curves["agent"] == LEARNED]
     per_run = learned.groupby(["run", "step"], sort=True).agg(
         wall_seconds=("wall_seconds", "first"), value=(metric, "mean")
@@ -81,14 +91,20 @@ def curve_data(curves: pd.DataFrame, metric: str) -> dict[str, pd.DataFrame]:
         .agg(value=("value", "mean"), low=("value", "min"), high=("value", "max"), runs=("run", "nunique"))
         .reset_index()
     )
+    several = per_run["run"].nunique() > 1
+    source = per_run.groupby("step")["value"] if several else learned.groupby("step")[metric]
+    ci = source.apply(_ci_bounds).unstack().reset_index()
+    mean = mean.merge(ci, on="step", how="left")
+    mean["interval_over"] = "training seeds" if several else "evaluation seeds"
     baselines = curves[curves["agent"] != LEARNED].groupby("agent", sort=False)[metric].mean().reset_index()
     return {"per_run": per_run, "mean": mean, "baselines": baselines.rename(columns={metric: "value"})}
 
 
 def plot_learning_curves(curves: pd.DataFrame, metric: str, axes: Any = None) -> Any:
     """Two panels: the learned policy's evaluation ``metric`` against environment steps and against
-    training wall time (each run thin, the mean over runs thick with the runs' range shaded on the
-    steps panel), the baselines as dashed horizontal lines.  Returns the axes."""
+    training wall time (each run thin, the mean over runs thick with its 95% interval shaded on the
+    steps panel: over training seeds, or over evaluation seeds for one run), the baselines as dashed
+    horizontal lines.  Returns the axes."""
     import matplotlib.pyplot as plt
 
     from clustergym.runner.metric_info import metric_info
@@ -111,8 +127,10 @@ def plot_learning_curves(curves: pd.DataFrame, metric: str, axes: Any = None) ->
         if x == "step":
             m = d["mean"]
             ax.plot(m["step"], m["value"], color="C0", linewidth=2, label="learned, mean over training seeds")
-            if n_runs > 1:
-                ax.fill_between(m["step"], m["low"], m["high"], color="C0", alpha=0.12, linewidth=0)
+            over = m["interval_over"].iloc[0] if len(m) else "training seeds"
+            ax.fill_between(
+                m["step"], m["ci_low"], m["ci_high"], color="C0", alpha=0.18, linewidth=0, label=f"95% CI over {over}"
+            )
         for j, row in enumerate(d["baselines"].itertuples()):
             ax.axhline(row.value, color=f"C{j + 1}", linestyle="--", linewidth=1, label=row.agent)
         ax.set_xlabel("environment steps" if x == "step" else "training wall time (s)")

@@ -99,15 +99,15 @@ CASES = [
     ("compare: no scenario", ["compare", "--agents", "best-fit"], "required", True),
     ("compare: agent settings", CMP + ["--set", "agent.scan=2"], "scenario parameters only", True),
     ("compare: bad reference", CMP + ["--reference", "random"], "--reference", True),
-    # train (no --json)
-    ("train: unknown algo", TRAIN + ["--algo", "sac", "--out", "{tmp}/t1"], "sac", False),
-    ("train: unknown algo setting", TRAIN + ["--set", "algo.nope=3", "--out", "{tmp}/t2"], "algo.nope", False),
-    ("train: nan reward scale", TRAIN + ["--set", "reward_scale=nan", "--out", "{tmp}/t3"], "reward_scale", False),
-    ("train: inf penalty", TRAIN + ["--set", "invalid_penalty=inf", "--out", "{tmp}/t4"], "invalid_penalty", False),
-    ("train: zero timesteps", ["train", "ec2", "--timesteps", "0", "--out", "{tmp}/t5"], "timesteps", False),
-    ("train: resume nothing", ["train", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint", False),
-    ("train: --out not empty", TRAIN + ["--out", "{tmp}"], "not empty", False),
-    ("train: endless horizon", TRAIN + ["--set", "horizon=inf", "--out", "{tmp}/t6"], "inf is only allowed", False),
+    # train
+    ("train: unknown algo", TRAIN + ["--algo", "sac", "--out", "{tmp}/t1"], "sac", True),
+    ("train: unknown algo setting", TRAIN + ["--set", "algo.nope=3", "--out", "{tmp}/t2"], "algo.nope", True),
+    ("train: nan reward scale", TRAIN + ["--set", "reward_scale=nan", "--out", "{tmp}/t3"], "reward_scale", True),
+    ("train: inf penalty", TRAIN + ["--set", "invalid_penalty=inf", "--out", "{tmp}/t4"], "invalid_penalty", True),
+    ("train: zero timesteps", ["train", "ec2", "--timesteps", "0", "--out", "{tmp}/t5"], "timesteps", True),
+    ("train: resume nothing", ["train", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint", True),
+    ("train: --out not empty", TRAIN + ["--out", "{tmp}"], "not empty", True),
+    ("train: endless horizon", TRAIN + ["--set", "horizon=inf", "--out", "{tmp}/t6"], "inf is only allowed", True),
     # trace
     ("trace: inverted window", TRACE + ["--window", "50000:100"], "START must be before END", True),
     ("trace: bad priorities", TRACE + ["--priorities", "99x"], "--priorities", True),
@@ -127,11 +127,32 @@ CASES = [
         True,
     ),
     ("bench: training on an unknown task", ["bench", "--training", "--task", "nope-task"], "nope-task", True),
-    ("train: unknown decoding", TRAIN + ["--decoding", "median", "--out", "{tmp}/t8"], "decoding", False),
-    ("train: unknown vec env", TRAIN + ["--vec-env", "ray", "--out", "{tmp}/t7"], "vec_env", False),
+    ("train: unknown decoding", TRAIN + ["--decoding", "median", "--out", "{tmp}/t8"], "decoding", True),
+    ("train: unknown vec env", TRAIN + ["--vec-env", "ray", "--out", "{tmp}/t7"], "vec_env", True),
     ("bench: scale plot to a bad path", ["bench", "--scale", "--quick", "--plot", "/proc/x.png"], "cannot write", True),
     ("unknown command", ["nope"], "No such command", True),
+    # benchmark
+    ("benchmark: unknown agent", ["benchmark", "nope", "--tasks", "rms-trap"], "unknown agent", True),
+    ("benchmark: unknown task", ["benchmark", "random", "--tasks", "nope-task"], "nope-task", True),
+    ("benchmark: zero seeds", ["benchmark", "random", "--seeds", "0"], "--seeds", True),
+    ("benchmark: unknown decoding", ["benchmark", "random", "--decoding", "median"], "--decoding", True),
+    ("benchmark: unknown format", ["benchmark", "random", "--format", "xls"], "--format", True),
+    ("benchmark: nothing to do", ["benchmark"], "give an agent", True),
+    ("benchmark: reference without --out", ["benchmark", "--reference", "--tasks", "rms-trap"], "--out", True),
+    ("benchmark: markdown with an agent", ["benchmark", "random", "--markdown"], "--markdown", True),
+    ("benchmark: import path not found", ["benchmark", "nopkg.mod:make", "--tasks", "rms-trap"], "PYTHONPATH", True),
+    ("benchmark: missing model", ["benchmark", "/nonexistent/model.zip"], "no such model file", True),
+    # curves, convert-model, list
+    ("curves: no run", ["curves", "{dir}", "--out", "{tmp}/c"], "eval.csv", True),
+    ("convert-model: not trusted", ["convert-model", "{dir}"], "--trust-pickle", True),
+    ("list: unknown option", ["list", "--nope"], "No such option", True),
 ]
+
+
+def test_every_command_has_its_json_error_contract_tested():
+    names = {c.name or c.callback.__name__ for c in app.registered_commands}
+    covered = {argv[0] for _, argv, _, has_json in CASES if has_json}
+    assert names and names <= covered, f"no --json error case for {sorted(names - covered)}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

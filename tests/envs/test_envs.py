@@ -733,7 +733,7 @@ def test_render_ansi_mentions_time_and_queue():
 
 def test_render_mode_is_validated():
     with pytest.raises(ConfigError, match="render_mode"):
-        ClusterEnv("ec2", render_mode="rgb_array")
+        ClusterEnv("ec2", render_mode="rgb")
 
 
 def test_step_after_episode_end_raises():

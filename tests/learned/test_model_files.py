@@ -219,3 +219,26 @@ def test_decodings_recorded_and_overridable(run_dir):
         load_model_agent(run_dir, decoding="median")
     rc, stdout, _ = _cli("run", "ec2", "--agent", str(run_dir), "--set", "agent.decoding=x", "--json")
     assert rc == 2 and "decoding" in json.loads(stdout)["error"]["message"]
+
+
+def test_an_mlp_run_evaluates_itself_with_its_live_normalisation(tmp_path):
+    """The periodic evaluation feeds the learned mlp policy VecNormalize's current statistics."""
+    import pandas as pd
+
+    out = tmp_path / "mlp"
+    train(
+        "ec2",
+        "ppo",
+        policy="mlp",
+        timesteps=64,
+        n_envs=1,
+        out=out,
+        verbose=False,
+        eval_agents=["best-fit"],
+        eval_seeds=range(1),
+        eval_horizon=5.0,
+        num_servers=4,
+        **TINY,
+    )
+    ev = pd.read_csv(out / "eval.csv")
+    assert set(ev["agent"]) == {"learned", "best-fit"}

@@ -144,3 +144,34 @@ def test_slotted_agents_on_continuous_arrivals_are_marked():
     plt.close("all")
     own = compare("two-sizes", ["bf-j"], seeds=range(1), horizon=20)
     assert not own["slotted_on_continuous"].any()
+
+
+def test_agents_spanning_decades_are_drawn_on_a_log_axis(monkeypatch):
+    """36 agents on bf-trap: a few unstable ones have queues 100x the rest, which a linear axis squashes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import clustergym.runner.figures as figures
+
+    def data(means):
+        n = len(means)
+        return pd.DataFrame(
+            {
+                "agent": [f"a{i}" for i in range(n)],
+                "label": [f"a{i}" for i in range(n)],
+                "mean": means,
+                "lo": [m - abs(m) * 0.1 for m in means],
+                "hi": [m + abs(m) * 0.1 for m in means],
+                "uses_oracle": [i % 2 == 0 for i in range(n)],
+                "slotted": [False] * n,
+            }
+        )
+
+    for means, scale in (([0.5, 2.0, 400.0], "log"), ([0.5, 2.0, 10.0], "linear"), ([-1.0, 2.0, 400.0], "linear")):
+        monkeypatch.setattr(figures, "figure_data", lambda *a, m=means, **k: data(m))
+        ax = plot_agents(pd.DataFrame(), "mean_queue_length")
+        assert ax.get_xscale() == scale and ("log scale" in ax.get_xlabel()) == (scale == "log")
+        assert any(bar.get_hatch() for bar in ax.patches)  # the oracle hatching is drawn either way
+        plt.close("all")

@@ -55,6 +55,13 @@ def test_curve_data_averages_seeds_then_runs_and_keeps_the_baselines(tmp_path):
     mean = d["mean"].set_index("step")
     assert mean.loc[512, "value"] == pytest.approx((30.5 + 40.5) / 2)  # mean over eval seeds, then runs
     assert (mean.loc[1536, "low"], mean.loc[1536, "high"]) == (8.5, 12.5)
+    # the 95% interval of the mean over the two runs: 10.5 +- t(0.975, 1) * 2 * sqrt(2) / sqrt(2)
+    assert mean.loc[1536, "ci_high"] - 10.5 == pytest.approx(12.706 * 2.0, rel=1e-3)
+    assert set(mean["interval_over"]) == {"training seeds"}
+    one = curve_data(*load_curves([a]))["mean"].set_index("step")  # one run: over its evaluation seeds
+    assert one.loc[1536, "ci_low"] < 12.5 < one.loc[1536, "ci_high"] and set(one["interval_over"]) == {
+        "evaluation seeds"
+    }
     assert d["baselines"].set_index("agent").loc["best-fit", "value"] == 10.5
     axes = plot_learning_curves(curves, metric)
     assert axes[0].get_xlabel() == "environment steps" and "lower is better" in axes[0].get_ylabel()

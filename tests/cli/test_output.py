@@ -1,0 +1,59 @@
+"""What the commands print: full values when piped, --format csv|markdown, --version, install hints
+that keep the extra's name, --markdown that prints the shipped reference and writes nothing."""
+
+from __future__ import annotations
+
+import csv
+import io
+from importlib.metadata import version
+
+from typer.testing import CliRunner
+
+from clustergym.cli import app
+from clustergym.suite.reference import REFERENCE_PATH
+
+runner = CliRunner()
+
+
+def test_version():
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.stdout.strip() == f"clustergym {version('clustergym')}"
+
+
+def test_piped_tables_hold_full_values():
+    res = runner.invoke(app, ["list"])  # CliRunner's stdout is not a terminal
+    assert res.exit_code == 0 and "…" not in res.stdout
+    from clustergym.scenarios import PRESETS
+
+    assert PRESETS["bf-trap"].description in res.stdout  # a long description, whole on its line
+
+
+def test_benchmark_prints_csv_and_markdown_tables():
+    args = ["benchmark", "random", "--tasks", "rms-trap", "--seeds", "1", "--workers", "1"]
+    res = runner.invoke(app, [*args, "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.reader(io.StringIO("\n".join(ln for ln in res.stdout.splitlines() if not ln.startswith("#")))))
+    assert rows[0][:3] == ["task", "agent", "score"] and rows[1][:2] == ["rms-trap", "random"]
+    md = runner.invoke(app, [*args, "--format", "markdown"])
+    assert md.exit_code == 0 and "| task | agent | score |" in md.stdout and "|---|" in md.stdout
+
+
+def test_markdown_prints_the_shipped_reference_and_writes_nothing():
+    before = REFERENCE_PATH.read_bytes()
+    res = runner.invoke(app, ["benchmark", "--reference", "--markdown", "--tasks", "rms-trap"])
+    assert res.exit_code == 0, res.output
+    assert "rms-trap" in res.stdout and "mris-poisson" not in res.stdout
+    assert REFERENCE_PATH.read_bytes() == before
+
+
+def test_install_hints_keep_the_extras_name(monkeypatch, tmp_path):
+    import clustergym.runner as runner_pkg
+
+    monkeypatch.setattr(
+        runner_pkg, "missing_outputs", lambda: {"the plot": "needs matplotlib: pip install 'clustergym[plot]'"}
+    )
+    res = runner.invoke(
+        app, ["compare", "ec2", "--agents", "best-fit", "--seeds", "1", "--horizon", "5", "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "pip install 'clustergym[plot]'" in " ".join(res.stderr.split())
