@@ -21,7 +21,7 @@ from rich.table import Table
 from clustergym._json import jsonable as _jsonable
 from clustergym.errors import ClusterGymError, ConfigError
 
-__all__ = ["benchmark_cmd", "plot_normalized"]
+__all__ = ["benchmark_cmd", "plot_normalized", "report_figure_path"]
 
 _err = Console(stderr=True)
 _out = Console()
@@ -117,7 +117,10 @@ def _reference_plot_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _print_reference(doc: dict[str, Any]) -> None:
-    t = Table(title=f"suite reference ({len(doc['seeds'])} seeds): random, best non-oracle baseline, best oracle")
+    t = Table(
+        title=f"suite reference, {doc.get('split', 'validation')} split ({len(doc['seeds'])} seeds): random, "
+        "best non-oracle baseline, best oracle"
+    )
     for c in ("task", "metric", "random", "best baseline", "score", "best oracle", "score", "agents", "wall s"):
         t.add_column(c, justify="left" if c in ("task", "metric", "best baseline", "best oracle") else "right")
     for name, e in doc["tasks"].items():
@@ -146,7 +149,12 @@ def benchmark_cmd(
     tasks: str | None = typer.Option(
         None, "--tasks", help="comma-separated task names (default: every task that can run here)"
     ),
-    seeds: int = typer.Option(30, "--seeds", help="evaluation seeds (the suite's first N, at most 100)"),
+    seeds: int = typer.Option(30, "--seeds", help="evaluation seeds (the split's first N, at most 100)"),
+    split: str = typer.Option(
+        "validation",
+        "--split",
+        help="the evaluation seeds: validation (develop and select models there) or test (held out: final claims)",
+    ),
     workers: int | None = typer.Option(
         None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
     ),
@@ -170,7 +178,7 @@ def benchmark_cmd(
 ) -> None:
     """Score an agent or saved models on the suite's tasks, normalized against the reference baselines."""
     from clustergym.runner import worker_count
-    from clustergym.suite import EVAL_SEEDS
+    from clustergym.suite import SPLITS, check_split
     from clustergym.suite import task as get_task
     from clustergym.validation import number
 
@@ -178,7 +186,8 @@ def benchmark_cmd(
         task_names = _tasks(tasks)
         for n in task_names or []:
             get_task(n)
-        number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True, error=ConfigError)
+        check_split(split)
+        number(seeds, "--seeds", lo=1, hi=len(SPLITS[split]), integer=True, error=ConfigError)
         workers = worker_count(workers, "--workers")
         if reference and specs:
             raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")
@@ -188,19 +197,21 @@ def benchmark_cmd(
             from clustergym.suite.reference import load_reference
             from clustergym.suite.reference import markdown as to_markdown
 
-            sys.stdout.write(to_markdown(load_reference()))
+            sys.stdout.write(to_markdown(load_reference(split=split)))
             if plot is None:
                 return
         if reference:
-            _regenerate(task_names, seeds, workers, out_dir, plot, json_out)
+            _regenerate(task_names, seeds, workers, out_dir, plot, json_out, split)
         elif not specs:
             from clustergym.suite.reference import load_reference
 
-            doc = load_reference()
-            path = plot_normalized(_reference_plot_rows(doc), plot, "clustergym suite: reference baselines")
+            doc = load_reference(split=split)
+            path = plot_normalized(
+                _reference_plot_rows(doc), plot, f"clustergym suite, {split} split: reference baselines"
+            )
             _err.print(f"wrote {path}")
         else:
-            _benchmark(specs, task_names, seeds, workers, out_dir, plot, json_out)
+            _benchmark(specs, task_names, seeds, workers, out_dir, plot, json_out, split)
     except ClusterGymError as e:
         _err.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
@@ -213,7 +224,13 @@ def _progress():
 
 
 def _regenerate(
-    task_names: list[str] | None, seeds: int, workers: int, out_dir: Path | None, plot: Path | None, json_out: bool
+    task_names: list[str] | None,
+    seeds: int,
+    workers: int,
+    out_dir: Path | None,
+    plot: Path | None,
+    json_out: bool,
+    split: str = "validation",
 ) -> None:
     from clustergym.suite import TASKS
     from clustergym.suite.reference import build_reference, write_reference
@@ -233,6 +250,7 @@ def _regenerate(
                 seeds=seeds,
                 workers=workers,
                 progress=tick,
+                split=split,
                 log=None if json_out else lambda m: _err.print(m, highlight=False),
             )
             doc = {**one, "tasks": {**doc.get("tasks", {}), **one["tasks"]}}
@@ -241,7 +259,9 @@ def _regenerate(
     if plot is not None:
         from clustergym.suite.reference import load_reference
 
-        plot_normalized(_reference_plot_rows(load_reference(path)), plot, "clustergym suite: reference baselines")
+        plot_normalized(
+            _reference_plot_rows(load_reference(path)), plot, f"clustergym suite, {split} split: reference baselines"
+        )
     if json_out:
         sys.stdout.write(json.dumps(_jsonable({**doc, "wall_seconds": wall, "path": str(path)}), indent=1) + "\n")
         return
@@ -257,7 +277,9 @@ def _benchmark(
     out_dir: Path | None,
     plot: Path | None,
     json_out: bool,
+    split: str = "validation",
 ) -> None:
+    from clustergym.suite.report import report
     from clustergym.suite.scoring import evaluate
 
     t0 = time.perf_counter()
@@ -267,8 +289,9 @@ def _benchmark(
         def tick(task: str, agent: str, seed: int) -> None:
             prog.update(bar, advance=1, description=f"{agent} seed {seed}")
 
-        res = evaluate(specs, task_names, seeds=seeds, workers=workers, progress=tick)
+        res = evaluate(specs, task_names, seeds=seeds, workers=workers, progress=tick, split=split)
     res["wall_seconds"] = time.perf_counter() - t0
+    res["report"] = report(res)
     if out_dir is not None:
         import pandas as pd
 
@@ -290,13 +313,16 @@ def _benchmark(
             for t, v in res["tasks"].items()
             for spec, r in v["runs"].items()
         ]
-        plot_normalized(rows, plot, "clustergym suite: normalized scores")
+        plot_normalized(rows, plot, f"clustergym suite, {split} split: normalized scores")
+        from clustergym.suite.figures import plot_report
+
+        _err.print(f"wrote {plot} and {plot_report(res['report'], report_figure_path(plot))}")
     if json_out:
         sys.stdout.write(json.dumps(_jsonable(res), indent=1) + "\n")
         return
     for k, why in res["skipped"].items():
         _err.print(f"skipped {k}: {why}", highlight=False)
-    t = Table(title=f"clustergym suite, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
+    t = Table(title=f"clustergym suite, {split} split, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
     for c in (
         "task",
         "agent",
@@ -337,4 +363,53 @@ def _benchmark(
             f"{_fmt(a['mean'], 3)} [{_fmt(a['mean_low'], 3)}, {_fmt(a['mean_high'], 3)}]",
         )
     _out.print(t)
+    _print_report(res["report"])
     _err.print(f"{len(res['rows'])} episodes in {res['wall_seconds']:.0f} s")
+
+
+def report_figure_path(plot: Path) -> Path:
+    """Where ``--plot FILE`` draws the report's figure: ``FILE`` with ``-report`` before its suffix."""
+    return plot.with_name(f"{plot.stem}-report{plot.suffix}")
+
+
+def _iv(x: dict[str, float] | None, digits: int = 3) -> str:
+    if not x:
+        return "-"
+    return f"{_fmt(x['value'], digits)} [{_fmt(x['low'], digits)}, {_fmt(x['high'], digits)}]"
+
+
+def _print_report(rep: dict[str, Any]) -> None:
+    """The report's verdicts per task and its aggregates over tasks (:func:`clustergym.suite.report.report`)."""
+    runs = len(rep["runs"])
+    t = Table(title=f"{rep['split']} split: the method's {runs} run(s) [95% two-level bootstrap CI: runs and seeds]")
+    cols = ("task", "normalized", "paired Δ vs best", "verdict", "P(better than best)", "best oracle", "bound")
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("task", "verdict") else "right")
+    for name, v in rep["tasks"].items():
+        h = v["headroom"]
+        t.add_row(
+            name,
+            _iv(v["normalized"]),
+            _iv(v["paired_vs_best"], 3),
+            v["verdict"],
+            _iv(v["probability_of_improvement"][v["best"]], 2),
+            f"{h['best_oracle']} {_iv(h.get('oracle_normalized'))}" if h["best_oracle"] else "-",
+            f"{h['bound']['name']} {_iv(h['bound']['normalized'])}" if h["bound"] else "-",
+        )
+    _out.print(t)
+    if "aggregate" not in rep:
+        return
+    a = rep["aggregate"]
+    t = Table(title=f"{rep['split']} split, over {a['tasks']} task(s): normalized score [95% stratified bootstrap CI]")
+    for c in ("IQM", "mean", "median", "optimality gap", "P(better than best)", "P(better than best oracle)"):
+        t.add_column(c, justify="right")
+    p = a["probability_of_improvement"]
+    t.add_row(
+        _iv(a["iqm"]),
+        _iv(a["mean"]),
+        _iv(a["median"]),
+        _iv(a["optimality_gap"]),
+        _iv(p.get("best baseline"), 2),
+        _iv(p.get("best oracle"), 2),
+    )
+    _out.print(t)

@@ -20,11 +20,15 @@ from __future__ import annotations
 from gymnasium.envs.registration import register, registry
 
 from clustergym.suite.tasks import (
+    DEFAULT_SPLIT,
     EVAL_SEEDS,
     REFERENCE_SEEDS,
+    SPLITS,
     SUITE_VERSION,
     TASKS,
+    TEST_SEEDS,
     Task,
+    check_split,
     eval_seeds,
     find_task,
     task,
@@ -32,12 +36,16 @@ from clustergym.suite.tasks import (
 )
 
 __all__ = [
+    "DEFAULT_SPLIT",
     "EVAL_SEEDS",
     "REFERENCE_SEEDS",
+    "SPLITS",
     "SUITE_IDS",
     "SUITE_VERSION",
     "TASKS",
+    "TEST_SEEDS",
     "Task",
+    "check_split",
     "eval_seeds",
     "find_task",
     "make_task_env",

@@ -25,7 +25,7 @@ from clustergym.suite.reference import (
     task_cells,
     traces_available,
 )
-from clustergym.suite.tasks import TASKS, Task, eval_seeds
+from clustergym.suite.tasks import DEFAULT_SPLIT, TASKS, Task, eval_seeds
 from clustergym.suite.tasks import task as get_task
 
 __all__ = ["check_agent", "evaluate", "select_tasks"]
@@ -77,19 +77,21 @@ def evaluate(
     workers: int | None = None,
     reference: dict[str, Any] | None = None,
     progress: Callable[[str, str, int], None] | None = None,
+    split: str = DEFAULT_SPLIT,
 ) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
     Args:
         specs: agent names or model paths; several are runs (training seeds) of one method.
         tasks: task names (default: all that can run here).
-        seeds: the first ``seeds`` evaluation seeds.
+        seeds: the first ``seeds`` evaluation seeds of ``split``.
         workers: worker processes (``None``: the available cores).
-        reference: the reference document (default: the shipped one).
+        reference: the reference document (default: the shipped one of ``split``).
         progress: called with ``(task, spec, seed)`` as episodes finish.
+        split: ``validation`` (develop and select there) or ``test`` (held out: final claims).
 
     Returns:
-        ``{"seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
+        ``{"split", "seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
         "skipped": {...}, "aggregate": {...}, "rows": [...]}`` (see the module docstring).
 
     Raises:
@@ -98,8 +100,8 @@ def evaluate(
     specs = list(dict.fromkeys(specs))
     if not specs:
         raise ConfigError("agent", "no agent or model to benchmark")
-    ref = reference if reference is not None else load_reference()
-    seed_list = eval_seeds(seeds)
+    ref = reference if reference is not None else load_reference(split=split)
+    seed_list = eval_seeds(seeds, split)
     chosen, skipped = select_tasks(tasks, ref)
     for spec in specs:
         make_agent(spec)  # a ConfigError naming a bad agent or model path, before anything runs
@@ -124,7 +126,14 @@ def evaluate(
             progress("", agent, seed)
 
     rows = run_rows(cells, workers=workers, progress=tick)
-    out: dict[str, Any] = {"seeds": seed_list, "specs": specs, "tasks": {}, "skipped": skipped, "rows": []}
+    out: dict[str, Any] = {
+        "split": split,
+        "seeds": seed_list,
+        "specs": specs,
+        "tasks": {},
+        "skipped": skipped,
+        "rows": [],
+    }
     for name, row in zip(owners, rows):
         m = row["task"]
         out["rows"].append(
@@ -157,7 +166,7 @@ def evaluate(
                 else math.nan,
                 "vs_oracle": normalized(mean, entry, oracle=True),
                 "normalized_per_seed": per_seed,
-                **_paired_with_best(scores, seed_list, entry),
+                **_paired_with_best(scores, seed_list, entry, ref.get("seeds", [])),
                 "complete": sum(r["complete"] for r in out["rows"] if r["task"] == t.name and r["agent"] == spec),
             }
         if runs:
@@ -175,17 +184,18 @@ def evaluate(
     return out
 
 
-def _paired_with_best(scores: Sequence[float], seeds: Sequence[int], entry: dict[str, Any]) -> dict[str, Any]:
+def _paired_with_best(
+    scores: Sequence[float], seeds: Sequence[int], entry: dict[str, Any], ref_seeds: Sequence[int]
+) -> dict[str, Any]:
     """The paired difference with the best non-oracle baseline on the same evaluation seeds (common
     random numbers: the same arrivals, sizes and durations): ``paired_vs_best`` (mean of score minus
     the baseline's score, seed by seed; positive: better than the baseline), ``paired_vs_best_ci95``
     (its Student-t half-width) and ``paired_seeds``; NaN when the reference holds no per-seed scores
-    of the baseline on these seeds (the reference's seeds are the first evaluation seeds)."""
+    of the baseline on these seeds (``ref_seeds``: the reference's seeds, the split's first)."""
     best = entry.get("agents", {}).get(entry.get("best") or "", {})
     ref_scores = best.get("scores") or []
     n = min(len(scores), len(ref_scores))
-    ref_seeds = eval_seeds(len(ref_scores)) if ref_scores else []
-    if n < 2 or list(seeds[:n]) != ref_seeds[:n]:
+    if n < 2 or list(seeds[:n]) != list(ref_seeds[:n]):
         return {"paired_vs_best": math.nan, "paired_vs_best_ci95": math.nan, "paired_seeds": 0}
     diff, half = mean_ci([a - b for a, b in zip(scores[:n], ref_scores[:n])])
     return {"paired_vs_best": diff, "paired_vs_best_ci95": half, "paired_seeds": n}
