@@ -27,8 +27,11 @@ evaluation seeds shared by every run and baseline), stratified over tasks.
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +39,7 @@ import numpy as np
 from clustergym.suite.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from clustergym.suite.intervals import TaskDraws, aggregate_draws, bootstrap_task, interval
 
-__all__ = ["PROFILE_POINTS", "report", "task_bound", "verdict"]
+__all__ = ["PROFILE_POINTS", "refresh", "report", "task_bound", "verdict"]
 
 #: thresholds of the performance profile
 PROFILE_POINTS = 41
@@ -138,7 +141,11 @@ def _task_report(
         "score": _iv(d.run_scores.mean(axis=1), level),
         "normalized": _iv(d.normalized.mean(axis=1), level),
         **{k: _iv(v, level) for k, v in stats.items() if k != "mean"},
-        "paired_vs_best": {**paired, "baseline": best, "units": entry["metric"]},
+        "paired_vs_best": {
+            **paired,
+            "baseline": best,
+            "units": ("−" if entry.get("sign", 1) < 0 else "") + entry["metric"],
+        },
         "paired_vs_best_normalized": _iv(d.paired / scale, level),
         "verdict": verdict(paired, best),
         "probability_of_improvement": {
@@ -227,3 +234,21 @@ def report(
         }
         out["performance_profile"] = _profile(draws, level)
     return out
+
+
+def refresh(path: str | Path) -> dict[str, Any]:
+    """Recompute the ``report`` of a ``clustergym benchmark --json`` document from its ``rows`` and the
+    shipped reference of its split; write it back and return it."""
+    from clustergym._json import jsonable
+
+    p = Path(path)
+    doc = json.loads(p.read_text())
+    doc["report"] = report(doc)
+    p.write_text(json.dumps(jsonable(doc), indent=1) + "\n")
+    return doc
+
+
+if __name__ == "__main__":  # python -m clustergym.suite.report FILE...: refresh the reports of benchmark documents
+    for f in sys.argv[1:]:
+        refresh(f)
+        print(f"refreshed {f}")

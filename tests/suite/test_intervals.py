@@ -49,7 +49,7 @@ def test_equal_to_the_baseline_a_win_is_claimed_in_at_most_about_5_percent_of_dr
     assert wins <= 0.07 and norm_wins <= 0.07, (wins, norm_wins)  # nominal 2.5% one-sided, Monte-Carlo slack
     assert covers >= 0.89, covers
     if runs > 1:
-        assert runs_only > 0.15, runs_only  # leaving the shared seed noise out claims wins that are not there
+        assert runs_only > 0.1, runs_only  # leaving the shared seed noise out claims wins that are not there
 
 
 @pytest.mark.parametrize(("runs", "run_sd"), [(1, 0.0), (3, 0.3), (5, 0.3)])
