@@ -238,12 +238,14 @@ def report(
 
 def refresh(path: str | Path) -> dict[str, Any]:
     """Recompute the ``report`` of a ``clustergym benchmark --json`` document from its ``rows`` and the
-    shipped reference of its split; write it back and return it."""
+    shipped reference of its split (a document without ``split`` predates the splits: its seeds are
+    the validation split's); write it back and return it."""
     from clustergym._json import jsonable
 
     p = Path(path)
     doc = json.loads(p.read_text())
     doc["report"] = report(doc)
+    doc.setdefault("split", doc["report"]["split"])  # a document written before the splits: validation
     p.write_text(json.dumps(jsonable(doc), indent=1) + "\n")
     return doc
 
