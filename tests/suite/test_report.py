@@ -160,3 +160,16 @@ def test_benchmark_json_on_the_test_split_prints_the_report():
     for key in ("iqm", "mean", "median", "optimality_gap"):
         assert math.isfinite(rep["aggregate"][key]["value"])
     assert math.isfinite(t["paired_vs_best"]["low"]) and t["paired_vs_best"]["low"] <= t["paired_vs_best"]["high"]
+
+
+def test_the_report_figure_names_the_split(tmp_path):
+    pytest.importorskip("matplotlib")
+    from clustergym.suite.figures import plot_report
+
+    rng = np.random.default_rng(4)
+    ref = _reference(rng)
+    rep = report(_result(ref, [0.5, 0.7], rng), ref, resamples=100)
+    path = plot_report(rep, tmp_path / "r.png")
+    assert path.stat().st_size > 10_000
+    with pytest.raises(ValueError, match="no task"):
+        plot_report({k: v for k, v in rep.items() if k != "aggregate"}, path)
