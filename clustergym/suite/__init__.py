@@ -2,9 +2,11 @@
 
 Each task (:mod:`.tasks`) is a Gymnasium id ``clustergym/<task>-v1`` built by :func:`make_task_env`
 (:mod:`.env`); importing this package registers them (``import clustergym`` does).  The reference
-scores of random and of every compatible baseline ship in ``reference.json`` (:mod:`.reference`);
-:mod:`.benchmark` scores an agent or saved models on the suite, normalised against them, with
-interquartile means and stratified bootstrap intervals (:mod:`.aggregate`)::
+scores of random and of every compatible baseline ship per split of the evaluation seeds
+(``reference.json``: validation, ``reference_test.json``: test; :mod:`.reference`);
+:mod:`.scoring` scores an agent or saved models on the suite, normalised against them, and
+:mod:`.report` reports the method with rliable's statistics and verdicts whose intervals cover
+training seeds and evaluation episodes (:mod:`.aggregate`, :mod:`.intervals`)::
 
     import gymnasium as gym
     import clustergym  # noqa: F401
