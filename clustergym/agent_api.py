@@ -321,12 +321,12 @@ class PolicyAgent:
         self.name = name
         self._flatten: Any = None
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
+    def reset(self, context: Any, seed: int | None = None) -> None:
         """Note whether the policy reads the flattened observation (nothing else to bind)."""
         from gymnasium.spaces import Box, Dict
 
         wants = getattr(self.policy, "observation_space", None)
-        has = env.observation_space
+        has = context.observation_space
         self._flatten = has if isinstance(wants, Box) and isinstance(has, Dict) else None
 
     def predict(

@@ -25,7 +25,7 @@ from clustergym._json import jsonable as _jsonable
 from clustergym.cli._common import format_option, print_table
 from clustergym.errors import ConfigError
 
-__all__ = ["benchmark_cmd", "plot_normalized"]
+__all__ = ["benchmark_cmd", "plot_normalized", "report_figure_path"]
 
 _err = Console(stderr=True, markup=False)  # messages may name extras: [plot] is text
 
@@ -127,7 +127,10 @@ def _best_names(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def _print_reference(doc: dict[str, Any], table_format: str = "table") -> None:
-    t = Table(title=f"suite reference ({len(doc['seeds'])} seeds): random, best non-oracle baseline, best oracle")
+    t = Table(
+        title=f"suite reference, {doc.get('split', 'validation')} split ({len(doc['seeds'])} seeds): random, "
+        "best non-oracle baseline, best oracle"
+    )
     for c in ("task", "metric", "random", "best baseline", "score", "best oracle", "score", "agents", "wall s"):
         t.add_column(c, justify="left" if c in ("task", "metric", "best baseline", "best oracle") else "right")
     for name, e in doc["tasks"].items():
@@ -158,6 +161,12 @@ def benchmark_cmd(
     ),
     seeds: int | None = typer.Option(
         None, "--seeds", help="evaluation seeds (the suite's first N, at most 100) [default: 30]"
+    ),
+    split: str | None = typer.Option(
+        None,
+        "--split",
+        help="the evaluation seeds: validation (develop and select models there; the default) or test "
+        "(held out: final claims)",
     ),
     workers: int | None = typer.Option(
         None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
@@ -221,27 +230,30 @@ def benchmark_cmd(
             raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
         if overwrite or reference:
             raise ConfigError("--resume", "--resume continues an agent's benchmark; drop --overwrite and --reference")
-        resumed, rec = recorded_settings(resume, {"specs": specs or None, "tasks": tasks, "seeds": seeds})
+        given = {"specs": specs or None, "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
+        resumed, rec = recorded_settings(resume, given)
         specs, tasks, seeds = rec["specs"], rec["tasks"], rec["seeds"]
+        split, decoding = rec.get("split") or "validation", rec.get("decoding")
     seeds = 30 if seeds is None else seeds
-    task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown, decoding)
+    split = split or "validation"
+    task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown, decoding, split)
     workers = worker_count(workers, "--workers")
     if markdown:  # prints the shipped reference; never regenerates it
-        _print_markdown(task_names)
+        _print_markdown(task_names, split)
         return
     if reference:
-        _regenerate(task_names, seeds, workers, out_dir, overwrite, plot, json_out)
+        _regenerate(task_names, seeds, workers, out_dir, overwrite, plot, json_out, split)
     elif not specs:
         from clustergym.suite.reference import load_reference
 
         assert plot is not None
-        doc = load_reference()
+        doc = load_reference(split=split)
         path = plot_normalized(
-            _reference_plot_rows(doc), plot, "clustergym suite: reference baselines", _best_names(doc)
+            _reference_plot_rows(doc), plot, f"clustergym suite, {split} split: reference baselines", _best_names(doc)
         )
         _err.print(f"wrote {path}")
     else:
-        settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds, "decoding": decoding}
+        settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
         _benchmark(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, table_format)
 
 
@@ -253,16 +265,18 @@ def _check_inputs(
     plot: Path | None,
     markdown: bool,
     decoding: str | None = None,
+    split: str = "validation",
 ) -> list[str] | None:
     """The task names; every input checked before anything runs."""
-    from clustergym.suite import EVAL_SEEDS
+    from clustergym.suite import SPLITS, check_split
     from clustergym.suite import task as get_task
     from clustergym.validation import settings
 
     task_names = _tasks(tasks)
     for n in task_names or []:
         get_task(n)
-    settings.number(seeds, "--seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
+    check_split(split)
+    settings.number(seeds, "--seeds", lo=1, hi=len(SPLITS[split]), integer=True)
     if decoding is not None:
         from clustergym.learned.model_agent import DECODINGS
 
@@ -276,23 +290,23 @@ def _check_inputs(
     return task_names
 
 
-def _print_markdown(task_names: list[str] | None) -> None:
+def _print_markdown(task_names: list[str] | None, split: str = "validation") -> None:
     """``--markdown``: the shipped reference (of ``task_names``) as Markdown; nothing is written."""
     from clustergym.suite.reference import load_reference
     from clustergym.suite.reference import markdown as to_markdown
 
-    doc = load_reference()
+    doc = load_reference(split=split)
     if task_names:
         doc = {**doc, "tasks": {k: v for k, v in doc["tasks"].items() if k in task_names}}
     sys.stdout.write(to_markdown(doc))
 
 
 def _update_packaged(source: Path, specs: list[str] | None, reference: bool, json_out: bool) -> None:
-    from clustergym.suite.reference import REFERENCE_PATH, update_packaged
+    from clustergym.suite.reference import update_packaged
 
     if specs or reference:
         raise ConfigError("--update-packaged", "is a step of its own: give no agent and no --reference with it")
-    path = update_packaged(source, REFERENCE_PATH)
+    path = update_packaged(source)
     if json_out:
         sys.stdout.write(json.dumps({"updated": str(path), "from": str(source)}) + "\n")
     else:
@@ -313,6 +327,7 @@ def _regenerate(
     overwrite: bool,
     plot: Path | None,
     json_out: bool,
+    split: str = "validation",
 ) -> None:
     """``--reference``: the reference of the tasks into ``--out DIR/reference.json`` (each task
     written as soon as it is done); never into the package's table (``--update-packaged`` does that)."""
@@ -326,7 +341,8 @@ def _regenerate(
             "--reference writes its table to --out DIR/reference.json (the package's table changes only "
             "with --update-packaged DIR/reference.json)",
         )
-    folder = open_folder(out_dir, None, overwrite, {"reference": True, "tasks": task_names, "seeds": seeds}, [])
+    given = {"reference": True, "tasks": task_names, "seeds": seeds, "split": split}
+    folder = open_folder(out_dir, None, overwrite, given, [])
     assert folder is not None
     folder.add_files(["reference.json"])
     t0 = time.perf_counter()
@@ -344,6 +360,7 @@ def _regenerate(
                 seeds=seeds,
                 workers=workers,
                 progress=tick,
+                split=split,
                 log=None if json_out else lambda m: _err.print(m, highlight=False),
             )
             doc = {**one, "tasks": {**doc.get("tasks", {}), **one["tasks"]}}
@@ -352,7 +369,8 @@ def _regenerate(
     folder.set_status("complete", wall_seconds=wall)
     if plot is not None:
         ref = load_reference(path)
-        plot_normalized(_reference_plot_rows(ref), plot, "clustergym suite: reference baselines", _best_names(ref))
+        title = f"clustergym suite, {split} split: reference baselines"
+        plot_normalized(_reference_plot_rows(ref), plot, title, _best_names(ref))
     if json_out:
         sys.stdout.write(json.dumps(_jsonable({**doc, "wall_seconds": wall, "path": str(path)}), indent=1) + "\n")
         return
@@ -372,12 +390,13 @@ def _benchmark(
     table_format: str = "table",
 ) -> None:
     from clustergym.cli.benchmark_out import open_folder, run_journaled, write_outputs
+    from clustergym.suite.report import report
     from clustergym.suite.scoring import plan_evaluation, summarize_evaluation
 
     specs = settings["specs"]
-    ev = plan_evaluation(
-        specs, task_names, seeds=settings["seeds"], decoding=settings.get("decoding")
-    )  # every input checked: nothing has run
+    split = settings.get("split") or "validation"
+    # every input checked: nothing has run
+    ev = plan_evaluation(specs, task_names, seeds=settings["seeds"], decoding=settings.get("decoding"), split=split)
     folder = open_folder(out_dir, resumed, overwrite, settings, ev.cells)
     for w in ev.warnings:
         _err.print(f"warning: {w}", highlight=False)
@@ -396,6 +415,7 @@ def _benchmark(
 
         rows = run_journaled(ev.cells, folder, workers, tick)
     res = summarize_evaluation(ev, rows)
+    res["report"] = report(res)
     res["wall_seconds"] = time.perf_counter() - t0
     if folder is not None:
         write_outputs(folder, res, res["wall_seconds"])
@@ -412,9 +432,11 @@ def _benchmark(
             for t, v in res["tasks"].items()
             for spec, r in v["runs"].items()
         ]
-        plot_normalized(
-            rows, plot, "clustergym suite: normalized scores", {t: v["best"] for t, v in res["tasks"].items()}
-        )
+        best = {t: v["best"] for t, v in res["tasks"].items()}
+        plot_normalized(rows, plot, f"clustergym suite, {split} split: normalized scores", best)
+        from clustergym.suite.figures import plot_report
+
+        _err.print(f"wrote {plot} and {plot_report(res['report'], report_figure_path(plot))}")
     if json_out:
         sys.stdout.write(json.dumps(_jsonable(res), indent=1) + "\n")
         return
@@ -425,7 +447,7 @@ def _print_results(res: dict[str, Any], specs: list[str], table_format: str) -> 
     """The per-task table and the aggregate over tasks."""
     for k, why in res["skipped"].items():
         _err.print(f"skipped {k}: {why}", highlight=False)
-    t = Table(title=f"clustergym suite, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
+    t = Table(title=f"clustergym suite, {res['split']} split, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
     for c in (
         "task",
         "agent",
@@ -466,4 +488,53 @@ def _print_results(res: dict[str, Any], specs: list[str], table_format: str) -> 
             f"{_fmt(a['mean'], 3)} [{_fmt(a['mean_low'], 3)}, {_fmt(a['mean_high'], 3)}]",
         )
     print_table(t, table_format)
+    _print_report(res["report"], table_format)
     _err.print(f"{len(res['rows'])} episodes in {res['wall_seconds']:.0f} s")
+
+
+def report_figure_path(plot: Path) -> Path:
+    """Where ``--plot FILE`` draws the report's figure: ``FILE`` with ``-report`` before its suffix."""
+    return plot.with_name(f"{plot.stem}-report{plot.suffix}")
+
+
+def _iv(x: dict[str, float] | None, digits: int = 3) -> str:
+    if not x:
+        return "-"
+    return f"{_fmt(x['value'], digits)} [{_fmt(x['low'], digits)}, {_fmt(x['high'], digits)}]"
+
+
+def _print_report(rep: dict[str, Any], table_format: str = "table") -> None:
+    """The report's verdicts per task and its aggregates over tasks (:func:`clustergym.suite.report.report`)."""
+    runs = len(rep["runs"])
+    t = Table(title=f"{rep['split']} split: the method's {runs} run(s) [95% two-level bootstrap CI: runs and seeds]")
+    cols = ("task", "normalized", "paired Δ vs best", "verdict", "P(better than best)", "best oracle", "bound")
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("task", "verdict") else "right")
+    for name, v in rep["tasks"].items():
+        h = v["headroom"]
+        t.add_row(
+            name,
+            _iv(v["normalized"]),
+            _iv(v["paired_vs_best"], 3),
+            v["verdict"],
+            _iv(v["probability_of_improvement"][v["best"]], 2),
+            f"{h['best_oracle']} {_iv(h.get('oracle_normalized'))}" if h["best_oracle"] else "-",
+            f"{h['bound']['name']} {_iv(h['bound']['normalized'])}" if h["bound"] else "-",
+        )
+    print_table(t, table_format)
+    if "aggregate" not in rep:
+        return
+    a = rep["aggregate"]
+    t = Table(title=f"{rep['split']} split, over {a['tasks']} task(s): normalized score [95% stratified bootstrap CI]")
+    for c in ("IQM", "mean", "median", "optimality gap", "P(better than best)", "P(better than best oracle)"):
+        t.add_column(c, justify="right")
+    p = a["probability_of_improvement"]
+    t.add_row(
+        _iv(a["iqm"]),
+        _iv(a["mean"]),
+        _iv(a["median"]),
+        _iv(a["optimality_gap"]),
+        _iv(p.get("best baseline"), 2),
+        _iv(p.get("best oracle"), 2),
+    )
+    print_table(t, table_format)

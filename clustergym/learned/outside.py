@@ -169,12 +169,12 @@ class OutsideModelAgent(ModelAgent):
             env_kwargs=tuple(sorted(env_kwargs.items())),
         )
 
-    def reset(self, env: Any, seed: int | None = None) -> None:
+    def reset(self, context: Any, seed: int | None = None) -> None:
         from gymnasium.spaces import flatten_space
 
         from clustergym.learned.model_agent import load_sb3_safely
 
-        obs_space, act_space = env.observation_space, env.action_space
+        obs_space, act_space = context.observation_space, context.action_space
         space = flatten_space(obs_space) if self.algo_policy == "MlpPolicy" else obs_space
         _check_spaces(self.path, space, act_space)
         self.model = cached(

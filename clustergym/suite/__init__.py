@@ -2,9 +2,11 @@
 
 Each task (:mod:`.tasks`) is a Gymnasium id ``clustergym/<task>-v1`` built by :func:`make_task_env`
 (:mod:`.env`); importing this package registers them (``import clustergym`` does).  The reference
-scores of random and of every compatible baseline ship in ``reference.json`` (:mod:`.reference`);
-:mod:`.benchmark` scores an agent or saved models on the suite, normalised against them, with
-interquartile means and stratified bootstrap intervals (:mod:`.aggregate`)::
+scores of random and of every compatible baseline ship per split of the evaluation seeds
+(``reference.json``: validation, ``reference_test.json``: test; :mod:`.reference`);
+:mod:`.scoring` scores an agent or saved models on the suite, normalised against them, and
+:mod:`.report` reports the method with rliable's statistics and verdicts whose intervals cover
+training seeds and evaluation episodes (:mod:`.aggregate`, :mod:`.intervals`)::
 
     import gymnasium as gym
     import clustergym  # noqa: F401
@@ -23,11 +25,15 @@ from typing import Any
 from gymnasium.envs.registration import register, registry
 
 from clustergym.suite.tasks import (
+    DEFAULT_SPLIT,
     EVAL_SEEDS,
     REFERENCE_SEEDS,
+    SPLITS,
     SUITE_VERSION,
     TASKS,
+    TEST_SEEDS,
     Task,
+    check_split,
     eval_seeds,
     find_task,
     task,
@@ -35,12 +41,16 @@ from clustergym.suite.tasks import (
 )
 
 __all__ = [
+    "DEFAULT_SPLIT",
     "EVAL_SEEDS",
     "REFERENCE_SEEDS",
+    "SPLITS",
     "SUITE_IDS",
     "SUITE_VERSION",
     "TASKS",
+    "TEST_SEEDS",
     "Task",
+    "check_split",
     "eval_seeds",
     "find_task",
     "make_task_env",
@@ -83,32 +93,41 @@ def score(
     *,
     workers: int | None = 1,
     decoding: str | None = None,
+    split: str = "validation",
 ) -> dict[str, Any]:
     """Score one agent on the suite: the document ``clustergym benchmark AGENT --json`` prints.
 
     Args:
-        agent: an agent or policy object (anything with SB3's ``predict(observation)``; ``reset(env,
+        agent: an agent or policy object (anything with SB3's ``predict(observation)``; ``reset(context,
             seed)`` is called when it has one), or what ``clustergym benchmark`` takes: a registered
             name, a model path or folder, or an import path ``package.module:factory``.
         tasks: task names (default: every task that can run here).
-        seeds: the first ``seeds`` evaluation seeds.
+        seeds: the first ``seeds`` evaluation seeds of ``split``.
         workers: worker processes (default 1: this process; an object travels to workers pickled).
         decoding: how a model acts (``argmax``, ``sample``, ``two-level``; default: its own).
+        split: ``validation`` (develop and select there) or ``test`` (held out: final claims).
 
     Returns:
-        :func:`clustergym.suite.scoring.evaluate`'s document (its ``specs`` name the agent).
+        :func:`clustergym.suite.scoring.evaluate`'s document (its ``specs`` name the agent) with its
+        ``report`` (:func:`clustergym.suite.report.report`), as ``clustergym benchmark --json``.
     """
     from clustergym.agent_api import AGENTS, PolicyAgent, register_agent
+    from clustergym.suite.report import report
     from clustergym.suite.scoring import evaluate
 
+    def scored(spec: str) -> dict[str, Any]:
+        doc = evaluate([spec], tasks, seeds=seeds, workers=workers, decoding=decoding, split=split)
+        doc["report"] = report(doc)
+        return doc
+
     if isinstance(agent, str):
-        return evaluate([agent], tasks, seeds=seeds, workers=workers, decoding=decoding)
+        return scored(agent)
     obj = agent if callable(getattr(agent, "reset", None)) else PolicyAgent(agent)
     name = str(getattr(agent, "name", "") or type(agent).__name__).lower()
     while name in AGENTS:
         name += "-scored"
     register_agent(name, lambda **_: obj)
     try:
-        return evaluate([name], tasks, seeds=seeds, workers=workers, decoding=decoding)
+        return scored(name)
     finally:
         AGENTS.pop(name, None)

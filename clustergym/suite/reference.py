@@ -32,10 +32,12 @@ from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.runner import Cell, Probe, compatible_agents, mean_ci, plan, run_rows
 from clustergym.suite.env import window_metrics
 from clustergym.suite.tasks import (
+    DEFAULT_SPLIT,
     REFERENCE_SEEDS,
     SUITE_VERSION,
     TASKS,
     Task,
+    check_split,
     eval_seeds,
 )
 from clustergym.suite.tasks import task as get_task
@@ -43,6 +45,7 @@ from clustergym.suite.tasks import task as get_task
 __all__ = [
     "EXCLUDED",
     "REFERENCE_PATH",
+    "REFERENCE_PATHS",
     "build_reference",
     "load_reference",
     "markdown",
@@ -59,6 +62,11 @@ __all__ = [
 
 #: the shipped reference scores
 REFERENCE_PATH = Path(__file__).with_name("reference.json")
+#: the shipped reference scores of each split
+REFERENCE_PATHS: dict[str, Path] = {
+    "validation": REFERENCE_PATH,
+    "test": Path(__file__).with_name("reference_test.json"),
+}
 
 #: agents left out of a task's reference, with the reason (they pass the compatibility check but
 #: cannot finish an episode in reasonable time)
@@ -189,11 +197,13 @@ def build_reference(
     workers: int | None = None,
     progress: Callable[[str, str, int], None] | None = None,
     log: Callable[[str], None] | None = None,
+    split: str = DEFAULT_SPLIT,
 ) -> dict[str, Any]:
-    """Run the reference of ``tasks`` (default: all; trace tasks need the traces) and return the document."""
+    """Run the reference of ``tasks`` (default: all; trace tasks need the traces) on the first
+    ``seeds`` seeds of ``split`` and return the document."""
     names = list(TASKS) if tasks is None else [get_task(n).name for n in tasks]
-    seed_list = eval_seeds(seeds)
-    doc: dict[str, Any] = {"suite_version": SUITE_VERSION, "seeds": seed_list, "tasks": {}}
+    seed_list = eval_seeds(seeds, split)
+    doc: dict[str, Any] = {"suite_version": SUITE_VERSION, "split": split, "seeds": seed_list, "tasks": {}}
     for name in names:
         t = TASKS[name]
         if t.needs_traces and not traces_available():
@@ -216,14 +226,18 @@ def build_reference(
     return doc
 
 
-def load_reference(path: str | Path | None = None) -> dict[str, Any]:
-    """The reference document (default: the shipped one)."""
-    p = Path(path) if path is not None else REFERENCE_PATH
+def load_reference(path: str | Path | None = None, split: str = DEFAULT_SPLIT) -> dict[str, Any]:
+    """The reference document (default: the shipped one of ``split``); a document written before the
+    splits existed is the validation split's."""
+    p = Path(path) if path is not None else REFERENCE_PATHS[check_split(split)]
     if not p.is_file():
         raise ClusterGymError(
-            f"{p}: no reference scores there; regenerate them with `clustergym benchmark --reference`"
+            f"{p}: no reference scores there; regenerate them with "
+            f"`clustergym benchmark --reference --split {split} --out DIR`"
         )
-    return json.loads(p.read_text())
+    doc = json.loads(p.read_text())
+    doc.setdefault("split", "validation")
+    return dict(doc)
 
 
 def write_reference(doc: dict[str, Any], path: str | Path, *, merge: bool = True) -> Path:
@@ -248,7 +262,12 @@ def write_reference(doc: dict[str, Any], path: str | Path, *, merge: bool = True
     }
     if merge and p.is_file():
         old = json.loads(p.read_text())
-        if old.get("seeds") == doc["seeds"] and old.get("suite_version") == doc["suite_version"]:
+        split = doc.get("split", "validation")
+        if (
+            old.get("seeds") == doc["seeds"]
+            and old.get("suite_version") == doc["suite_version"]
+            and old.get("split", "validation") == split
+        ):
             doc = {**old, "tasks": {**old.get("tasks", {}), **doc["tasks"]}}
     doc = {
         **doc,
@@ -256,7 +275,7 @@ def write_reference(doc: dict[str, Any], path: str | Path, *, merge: bool = True
         "generated": {
             "clustergym": __version__,
             "python": platform.python_version(),
-            "command": "clustergym benchmark --reference",
+            "command": f"clustergym benchmark --reference --split {doc.get('split', 'validation')}",
         },
     }
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -265,7 +284,7 @@ def write_reference(doc: dict[str, Any], path: str | Path, *, merge: bool = True
     return p
 
 
-def update_packaged(source: str | Path, target: str | Path = REFERENCE_PATH) -> Path:
+def update_packaged(source: str | Path, target: str | Path | None = None) -> Path:
     """The maintainer's step: put the reference of ``source`` (a ``reference.json`` written by
     ``clustergym benchmark --reference --out DIR``) into the packaged table ``target``.
 
@@ -283,7 +302,19 @@ def update_packaged(source: str | Path, target: str | Path = REFERENCE_PATH) -> 
             raise TypeError("not a reference document (no seeds and tasks)")
     except (OSError, ValueError, TypeError, UnicodeDecodeError) as e:
         raise ConfigError("--update-packaged", f"{src}: {e}") from None
-    old = load_reference(target) if Path(target).is_file() else {"seeds": new["seeds"], "tasks": {}}
+    if target is None:  # the packaged table of the source's split
+        target = REFERENCE_PATHS[check_split(new.get("split", "validation"))]
+    old = (
+        load_reference(target)
+        if Path(target).is_file()
+        else {"seeds": new["seeds"], "tasks": {}, "split": new.get("split", "validation")}
+    )
+    if new.get("split", "validation") != old.get("split", "validation"):
+        raise ConfigError(
+            "--update-packaged",
+            f"{src}: the {new.get('split', 'validation')} split's reference, the table is the "
+            f"{old.get('split', 'validation')} split's",
+        )
     oseeds, nseeds = list(old.get("seeds", [])), list(new["seeds"])
     if new.get("suite_version") != old.get("suite_version", new.get("suite_version")):
         raise ConfigError(
@@ -349,7 +380,8 @@ def markdown(doc: dict[str, Any]) -> str:
 
     lines = [
         (
-            f"Scores on the {len(doc['seeds'])} reference seeds ({doc['seeds'][0]}–{doc['seeds'][-1]}): mean ± "
+            f"Scores on the {doc.get('split', 'validation')} split's {len(doc['seeds'])} reference seeds "
+            f"({doc['seeds'][0]}–{doc['seeds'][-1]}): mean ± "
             "95% Student-t half-width; higher is better (costs are negated)."
         ),
         "",

@@ -27,7 +27,7 @@ from clustergym.suite.reference import (
     task_cells,
     traces_available,
 )
-from clustergym.suite.tasks import TASKS, Task, eval_seeds
+from clustergym.suite.tasks import DEFAULT_SPLIT, TASKS, Task, eval_seeds
 from clustergym.suite.tasks import task as get_task
 
 __all__ = [
@@ -107,6 +107,7 @@ class Evaluation:
         reference: the reference document the scores are normalized against.
         warnings: what was dropped (a spec given twice), to be said to the user.
         decoding: the decoding every model acts with (``None``: each model's own).
+        split: the evaluation seeds' split (``validation`` or ``test``).
     """
 
     specs: list[str]
@@ -118,6 +119,7 @@ class Evaluation:
     reference: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     decoding: str | None = None
+    split: str = DEFAULT_SPLIT
 
 
 def _model_identity(spec: str) -> str | None:
@@ -159,6 +161,7 @@ def plan_evaluation(
     seeds: int = 30,
     reference: dict[str, Any] | None = None,
     decoding: str | None = None,
+    split: str = DEFAULT_SPLIT,
 ) -> Evaluation:
     """Check everything a benchmark needs and plan its episodes, before any runs.
 
@@ -167,8 +170,8 @@ def plan_evaluation(
     """
     if not specs:
         raise ConfigError("agent", "no agent or model to benchmark")
-    ref = reference if reference is not None else load_reference()
-    seed_list = eval_seeds(seeds)
+    ref = reference if reference is not None else load_reference(split=split)
+    seed_list = eval_seeds(seeds, split)
     chosen, skipped = select_tasks(tasks, ref)
     params = {spec: agent_params(spec, decoding) for spec in specs}
     for spec in specs:
@@ -189,7 +192,7 @@ def plan_evaluation(
         for cell in task_cells(t, [spec], seed_list):
             cells.append(replace(cell, agent_params=tuple(params[spec].items())))
             owners.append(t.name)
-    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings, decoding)
+    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings, decoding, split)
 
 
 def evaluate(
@@ -201,6 +204,7 @@ def evaluate(
     reference: dict[str, Any] | None = None,
     progress: Callable[[str, str, int], None] | None = None,
     decoding: str | None = None,
+    split: str = DEFAULT_SPLIT,
 ) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
@@ -208,10 +212,11 @@ def evaluate(
         specs: agent names or model paths; several are runs (training seeds) of one method (a
             model given twice counts once: :func:`distinct_specs`).
         tasks: task names (default: all that can run here).
-        seeds: the first ``seeds`` evaluation seeds.
+        seeds: the first ``seeds`` evaluation seeds of ``split``.
         workers: worker processes (``None``: the available cores).
-        reference: the reference document (default: the shipped one).
+        reference: the reference document (default: the shipped one of ``split``).
         progress: called with ``(task, spec, seed)`` as episodes finish.
+        split: ``validation`` (develop and select there) or ``test`` (held out: final claims).
         decoding: how every model among ``specs`` acts (``argmax``, ``two-level``, ``sample``;
             ``None``: each model's own), see docs/benchmark.md's Decoding section.
 
@@ -223,7 +228,7 @@ def evaluate(
     Raises:
         ConfigError: a bad spec, task or seed count; a spec that runs on none of the tasks.
     """
-    ev = plan_evaluation(specs, tasks, seeds=seeds, reference=reference, decoding=decoding)
+    ev = plan_evaluation(specs, tasks, seeds=seeds, reference=reference, decoding=decoding, split=split)
 
     def tick(agent: str, seed: int) -> None:
         if progress is not None:
@@ -236,6 +241,7 @@ def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict
     """The result of :func:`evaluate` from the plan and the runner rows of its cells (in plan order)."""
     specs, seed_list, ref = ev.specs, ev.seeds, ev.reference
     out: dict[str, Any] = {
+        "split": ev.split,
         "seeds": seed_list,
         "specs": specs,
         "decoding": ev.decoding,
@@ -264,7 +270,7 @@ def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict
             scores = [r["score"] for r in out["rows"] if r["task"] == t.name and r["agent"] == spec]
             if not scores:
                 continue
-            runs[spec] = _run_summary(scores, seed_list, entry, out["rows"], t.name, spec)
+            runs[spec] = _run_summary(scores, seed_list, entry, out["rows"], t.name, spec, ref.get("seeds", []))
         if runs:
             out["tasks"][t.name] = {
                 "id": t.id,
@@ -281,7 +287,13 @@ def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict
 
 
 def _run_summary(
-    scores: list[float], seed_list: list[int], entry: dict[str, Any], rows: list[dict[str, Any]], task: str, spec: str
+    scores: list[float],
+    seed_list: list[int],
+    entry: dict[str, Any],
+    rows: list[dict[str, Any]],
+    task: str,
+    spec: str,
+    ref_seeds: Sequence[int],
 ) -> dict[str, Any]:
     """One spec's scores on one task: mean, interval, normalized scores, paired difference, completions."""
     mean, half = mean_ci(scores)
@@ -296,22 +308,23 @@ def _run_summary(
         else math.nan,
         "vs_oracle": normalized(mean, entry, oracle=True),
         "normalized_per_seed": per_seed,
-        **_paired_with_best(scores, seed_list, entry),
+        **_paired_with_best(scores, seed_list, entry, ref_seeds),
         "complete": sum(r["complete"] for r in rows if r["task"] == task and r["agent"] == spec),
     }
 
 
-def _paired_with_best(scores: Sequence[float], seeds: Sequence[int], entry: dict[str, Any]) -> dict[str, Any]:
+def _paired_with_best(
+    scores: Sequence[float], seeds: Sequence[int], entry: dict[str, Any], ref_seeds: Sequence[int]
+) -> dict[str, Any]:
     """The paired difference with the best non-oracle baseline on the same evaluation seeds (common
     random numbers: the same arrivals, sizes and durations): ``paired_vs_best`` (mean of score minus
     the baseline's score, seed by seed; positive: better than the baseline), ``paired_vs_best_ci95``
     (its Student-t half-width) and ``paired_seeds``; NaN when the reference holds no per-seed scores
-    of the baseline on these seeds (the reference's seeds are the first evaluation seeds)."""
+    of the baseline on these seeds (``ref_seeds``: the reference's seeds, the split's first)."""
     best = entry.get("agents", {}).get(entry.get("best") or "", {})
     ref_scores = best.get("scores") or []
     n = min(len(scores), len(ref_scores))
-    ref_seeds = eval_seeds(len(ref_scores)) if ref_scores else []
-    if n < 2 or list(seeds[:n]) != ref_seeds[:n]:
+    if n < 2 or list(seeds[:n]) != list(ref_seeds[:n]):
         return {"paired_vs_best": math.nan, "paired_vs_best_ci95": math.nan, "paired_seeds": 0}
     diff, half = mean_ci([a - b for a, b in zip(scores[:n], ref_scores[:n])])
     return {"paired_vs_best": diff, "paired_vs_best_ci95": half, "paired_seeds": n}

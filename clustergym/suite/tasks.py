@@ -11,9 +11,12 @@ queue length, minus the mean weighted number of jobs in the system, or the rewar
 (:mod:`clustergym.core.objectives`).  The reward only shapes learning: its scale and timing change
 nothing in the score.
 
-Seeds: evaluation episodes use :data:`EVAL_SEEDS` (the reference scores the first
-:data:`REFERENCE_SEEDS` of them); train on any other seed (``clustergym train`` seeds its
-environments with ``10_000 + 100 x seed + i`` and then with 63-bit draws of their generators).
+Seeds come in two splits (:data:`SPLITS`), each with its own reference scores on its first
+:data:`REFERENCE_SEEDS` seeds: ``validation`` (:data:`EVAL_SEEDS`, the seeds the recipes of
+docs/learning_results.md were chosen on: develop, tune and select models there) and ``test``
+(:data:`TEST_SEEDS`, drawn fresh and held out: report final claims there, once the choice is made).
+Train on any other seed (``clustergym train`` seeds its environments with ``10_000 + 100 x seed + i``
+and then with 63-bit draws of their generators).
 
 Documentation of each task: ``docs/benchmark.md``.
 """
@@ -26,11 +29,15 @@ from typing import Any
 from clustergym.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_SPLIT",
     "EVAL_SEEDS",
     "REFERENCE_SEEDS",
+    "SPLITS",
     "SUITE_VERSION",
     "TASKS",
+    "TEST_SEEDS",
     "Task",
+    "check_split",
     "eval_seeds",
     "find_task",
     "task",
@@ -39,9 +46,16 @@ __all__ = [
 
 #: the version of the suite (the tasks' ``-v`` number)
 SUITE_VERSION = 1
-#: the evaluation seeds reserved for the suite (never train on them)
+#: the validation split's evaluation seeds (never train on them; select models on them)
 EVAL_SEEDS = range(1_000_000, 1_000_100)
-#: how many of them the reference scores use
+#: the test split's evaluation seeds: held out, for final claims only (never train or select on them).
+#: Drawn fresh when the splits were introduced: no recipe of docs/learning_results.md saw them.
+TEST_SEEDS = range(2_000_000, 2_000_100)
+#: the splits and their seeds
+SPLITS: dict[str, range] = {"validation": EVAL_SEEDS, "test": TEST_SEEDS}
+#: the split ``clustergym benchmark`` uses without ``--split`` (development happens on it)
+DEFAULT_SPLIT = "validation"
+#: how many seeds of each split the reference scores use
 REFERENCE_SEEDS = 30
 
 
@@ -269,9 +283,17 @@ def task(name: str) -> Task:
     return t
 
 
-def eval_seeds(n: int | None = None) -> list[int]:
-    """The first ``n`` evaluation seeds (default: the reference's :data:`REFERENCE_SEEDS`)."""
+def check_split(split: str) -> str:
+    """``split`` if it names a split (``validation`` or ``test``); a :class:`ConfigError` otherwise."""
+    if split not in SPLITS:
+        raise ConfigError("--split", f"unknown split {split!r}; the splits are {', '.join(SPLITS)}")
+    return split
+
+
+def eval_seeds(n: int | None = None, split: str = DEFAULT_SPLIT) -> list[int]:
+    """The first ``n`` evaluation seeds of ``split`` (default: the reference's :data:`REFERENCE_SEEDS`)."""
     from clustergym.validation import settings
 
-    n = REFERENCE_SEEDS if n is None else settings.number(n, "seeds", lo=1, hi=len(EVAL_SEEDS), integer=True)
-    return list(EVAL_SEEDS[:n])
+    seeds = SPLITS[check_split(split)]
+    n = REFERENCE_SEEDS if n is None else settings.number(n, "seeds", lo=1, hi=len(seeds), integer=True)
+    return list(seeds[:n])

@@ -1,0 +1,74 @@
+"""The learned-agent claims of the documentation equal the results files ``clustergym benchmark --json`` wrote.
+
+docs/results/claims.json names each method's results file per split; the blocks between
+``<!-- claims:... -->`` and ``<!-- /claims -->`` in README.md, docs/learning_results.md,
+models/README.md and the models' READMEs are rendered from them (clustergym.suite.claims), and each
+file's report is what clustergym.suite.report computes from its episodes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clustergym._json import jsonable
+from clustergym.suite.claims import load_index, main, render_blocks
+from clustergym.suite.report import report
+
+ROOT = Path(__file__).resolve().parents[2]
+INDEX = ROOT / "docs" / "results" / "claims.json"
+DOCS = [ROOT / "README.md", ROOT / "docs" / "learning_results.md", ROOT / "models" / "README.md"]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return load_index(INDEX)
+
+
+def _model_readmes(index):
+    out = []
+    for m in index["methods"]:
+        for spec in m["docs"]["test"]["report"]["tasks"][m["task"]]["runs"]:
+            out.append(ROOT / spec / "README.md")
+    return out
+
+
+def test_every_document_states_what_the_results_files_hold(index):
+    files = DOCS + _model_readmes(index)
+    for f in files:
+        text = f.read_text()
+        assert "<!-- claims:" in text, f"{f.relative_to(ROOT)} has no claims block"
+        assert render_blocks(index, text) == text, (
+            f"{f.relative_to(ROOT)}: a claims block differs from docs/results; run "
+            "python -m clustergym.suite.claims docs/results/claims.json <file>"
+        )
+
+
+def test_readme_names_each_method_with_its_test_split_verdict(index):
+    readme = (ROOT / "README.md").read_text()
+    for m in index["methods"]:
+        test = m["docs"]["test"]["report"]["tasks"][m["task"]]
+        assert f"**{test['verdict']}**" in readme and m["models"] in readme
+
+
+def test_each_results_file_is_a_benchmark_document_of_its_split(index):
+    for m in index["methods"]:
+        for split, doc in m["docs"].items():
+            assert doc["split"] == split and doc["report"]["split"] == split
+            assert set(doc) >= {"seeds", "specs", "rows", "report"}
+            assert len(doc["seeds"]) == 30 and m["task"] in doc["report"]["tasks"]
+
+
+def test_the_stored_reports_are_recomputed_exactly_from_the_episodes(index):
+    m = index["methods"][0]  # one file (the bootstrap takes a second per file): the others are alike
+    doc = m["docs"]["test"]
+    assert jsonable(report(doc)) == json.loads(json.dumps(jsonable(doc["report"])))
+
+
+def test_check_mode_flags_a_block_that_drifted(tmp_path, index):
+    f = tmp_path / "x.md"
+    f.write_text("before\n<!-- claims:table -->\n| typed by hand |\n<!-- /claims -->\nafter\n")
+    assert main([str(INDEX), str(f), "--check"]) == 1 and "typed by hand" in f.read_text()
+    assert main([str(INDEX), str(f)]) == 0 and main([str(INDEX), str(f), "--check"]) == 0
+    assert "typed by hand" not in f.read_text() and f.read_text().startswith("before\n")
