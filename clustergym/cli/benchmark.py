@@ -149,65 +149,85 @@ def _print_reference(doc: dict[str, Any], table_format: str = "table") -> None:
     print_table(t, table_format)
 
 
+# the options whose help takes several lines
+_SPECS = typer.Argument(
+    None,
+    help="a registered agent or a model saved by `clustergym "
+    "train` (OUT/model.zip); several models are training "
+    "seeds of one method",
+)
+
+_TASKS = typer.Option(None, "--tasks", help="comma-separated task names (default: every task that can run here)")
+
+_SEEDS = typer.Option(None, "--seeds", help="evaluation seeds (the suite's first N, at most 100) [default: 30]")
+
+_SPLIT = typer.Option(
+    None,
+    "--split",
+    help="the evaluation seeds: validation (develop and select models there; the default) or test "
+    "(held out: final claims)",
+)
+
+_WORKERS = typer.Option(
+    None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
+)
+
+_REFERENCE = typer.Option(
+    False,
+    "--reference",
+    help="regenerate the reference scores (random and every compatible baseline) of --tasks (default all) "
+    "into --out DIR/reference.json",
+)
+
+_PLOT = typer.Option(
+    None, "--plot", help="draw the normalized scores to this file (.png, .svg); without an agent, the reference's"
+)
+
+_OUT_DIR = typer.Option(
+    None,
+    "--out",
+    help="a new or empty folder: every finished episode is kept there (cells.jsonl), then results.csv "
+    "and summary.json (with --reference: reference.json)",
+)
+
+_OVERWRITE = typer.Option(False, "--overwrite", help="write into a non-empty --out (replacing an earlier run)")
+
+_RESUME = typer.Option(
+    None, "--resume", help="continue the interrupted run in this folder (its own specs, tasks and seeds)"
+)
+
+_UPDATE_PACKAGED = typer.Option(
+    None,
+    "--update-packaged",
+    help="maintainers: put a reference.json written by --reference --out into the package's table "
+    "(refused if it would lose tasks or seeds)",
+)
+
+_MARKDOWN = typer.Option(False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)")
+
+_DECODING = typer.Option(
+    None,
+    "--decoding",
+    help="how every model acts: argmax (SB3's deterministic predict), sample (a seeded draw from its "
+    "policy) or two-level (WAIT against all placements together, then the best placement); default: "
+    "each model's own (argmax for a plain SB3 save); see docs/benchmark.md",
+)
+
+
 def benchmark_cmd(
-    specs: list[str] | None = typer.Argument(
-        None,
-        help="a registered agent or a model saved by `clustergym "
-        "train` (OUT/model.zip); several models are training "
-        "seeds of one method",
-    ),
-    tasks: str | None = typer.Option(
-        None, "--tasks", help="comma-separated task names (default: every task that can run here)"
-    ),
-    seeds: int | None = typer.Option(
-        None, "--seeds", help="evaluation seeds (the suite's first N, at most 100) [default: 30]"
-    ),
-    split: str | None = typer.Option(
-        None,
-        "--split",
-        help="the evaluation seeds: validation (develop and select models there; the default) or test "
-        "(held out: final claims)",
-    ),
-    workers: int | None = typer.Option(
-        None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
-    ),
-    reference: bool = typer.Option(
-        False,
-        "--reference",
-        help="regenerate the reference scores (random and every compatible baseline) of --tasks (default all) "
-        "into --out DIR/reference.json",
-    ),
-    plot: Path | None = typer.Option(
-        None, "--plot", help="draw the normalized scores to this file (.png, .svg); without an agent, the reference's"
-    ),
-    out_dir: Path | None = typer.Option(
-        None,
-        "--out",
-        help="a new or empty folder: every finished episode is kept there (cells.jsonl), then results.csv "
-        "and summary.json (with --reference: reference.json)",
-    ),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="write into a non-empty --out (replacing an earlier run)"
-    ),
-    resume: Path | None = typer.Option(
-        None, "--resume", help="continue the interrupted run in this folder (its own specs, tasks and seeds)"
-    ),
-    update_packaged: Path | None = typer.Option(
-        None,
-        "--update-packaged",
-        help="maintainers: put a reference.json written by --reference --out into the package's table "
-        "(refused if it would lose tasks or seeds)",
-    ),
-    markdown: bool = typer.Option(
-        False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)"
-    ),
-    decoding: str | None = typer.Option(
-        None,
-        "--decoding",
-        help="how every model acts: argmax (SB3's deterministic predict), sample (a seeded draw from its "
-        "policy) or two-level (WAIT against all placements together, then the best placement); default: "
-        "each model's own (argmax for a plain SB3 save); see docs/benchmark.md",
-    ),
+    specs: list[str] | None = _SPECS,
+    tasks: str | None = _TASKS,
+    seeds: int | None = _SEEDS,
+    split: str | None = _SPLIT,
+    workers: int | None = _WORKERS,
+    reference: bool = _REFERENCE,
+    plot: Path | None = _PLOT,
+    out_dir: Path | None = _OUT_DIR,
+    overwrite: bool = _OVERWRITE,
+    resume: Path | None = _RESUME,
+    update_packaged: Path | None = _UPDATE_PACKAGED,
+    markdown: bool = _MARKDOWN,
+    decoding: str | None = _DECODING,
     table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -281,7 +301,7 @@ def _check_inputs(
         from clustergym.learned.model_agent import DECODINGS
 
         settings.choice(decoding, "--decoding", DECODINGS)
-    if markdown and (specs or reference):
+    if markdown and specs:
         raise ConfigError("--markdown", "prints the reference scores; give no agent with it (use --format markdown)")
     if reference and specs:
         raise ConfigError("--reference", "regenerates the baselines' scores; give no agent with it")

@@ -14,77 +14,100 @@ import typer
 from clustergym.cli._common import err, out, print_json
 from clustergym.cli.values import parse_pairs, parse_stage
 
+# the options whose help takes several lines
+_SCENARIO = typer.Argument(None, help="preset name, scenario file or suite task (not needed with --resume)")
+
+_TIMESTEPS = typer.Option(
+    None, "--timesteps", help="total env steps (default 100000; with --resume: the run's own total)"
+)
+
+_OUT_DIR = typer.Option(
+    None,
+    "--out",
+    help="a new or empty folder (default runs/train): model.zip, model.json, checkpoints/, tb/, eval.csv",
+)
+
+_OVERWRITE = typer.Option(
+    False,
+    "--overwrite",
+    help="--out may hold an earlier run: its files are replaced; with --resume: go back to an earlier checkpoint",
+)
+
+_ENVS = typer.Option(
+    None, "--envs", help="envs per rollout (default: 16 in-process, the available cores with --vec-env subproc)"
+)
+
+_VEC_ENV = typer.Option(
+    "dummy",
+    "--vec-env",
+    help="dummy (in-process, one batched forward pass; default) or subproc (a process per env)",
+)
+
+_EVAL_HORIZON = typer.Option(None, "--eval-horizon", help="evaluation episode length (default: the training horizon)")
+
+_RESUME = typer.Option(
+    None,
+    "--resume",
+    help="continue a run: its folder (its latest point) or one of its checkpoints; its whole configuration "
+    "(total steps, --set settings, evaluations, stages) is restored from its model.json; an earlier "
+    "checkpoint of a run that went further needs --overwrite (its later work is removed)",
+)
+
+_SET = typer.Option(
+    [],
+    "--set",
+    help="scenario parameter k=v; env: action_mode (head, slot, admit, rule), rules (rule mode: "
+    "comma-separated agents), queue_window, horizon, reward_scale; algo.<name>=v for the algorithm; "
+    "policy.work_conserving=true, policy.server_ids=true; semi_markov=true|T (gamma per T of simulated time)",
+)
+
+_WARM_START = typer.Option(
+    None, "--warm-start", help="baseline to imitate before RL (behaviour cloning), e.g. best-fit"
+)
+
+_DECODING = typer.Option(
+    "two-level",
+    "--decoding",
+    help="how the model acts when evaluated: two-level (WAIT against all placements, then the best "
+    "placement), argmax, or sample (a seeded draw: a stochastic policy)",
+)
+
+_STAGE = typer.Option(
+    [],
+    "--stage",
+    help="curriculum stage STEPS:key=value[,key=value] (repeatable, in order): STEPS steps with those scenario "
+    "parameters changed (e.g. 100000:load=1.5, 50000:num_servers=10), then the rest of --timesteps on the "
+    "scenario or task itself",
+)
+
+_JSON_OUT = typer.Option(
+    False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
+)
+
 
 def train_cmd(
-    scenario: str | None = typer.Argument(
-        None, help="preset name, scenario file or suite task (not needed with --resume)"
-    ),
+    scenario: str | None = _SCENARIO,
     algo: str | None = typer.Option(None, "--algo", help="ppo, maskable-ppo (default), dqn or a2c"),
-    timesteps: int | None = typer.Option(
-        None, "--timesteps", help="total env steps (default 100000; with --resume: the run's own total)"
-    ),
-    out_dir: Path | None = typer.Option(
-        None,
-        "--out",
-        help="a new or empty folder (default runs/train): model.zip, model.json, checkpoints/, tb/, eval.csv",
-    ),
-    overwrite: bool = typer.Option(
-        False,
-        "--overwrite",
-        help="--out may hold an earlier run: its files are replaced; with --resume: go back to an earlier checkpoint",
-    ),
+    timesteps: int | None = _TIMESTEPS,
+    out_dir: Path | None = _OUT_DIR,
+    overwrite: bool = _OVERWRITE,
     policy: str | None = typer.Option(None, "--policy", help="mlp (flattened observation) or equivariant (default)"),
-    envs: int | None = typer.Option(
-        None, "--envs", help="envs per rollout (default: 16 in-process, the available cores with --vec-env subproc)"
-    ),
-    vec_env: str = typer.Option(
-        "dummy",
-        "--vec-env",
-        help="dummy (in-process, one batched forward pass; default) or subproc (a process per env)",
-    ),
+    envs: int | None = _ENVS,
+    vec_env: str = _VEC_ENV,
     seed: int | None = typer.Option(None, "--seed", help="default 0 (a resumed run: its own)"),
     eval_agents: str = typer.Option("", "--eval-agents", help="comma-separated baselines evaluated beside the policy"),
     eval_every: int = typer.Option(0, "--eval-every", help="steps between evaluations (0: only at the end)"),
     eval_seeds: int = typer.Option(3, "--eval-seeds", help="evaluation seeds 0..N-1"),
-    eval_horizon: float | None = typer.Option(
-        None, "--eval-horizon", help="evaluation episode length (default: the training horizon)"
-    ),
-    resume: Path | None = typer.Option(
-        None,
-        "--resume",
-        help="continue a run: its folder (its latest point) or one of its checkpoints; its whole configuration "
-        "(total steps, --set settings, evaluations, stages) is restored from its model.json; an earlier "
-        "checkpoint of a run that went further needs --overwrite (its later work is removed)",
-    ),
-    set_: list[str] = typer.Option(
-        [],
-        "--set",
-        help="scenario parameter k=v; env: action_mode (head, slot, admit, rule), rules (rule mode: "
-        "comma-separated agents), queue_window, horizon, reward_scale; algo.<name>=v for the algorithm; "
-        "policy.work_conserving=true, policy.server_ids=true; semi_markov=true|T (gamma per T of simulated time)",
-    ),
+    eval_horizon: float | None = _EVAL_HORIZON,
+    resume: Path | None = _RESUME,
+    set_: list[str] = _SET,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bar"),
-    warm_start: str | None = typer.Option(
-        None, "--warm-start", help="baseline to imitate before RL (behaviour cloning), e.g. best-fit"
-    ),
-    decoding: str = typer.Option(
-        "two-level",
-        "--decoding",
-        help="how the model acts when evaluated: two-level (WAIT against all placements, then the best "
-        "placement), argmax, or sample (a seeded draw: a stochastic policy)",
-    ),
+    warm_start: str | None = _WARM_START,
+    decoding: str = _DECODING,
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
-    stage: list[str] = typer.Option(
-        [],
-        "--stage",
-        help="curriculum stage STEPS:key=value[,key=value] (repeatable, in order): STEPS steps with those scenario "
-        "parameters changed (e.g. 100000:load=1.5, 50000:num_servers=10), then the rest of --timesteps on the "
-        "scenario or task itself",
-    ),
-    json_out: bool = typer.Option(
-        False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
-    ),
+    stage: list[str] = _STAGE,
+    json_out: bool = _JSON_OUT,
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
     from clustergym.errors import require_extra

@@ -352,6 +352,7 @@ def model_spaces(meta: dict[str, Any]) -> tuple[Any, Any]:
         from clustergym.learned.rule_select import parse_rules, rule_observation_space
 
         n = len(parse_rules(rules, "agent"))
+        assert isinstance(obs_space, gymnasium.spaces.Dict)  # every clustergym env observes a Dict
         obs_space, act_space = rule_observation_space(obs_space, n), Discrete(n)
     if meta["policy"] == "mlp":
         obs_space = flatten_space(obs_space)

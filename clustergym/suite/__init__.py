@@ -111,7 +111,7 @@ def score(
         :func:`clustergym.suite.scoring.evaluate`'s document (its ``specs`` name the agent) with its
         ``report`` (:func:`clustergym.suite.report.report`), as ``clustergym benchmark --json``.
     """
-    from clustergym.agent_api import AGENTS, PolicyAgent, register_agent
+    from clustergym.agent_api import AGENTS, PolicyAgent
     from clustergym.suite.report import report
     from clustergym.suite.scoring import evaluate
 
@@ -126,7 +126,7 @@ def score(
     name = str(getattr(agent, "name", "") or type(agent).__name__).lower()
     while name in AGENTS:
         name += "-scored"
-    register_agent(name, lambda **_: obj)
+    AGENTS[name] = lambda **_: obj  # for this call only (built-in agents register in clustergym.baselines)
     try:
         return scored(name)
     finally:

@@ -55,27 +55,24 @@ def verdict(paired: dict[str, float], baseline: str) -> str:
 
 
 def task_bound(name: str) -> dict[str, Any] | None:
-    """The paper's bound on a task's score, if it has one: ``{"name", "score", "source"}``.
+    """The paper's bound on a task's score, if its paper has one: ``{"name", "score", "source"}``.
 
-    ``autoscale-syn4``: the LP bound ``U*`` (Auto-scaling paper, optimization (3.2)) times the
-    servers, a bound on the reward rate of any policy from an empty start at every horizon
-    (:func:`clustergym.theory.autoscale.lp_bound_per_server`).  The other tasks have none in
-    :mod:`clustergym.theory` (no lower bound on MRIS's weighted flow time is computed there).
+    A paper with a bound on its objective gives it as ``score_bound(scenario)`` in its theory module
+    (``clustergym.theory.<paper>``): the auto-scaling paper's LP bound ``U*`` times the servers
+    (:func:`clustergym.theory.autoscale.score_bound`).  The other papers' modules have none (no lower
+    bound on MRIS's weighted flow time is computed there), so their tasks report only the best oracle.
     """
+    import importlib
+
     from clustergym.suite.tasks import task as get_task
 
     t = get_task(name)
-    if t.paper != "autoscale":
+    try:
+        module = importlib.import_module(f"clustergym.theory.{t.paper}")
+    except ModuleNotFoundError:
         return None
-    from clustergym.theory.autoscale import lp_bound_per_server
-
-    scenario = t.scenario()
-    per_server = float(lp_bound_per_server(scenario))
-    return {
-        "name": "U*",
-        "score": per_server * scenario.num_servers,
-        "source": "Auto-scaling paper, LP (3.2): U* per server x servers (clustergym.theory.autoscale)",
-    }
+    bound = getattr(module, "score_bound", None)
+    return None if bound is None else bound(t.scenario())
 
 
 def _iv(draws: np.ndarray, level: float) -> dict[str, float]:
@@ -158,11 +155,12 @@ def _task_report(
 
 
 def _profile(draws: Sequence[TaskDraws], level: float) -> dict[str, Any]:
-    point = np.concatenate([d.episodes_normalized[0].ravel() for d in draws])
+    episodes = [d.episodes_normalized for d in draws if d.episodes_normalized is not None]
+    point = np.concatenate([e[0].ravel() for e in episodes])
     point = point[np.isfinite(point)]
     lo, hi = min(0.0, float(point.min(initial=0.0))), max(1.0, float(point.max(initial=1.0)))
     taus = np.linspace(lo, hi, PROFILE_POINTS)
-    frac = np.mean([np.mean(d.episodes_normalized[..., None] > taus, axis=(1, 2)) for d in draws], axis=0)
+    frac = np.mean([np.mean(e[..., None] > taus, axis=(1, 2)) for e in episodes], axis=0)
     ivs = [_iv(frac[:, k], level) for k in range(taus.size)]
     return {
         "taus": taus.tolist(),

@@ -51,6 +51,7 @@ from clustergym.errors import ScenarioError
 from clustergym.theory.configurations import enumerate_configurations
 
 __all__ = [
+    "score_bound",
     "ConfigSpace",
     "GPAStep",
     "GreedyStep",
@@ -772,3 +773,17 @@ def trace_upper_bound(scenario: Any, *, t0: float = 0.0, t1: float | None = None
     if prev < t1:
         area += cur * (t1 - max(prev, t0))
     return area / (t1 - t0)
+
+
+def score_bound(scenario: Any) -> dict[str, Any]:
+    """The bound a suite task of this paper reports as its headroom: ``{"name", "score", "source"}``.
+
+    The LP bound ``U*`` (optimization (3.2)) per server times the servers: a bound on the reward rate
+    of any policy from an empty start at every horizon (:func:`lp_bound_per_server`).
+    """
+    per_server = float(lp_bound_per_server(scenario))
+    return {
+        "name": "U*",
+        "score": per_server * scenario.num_servers,
+        "source": "Auto-scaling paper, LP (3.2): U* per server x servers (clustergym.theory.autoscale)",
+    }

@@ -141,7 +141,7 @@ def test_a_model_given_twice_counts_once(tmp_path):
     from clustergym.suite.scoring import distinct_specs
 
     pytest.importorskip("stable_baselines3", reason="needs the train extra")
-    folder = ROOT / "models" / "rms-trap-w32-s0"
+    folder = ROOT / "models" / "rms-trap-pf-s0"
     kept, warnings = distinct_specs([str(folder), str(folder / "model.zip"), "random", "random"])
     assert kept == [str(folder), "random"]
     assert len(warnings) == 2 and "same model" in warnings[0]

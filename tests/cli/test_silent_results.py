@@ -111,7 +111,7 @@ def test_a_long_run_without_a_queue_cap_is_warned_before_it_starts(tmp_path):
 def test_model_json_with_an_unknown_task_or_observation_is_refused(tmp_path, key, value, words):
     pytest.importorskip("stable_baselines3", reason="needs the train extra")
     folder = tmp_path / "m"
-    shutil.copytree(ROOT / "models" / "rms-trap-w32-s0", folder)
+    shutil.copytree(ROOT / "models" / "rms-trap-pf-s0", folder)
     meta = json.loads((folder / "model.json").read_text())
     (folder / "model.json").write_text(json.dumps({**meta, key: value}))
     err = _error(["benchmark", str(folder), "--tasks", "rms-trap", "--seeds", "1"])

@@ -422,29 +422,15 @@ def test_train_cli_smoke_with_two_envs_and_resume(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert json.loads((out / "model.json").read_text())["timesteps"] == 256
-    ckpt = sorted((out / "checkpoints").glob("rl_model_*_steps.zip"))[-1]
-    res = runner.invoke(
-        app,
-        [
-            "train",
-            "bf-trap",
-            "--algo",
-            "maskable-ppo",
-            "--timesteps",
-            "512",
-            "--envs",
-            "1",
-            "--out",
-            str(out),
-            "--resume",
-            str(ckpt),
-            "--no-progress",
-            *sets,
-        ],
-    )
+    resume = ["train", "bf-trap", "--algo", "maskable-ppo", "--timesteps", "512", "--out", str(out), "--resume"]
+    # another number of envs is another run: refused, naming the recorded one
+    res = runner.invoke(app, [*resume, str(out), "--envs", "1", "--no-progress", *sets])
+    assert res.exit_code == 2 and "n_envs 2, not 1" in " ".join(res.stderr.split())
+    # the finished run extended from its final model, kept as the checkpoint of its step
+    res = runner.invoke(app, [*resume, str(out), "--envs", "2", "--no-progress", *sets])
     assert res.exit_code == 0, res.output
     meta = json.loads((out / "model.json").read_text())
-    assert meta["timesteps"] >= 512 and meta["resumed_from"] == str(ckpt)
+    assert meta["timesteps"] == 512 and meta["resumed_from"] == str(out / "checkpoints" / "rl_model_256_steps.zip")
     r = run_episode("bf-trap", load_model_agent(str(out / "model.zip")), seed=0, horizon=3.0)
     assert r["arrivals"] > 0
 
