@@ -14,16 +14,36 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from clustergym.agent_api import AGENTS
-from clustergym.scenarios.registry import PRESETS
-
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "clustergym"
+
+
+def _registrations() -> tuple[dict[str, str], dict[str, str]]:
+    """The agent and preset registrations as ``import clustergym`` makes them, read in a fresh
+    interpreter: in this process, building an agent replaces its import path by the class it names,
+    and tests register agents of their own."""
+    code = (
+        "import json, clustergym\n"
+        "from clustergym.agent_api import AGENTS\n"
+        "from clustergym.scenarios.registry import PRESETS\n"
+        "def s(v): return v if isinstance(v, str) else repr(v)\n"
+        "print(json.dumps([{k: s(v) for k, v in AGENTS.items()}, {k: s(p.entry_point) for k, p in PRESETS.items()}]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    agents, presets = json.loads(out.stdout)
+    return agents, presets
+
+
+#: name -> entry point as registered (an import path ``module:attr``, or the repr of an object)
+AGENTS, PRESETS = _registrations()
 
 
 def _entry(e: object) -> str:
@@ -37,7 +57,7 @@ def _family_of_agent(name: str) -> str | None:
 
 
 def _family_of_preset(name: str) -> str | None:
-    m = re.match(r"clustergym\.scenarios\.presets\.(\w+):", _entry(PRESETS[name].entry_point))
+    m = re.match(r"clustergym\.scenarios\.presets\.(\w+):", _entry(PRESETS[name]))
     return m.group(1) if m and m.group(1) != "traces" else None
 
 
