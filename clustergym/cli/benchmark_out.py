@@ -49,7 +49,7 @@ def recorded_settings(resume: Path, given: dict[str, Any]) -> tuple[RunFolder, d
                 f"settings (drop {opt}, or start a new run with --out)",
             )
     cwd = Path(rec.get("cwd") or ".")
-    relative = [s for s in rec["specs"] if not Path(s).is_absolute() and (cwd / s).exists()]
+    relative = [s for s in rec.get("specs") or [] if not Path(s).is_absolute() and (cwd / s).exists()]
     if relative and cwd.resolve() != Path.cwd().resolve():
         raise ConfigError(
             "--resume", f"{resume} names models by paths relative to {rec['cwd']}: run --resume from there"
