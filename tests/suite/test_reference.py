@@ -11,8 +11,8 @@ import clustergym  # noqa: F401
 from clustergym.suite import REFERENCE_SEEDS, TASKS, eval_seeds
 from clustergym.suite.reference import (
     EXCLUDED,
-    load_reference,
     build_reference,
+    load_reference,
     normalized,
     plan_reference,
     reference_agents,
