@@ -4,8 +4,8 @@ Registered in :mod:`clustergym.cli` as ``app.command("benchmark")(benchmark_cmd)
 exactly one JSON document goes to stdout (an error's too); progress and messages go to stderr.  Bad
 input (an unknown agent, model path or task, a seed count out of range, an ``--out`` that is not
 new or empty, a ``--plot`` of an unknown format) exits with status 2 and a message before any
-episode runs.  ``--out`` keeps every finished episode (:mod:`clustergym.cli.benchmark_out`), and
-``--resume`` continues an interrupted run.
+episode runs.  ``--out`` keeps every finished episode (:mod:`clustergym.cli.benchmark_out`), with
+``--reference`` too, and ``--resume`` continues an interrupted run of either kind.
 """
 
 from __future__ import annotations
@@ -193,7 +193,10 @@ _OUT_DIR = typer.Option(
 _OVERWRITE = typer.Option(False, "--overwrite", help="write into a non-empty --out (replacing an earlier run)")
 
 _RESUME = typer.Option(
-    None, "--resume", help="continue the interrupted run in this folder (its own specs, tasks and seeds)"
+    None,
+    "--resume",
+    help="continue the interrupted run in this folder, a scoring or a --reference run (its own specs, tasks, "
+    "seeds and split)",
 )
 
 _UPDATE_PACKAGED = typer.Option(

@@ -12,7 +12,9 @@ agent is an oracle (``uses_oracle``: it reads what a learned agent does not get)
 Normalized score (:func:`normalized`): ``(score - random) / (best - random)`` with ``best`` the best
 non-oracle baseline's mean (random excluded), so random scores 0 and that baseline 1; the same
 against the best oracle (``vs_oracle``).  ``clustergym benchmark --reference --out DIR`` regenerates
-the document (``--tasks`` some of its tasks) into ``DIR/reference.json``; the packaged table changes
+the document (``--tasks`` some of its tasks) into ``DIR/reference.json`` (:func:`plan_reference`,
+every episode kept in ``DIR/cells.jsonl``, then :func:`summarize_reference`; ``--resume DIR``
+continues it); the packaged table changes
 only with ``clustergym benchmark --update-packaged DIR/reference.json`` (:func:`update_packaged`,
 which refuses to shrink it).
 """
