@@ -4,8 +4,8 @@ Registered in :mod:`clustergym.cli` as ``app.command("benchmark")(benchmark_cmd)
 exactly one JSON document goes to stdout (an error's too); progress and messages go to stderr.  Bad
 input (an unknown agent, model path or task, a seed count out of range, an ``--out`` that is not
 new or empty, a ``--plot`` of an unknown format) exits with status 2 and a message before any
-episode runs.  ``--out`` keeps every finished episode (:mod:`clustergym.cli.benchmark_out`), and
-``--resume`` continues an interrupted run.
+episode runs.  ``--out`` keeps every finished episode (:mod:`clustergym.cli.benchmark_out`), with
+``--reference`` too, and ``--resume`` continues an interrupted run of either kind.
 """
 
 from __future__ import annotations
@@ -193,7 +193,10 @@ _OUT_DIR = typer.Option(
 _OVERWRITE = typer.Option(False, "--overwrite", help="write into a non-empty --out (replacing an earlier run)")
 
 _RESUME = typer.Option(
-    None, "--resume", help="continue the interrupted run in this folder (its own specs, tasks and seeds)"
+    None,
+    "--resume",
+    help="continue the interrupted run in this folder, a scoring or a --reference run (its own specs, tasks, "
+    "seeds and split)",
 )
 
 _UPDATE_PACKAGED = typer.Option(
@@ -249,11 +252,16 @@ def benchmark_cmd(
         if out_dir is not None and out_dir.resolve() != resume.resolve():
             raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
         if overwrite or reference:
-            raise ConfigError("--resume", "--resume continues an agent's benchmark; drop --overwrite and --reference")
+            raise ConfigError(
+                "--resume",
+                "--resume continues the run as it was started (an agent's or --reference); drop "
+                "--overwrite and --reference",
+            )
         given = {"specs": specs or None, "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
         resumed, rec = recorded_settings(resume, given)
-        specs, tasks, seeds = rec["specs"], rec["tasks"], rec["seeds"]
+        specs, tasks, seeds = rec.get("specs") or [], rec["tasks"], rec["seeds"]
         split, decoding = rec.get("split") or "validation", rec.get("decoding")
+        reference = bool(rec.get("reference"))
     seeds = 30 if seeds is None else seeds
     split = split or "validation"
     task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown, decoding, split)
@@ -262,7 +270,8 @@ def benchmark_cmd(
         _print_markdown(task_names, split)
         return
     if reference:
-        _regenerate(task_names, seeds, workers, out_dir, overwrite, plot, json_out, split)
+        settings = {"reference": True, "specs": [], "tasks": tasks, "seeds": seeds, "split": split, "decoding": None}
+        _regenerate(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out)
     elif not specs:
         from clustergym.suite.reference import load_reference
 
@@ -340,62 +349,76 @@ def _progress():
 
 
 def _regenerate(
+    settings: dict[str, Any],
     task_names: list[str] | None,
-    seeds: int,
     workers: int,
     out_dir: Path | None,
     overwrite: bool,
+    resumed: Any,
     plot: Path | None,
     json_out: bool,
-    split: str = "validation",
 ) -> None:
-    """``--reference``: the reference of the tasks into ``--out DIR/reference.json`` (each task
-    written as soon as it is done); never into the package's table (``--update-packaged`` does that)."""
-    from clustergym.cli.benchmark_out import open_folder
-    from clustergym.suite import TASKS
-    from clustergym.suite.reference import build_reference, load_reference, write_reference
+    """``--reference``: every episode planned, each kept in ``--out DIR/cells.jsonl`` as it finishes
+    (``--resume DIR`` continues), each task written to ``DIR/reference.json`` as soon as its episodes
+    are done; never into the package's table (``--update-packaged`` does that)."""
+    from clustergym.cli.benchmark_out import open_folder, run_journaled
+    from clustergym.suite.reference import load_reference, plan_reference, summarize_reference, write_reference
 
-    if out_dir is None:
+    if out_dir is None and resumed is None:
         raise ConfigError(
             "--out",
             "--reference writes its table to --out DIR/reference.json (the package's table changes only "
             "with --update-packaged DIR/reference.json)",
         )
-    given = {"reference": True, "tasks": task_names, "seeds": seeds, "split": split}
-    folder = open_folder(out_dir, None, overwrite, given, [])
+    split = settings["split"]
+    ref = plan_reference(task_names, seeds=settings["seeds"], split=split)  # every input checked: nothing has run
+    folder = open_folder(out_dir, resumed, overwrite, settings, ref.cells)
     assert folder is not None
     folder.add_files(["reference.json"])
+    path = folder.path / "reference.json"
+    _resuming(folder, len(ref.cells), json_out)
+    written: set[str] = set()
+
+    def write_done() -> None:  # each task as soon as its episodes are kept
+        done = [n for n, (a, b) in ref.spans.items() if n not in written and all(i in folder.rows for i in range(a, b))]
+        if done:
+            rows = [folder.rows.get(i) for i in range(len(ref.cells))]
+            write_reference(summarize_reference(ref, rows, tasks=done), path)
+            written.update(done)
+            for n in done if not json_out else ():
+                _err.print(f"{n}: {len(ref.agents[n][0])} agents x {len(ref.seeds)} seeds -> {path}", highlight=False)
+
     t0 = time.perf_counter()
-    doc: dict[str, Any] = {}
-    path = out_dir / "reference.json"
+    write_done()
     with _progress() as prog:
-        bar = prog.add_task("reference", total=None)
+        bar = prog.add_task("reference", total=len(ref.cells), completed=len(folder.rows))
 
-        def tick(task: str, agent: str, seed: int) -> None:
-            prog.update(bar, advance=1, description=f"{task}: {agent} seed {seed}")
+        def tick(agent: str, seed: int) -> None:
+            prog.update(bar, advance=1, description=f"{agent} seed {seed}")
+            write_done()
 
-        for name in task_names or list(TASKS):  # each task is written as soon as it is done
-            one = build_reference(
-                [name],
-                seeds=seeds,
-                workers=workers,
-                progress=tick,
-                split=split,
-                log=None if json_out else lambda m: _err.print(m, highlight=False),
-            )
-            doc = {**one, "tasks": {**doc.get("tasks", {}), **one["tasks"]}}
-            write_reference(one, path)
+        rows = run_journaled(ref.cells, folder, workers, tick)
+    write_reference(summarize_reference(ref, rows), path, merge=False)  # the plan's tasks, from the kept episodes
     wall = time.perf_counter() - t0
     folder.set_status("complete", wall_seconds=wall)
+    doc = load_reference(path)  # as written
     if plot is not None:
-        ref = load_reference(path)
         title = f"clustergym suite, {split} split: reference baselines"
-        plot_normalized(_reference_plot_rows(ref), plot, title, _best_names(ref))
+        plot_normalized(_reference_plot_rows(doc), plot, title, _best_names(doc))
     if json_out:
         sys.stdout.write(json.dumps(_jsonable({**doc, "wall_seconds": wall, "path": str(path)}), indent=1) + "\n")
         return
     _print_reference(doc)
     _err.print(f"reference of {len(doc['tasks'])} tasks in {wall:.0f} s on {workers} workers -> {path}")
+
+
+def _resuming(folder: Any, cells: int, json_out: bool) -> None:
+    """On ``--resume``: how many episodes are kept and how many run."""
+    if folder is not None and folder.rows and not json_out:
+        _err.print(
+            f"resuming {folder.path}: {len(folder.rows)} of {cells} episodes kept, {cells - len(folder.rows)} to run",
+            highlight=False,
+        )
 
 
 def _benchmark(
@@ -420,12 +443,7 @@ def _benchmark(
     folder = open_folder(out_dir, resumed, overwrite, settings, ev.cells)
     for w in ev.warnings:
         _err.print(f"warning: {w}", highlight=False)
-    if folder is not None and folder.rows and not json_out:
-        _err.print(
-            f"resuming {folder.path}: {len(folder.rows)} of {len(ev.cells)} episodes kept, "
-            f"{len(ev.cells) - len(folder.rows)} to run",
-            highlight=False,
-        )
+    _resuming(folder, len(ev.cells), json_out)
     t0 = time.perf_counter()
     with _progress() as prog:
         bar = prog.add_task("episodes", total=len(ev.cells), completed=len(folder.rows) if folder else 0)

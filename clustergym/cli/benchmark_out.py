@@ -6,6 +6,9 @@ The folder is a :class:`clustergym.runner.journal.RunFolder`, as ``compare --out
 paths are relative to; the status and the files written), ``cells.jsonl`` (one line per finished
 episode, fsynced), then ``results.csv`` (every episode) and ``summary.json`` (the result without
 the episodes and the wall time, so a resumed run writes the same bytes as an uninterrupted one).
+A ``--reference`` run records ``reference: true`` (and no specs) and writes ``reference.json``
+instead: the same task entries as an uninterrupted run, each task's ``wall_seconds`` the sum of
+its kept episodes' times.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def recorded_settings(resume: Path, given: dict[str, Any]) -> tuple[RunFolder, d
                 f"settings (drop {opt}, or start a new run with --out)",
             )
     cwd = Path(rec.get("cwd") or ".")
-    relative = [s for s in rec["specs"] if not Path(s).is_absolute() and (cwd / s).exists()]
+    relative = [s for s in rec.get("specs") or [] if not Path(s).is_absolute() and (cwd / s).exists()]
     if relative and cwd.resolve() != Path.cwd().resolve():
         raise ConfigError(
             "--resume", f"{resume} names models by paths relative to {rec['cwd']}: run --resume from there"

@@ -12,7 +12,9 @@ agent is an oracle (``uses_oracle``: it reads what a learned agent does not get)
 Normalized score (:func:`normalized`): ``(score - random) / (best - random)`` with ``best`` the best
 non-oracle baseline's mean (random excluded), so random scores 0 and that baseline 1; the same
 against the best oracle (``vs_oracle``).  ``clustergym benchmark --reference --out DIR`` regenerates
-the document (``--tasks`` some of its tasks) into ``DIR/reference.json``; the packaged table changes
+the document (``--tasks`` some of its tasks) into ``DIR/reference.json`` (:func:`plan_reference`,
+every episode kept in ``DIR/cells.jsonl``, then :func:`summarize_reference`; ``--resume DIR``
+continues it); the packaged table changes
 only with ``clustergym benchmark --update-packaged DIR/reference.json`` (:func:`update_packaged`,
 which refuses to shrink it).
 """
@@ -24,7 +26,7 @@ import math
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +48,15 @@ __all__ = [
     "EXCLUDED",
     "REFERENCE_PATH",
     "REFERENCE_PATHS",
+    "ReferencePlan",
     "build_reference",
     "load_reference",
     "markdown",
     "normalized",
+    "plan_reference",
     "reference_agents",
     "reference_table",
+    "summarize_reference",
     "summarize_task",
     "task_cells",
     "task_rows",
@@ -190,6 +195,74 @@ def task_entry(t: Task, agents: dict[str, Any], skipped: dict[str, str], wall: f
     }
 
 
+@dataclass(frozen=True)
+class ReferencePlan:
+    """Every episode of a reference, planned before the first one runs (:func:`plan_reference`).
+
+    ``cells``: every task's cells (:func:`task_cells`), task after task; ``spans[name]``: the
+    ``(start, stop)`` of the task's cells in ``cells``; ``agents[name]``: the task's agents (random
+    first) and the reason each other one is left out (:func:`reference_agents`)."""
+
+    split: str
+    seeds: list[int]
+    cells: list[Cell]
+    spans: dict[str, tuple[int, int]]
+    agents: dict[str, tuple[list[str], dict[str, str]]]
+
+
+def plan_reference(
+    tasks: Sequence[str] | None = None, *, seeds: int = REFERENCE_SEEDS, split: str = DEFAULT_SPLIT
+) -> ReferencePlan:
+    """The episodes of the reference of ``tasks`` (default: all) on the first ``seeds`` seeds of
+    ``split``; nothing runs.
+
+    Raises:
+        ConfigError: an unknown task or split, a seed count out of range, or a trace task without
+            the traces.
+    """
+    names = list(TASKS) if tasks is None else [get_task(n).name for n in tasks]
+    seed_list = eval_seeds(seeds, split)
+    cells: list[Cell] = []
+    spans: dict[str, tuple[int, int]] = {}
+    agents: dict[str, tuple[list[str], dict[str, str]]] = {}
+    for name in names:
+        t = TASKS[name]
+        if t.needs_traces and not traces_available():
+            raise ConfigError(
+                "tasks",
+                f"task {name!r} needs the real traces; set CLUSTERGYM_TRACES to the trace "
+                "directory (or leave it out with --tasks)",
+            )
+        agents[name] = reference_agents(t)
+        start = len(cells)
+        cells += task_cells(t, agents[name][0], seed_list)
+        spans[name] = (start, len(cells))
+    return ReferencePlan(check_split(split), seed_list, cells, spans, agents)
+
+
+def summarize_reference(
+    ref: ReferencePlan,
+    rows: Sequence[dict[str, Any] | None],
+    *,
+    tasks: Iterable[str] | None = None,
+    walls: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """The reference document of ``tasks`` (default: every task of the plan) from ``rows``, the rows
+    of ``ref.cells`` in plan order (a task's rows must all be there).  ``walls[name]``: the task's
+    ``wall_seconds``; by default the sum of its episodes' ``wall_seconds`` (so the same rows, kept
+    and resumed, give the same document)."""
+    doc: dict[str, Any] = {"suite_version": SUITE_VERSION, "split": ref.split, "seeds": ref.seeds, "tasks": {}}
+    for name in ref.spans if tasks is None else tasks:
+        start, stop = ref.spans[name]
+        task_rows_ = [r for r in rows[start:stop] if r is not None]
+        if len(task_rows_) != stop - start:
+            raise ValueError(f"task {name!r}: {stop - start - len(task_rows_)} of its episodes have no row")
+        t = TASKS[name]
+        wall = walls[name] if walls is not None else sum(float(r.get("wall_seconds", 0.0)) for r in task_rows_)
+        doc["tasks"][name] = task_entry(t, summarize_task(t, task_rows_, ref.seeds), ref.agents[name][1], wall)
+    return doc
+
+
 def build_reference(
     tasks: Sequence[str] | None = None,
     *,
@@ -200,30 +273,23 @@ def build_reference(
     split: str = DEFAULT_SPLIT,
 ) -> dict[str, Any]:
     """Run the reference of ``tasks`` (default: all; trace tasks need the traces) on the first
-    ``seeds`` seeds of ``split`` and return the document."""
-    names = list(TASKS) if tasks is None else [get_task(n).name for n in tasks]
-    seed_list = eval_seeds(seeds, split)
-    doc: dict[str, Any] = {"suite_version": SUITE_VERSION, "split": split, "seeds": seed_list, "tasks": {}}
-    for name in names:
-        t = TASKS[name]
-        if t.needs_traces and not traces_available():
-            raise ConfigError(
-                "tasks",
-                f"task {name!r} needs the real traces; set CLUSTERGYM_TRACES to the trace "
-                "directory (or leave it out with --tasks)",
-            )
-        agents, skipped = reference_agents(t)
+    ``seeds`` seeds of ``split`` and return the document (:func:`plan_reference`, then
+    :func:`summarize_reference`; each task's ``wall_seconds`` is the time its episodes took here)."""
+    ref = plan_reference(tasks, seeds=seeds, split=split)
+    rows: list[dict[str, Any]] = []
+    walls: dict[str, float] = {}
+    for name, (start, stop) in ref.spans.items():
         if log is not None:
-            log(f"{name}: {len(agents)} agents x {len(seed_list)} seeds")
+            log(f"{name}: {len(ref.agents[name][0])} agents x {len(ref.seeds)} seeds")
         t0 = time.perf_counter()
 
         def tick(agent: str, seed: int, name: str = name) -> None:
             if progress is not None:
                 progress(name, agent, seed)
 
-        rows = task_rows(t, agents, seed_list, workers=workers, progress=tick)
-        doc["tasks"][name] = task_entry(t, summarize_task(t, rows, seed_list), skipped, time.perf_counter() - t0)
-    return doc
+        rows += run_rows(ref.cells[start:stop], workers=workers, progress=tick)
+        walls[name] = time.perf_counter() - t0
+    return summarize_reference(ref, rows, walls=walls)
 
 
 def load_reference(path: str | Path | None = None, split: str = DEFAULT_SPLIT) -> dict[str, Any]:

@@ -96,22 +96,85 @@ def test_files_are_never_written_through_a_symlink(tmp_path):
     assert not (out / "results.csv").is_symlink() and "score" in (out / "results.csv").read_text()
 
 
-def test_reference_writes_only_to_out(tmp_path, monkeypatch):
-    import clustergym.suite.reference as reference
-
-    packaged = _sha(REFERENCE_PATH)
+def test_reference_writes_only_to_out():
+    # where it writes with --out: test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table
     assert "--out" in _error(_cli("benchmark", "--reference", "--tasks", "rms-trap", "--seeds", "2", "--json"), "--out")
-    real = load_reference()
 
-    def fake_build(tasks, *, seeds, **_):  # the shipped entry cut to the seeds: where it is written is the test
-        return {**real, "seeds": real["seeds"][:seeds], "tasks": {t: real["tasks"][t] for t in tasks}}
 
-    monkeypatch.setattr(reference, "build_reference", fake_build)
-    out = tmp_path / "ref"
-    res = _cli("benchmark", "--reference", "--tasks", "rms-trap", "--seeds", "2", "--out", str(out), "--json")
-    assert res.exit_code == 0, res.stdout
-    assert set(load_reference(out / "reference.json")["tasks"]) == {"rms-trap"}
-    assert _sha(REFERENCE_PATH) == packaged
+def _interrupt(argv: list[str], journal: Path, after: int) -> int:
+    """Run ``argv``, send SIGINT once ``journal`` holds ``after`` episodes; the episodes kept."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= after):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout
+    assert json.loads(stdout)["error"]["type"] == "Interrupted"
+    assert json.loads((journal.parent / "run.json").read_text())["status"] == "interrupted"
+    return journal.read_text().count("\n")
+
+
+def _resume(folder: Path) -> subprocess.CompletedProcess[str]:
+    """``benchmark --resume folder`` in a subprocess, which must succeed."""
+    argv = [sys.executable, "-m", "clustergym", "benchmark", "--resume", str(folder), "--workers", "1", "--json"]
+    res = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=300)
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table(tmp_path):
+    packaged = _sha(REFERENCE_PATH)
+    argv = [sys.executable, "-m", "clustergym", "benchmark", "--reference", "--tasks", "autoscale-syn4"]
+    argv += ["--seeds", "2", "--workers", "1", "--json"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    subprocess.run([*argv, "--out", str(whole)], check=True, capture_output=True, env=_env(), timeout=300)
+    episodes = (whole / "cells.jsonl").read_text().count("\n")  # 10 agents x 2 seeds
+    assert episodes == 20
+    kept = _interrupt([*argv, "--out", str(cut)], cut / "cells.jsonl", 3)
+    assert 3 <= kept < episodes
+    assert not (cut / "reference.json").exists()  # the task is not done: no entry for it yet
+    res = _resume(cut)
+    assert (cut / "cells.jsonl").read_text().count("\n") == episodes
+    a, b = load_reference(whole / "reference.json"), load_reference(cut / "reference.json")
+    assert set(a["tasks"]) == {"autoscale-syn4"} and a["seeds"] == b["seeds"]
+
+    def timeless(doc):  # a task's wall_seconds measures the machine: the sum of its episodes' times
+        return {n: {k: v for k, v in e.items() if k != "wall_seconds"} for n, e in doc["tasks"].items()}
+
+    assert timeless(a) == timeless(b)
+    rows = [json.loads(line)["row"] for line in (cut / "cells.jsonl").read_text().splitlines()]
+    assert b["tasks"]["autoscale-syn4"]["wall_seconds"] == pytest.approx(sum(r["wall_seconds"] for r in rows))
+    assert json.loads((cut / "run.json").read_text())["status"] == "complete"
+    assert json.loads(res.stdout)["tasks"] == b["tasks"]
+    assert _sha(REFERENCE_PATH) == packaged  # --reference never writes the package's table
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    """A finished ``--reference`` run of one task on one seed (the refusals below write nothing)."""
+    out = tmp_path_factory.mktemp("reference") / "ref"
+    argv = ["benchmark", "--reference", "--tasks", "autoscale-syn4", "--seeds", "1", "--workers", "1", "--json"]
+    assert _cli(*argv, "--out", str(out)).exit_code == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--tasks", "autoscale-syn4,rms-trap"], "tasks"),
+        (["--seeds", "2"], "seeds"),
+        (["--split", "test"], "split"),
+        (["random"], "specs"),
+        (["--reference"], "--resume"),
+    ],
+)
+def test_reference_resume_refuses_other_settings(reference_run, argv, field):
+    out = reference_run
+    before = {p.name: _sha(p) for p in out.iterdir()}
+    msg = _error(_cli("benchmark", "--resume", str(out), *argv, "--json"), field)
+    assert str(out) in msg or "--reference" in msg
+    assert {p.name: _sha(p) for p in out.iterdir()} == before  # nothing ran, nothing written
 
 
 def test_the_packaged_table_never_shrinks(tmp_path):
@@ -157,26 +220,9 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_tables(tmp_path):
     argv += ["--workers", "1", "--json"]
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     subprocess.run([*argv, "--out", str(whole)], check=True, capture_output=True, env=_env(), timeout=300)
-    proc = subprocess.Popen([*argv, "--out", str(cut)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
-    journal = cut / "cells.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 2):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    stdout, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stdout
-    assert json.loads(stdout)["error"]["type"] == "Interrupted"
-    kept = journal.read_text().count("\n")
+    kept = _interrupt([*argv, "--out", str(cut)], cut / "cells.jsonl", 2)
     assert 2 <= kept < 6
-    assert json.loads((cut / "run.json").read_text())["status"] == "interrupted"
-    res = subprocess.run(
-        [sys.executable, "-m", "clustergym", "benchmark", "--resume", str(cut), "--workers", "1", "--json"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    _resume(cut)
     for name in ("results.csv", "summary.json"):
         assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
     assert json.loads((cut / "run.json").read_text())["status"] == "complete"

@@ -11,9 +11,12 @@ import clustergym  # noqa: F401
 from clustergym.suite import REFERENCE_SEEDS, TASKS, eval_seeds
 from clustergym.suite.reference import (
     EXCLUDED,
+    build_reference,
     load_reference,
     normalized,
+    plan_reference,
     reference_agents,
+    summarize_reference,
     summarize_task,
     task_rows,
 )
@@ -73,3 +76,16 @@ def test_reference_agents_are_the_compatible_ones_random_first():
     agents, skipped = reference_agents(TASKS["autoscale-syn4"])
     assert agents[0] == "random" and "best-fit-admit" in agents and "best-fit" in skipped
     assert set(agents) == set(REF["tasks"]["autoscale-syn4"]["agents"])
+
+
+def test_build_reference_is_its_plan_then_its_summary():
+    ref = plan_reference(["rms-trap", "autoscale-syn4"], seeds=1)
+    assert list(ref.spans) == ["rms-trap", "autoscale-syn4"] and ref.spans["autoscale-syn4"][1] == len(ref.cells)
+    assert [c.agent for c in ref.cells[slice(*ref.spans["autoscale-syn4"])]] == ref.agents["autoscale-syn4"][0]
+    doc = build_reference(["autoscale-syn4"], seeds=1, workers=1)
+    e = doc["tasks"]["autoscale-syn4"]
+    assert e["wall_seconds"] > 0 and doc["seeds"] == REF["seeds"][:1]
+    for agent, a in e["agents"].items():
+        assert a["scores"] == REF["tasks"]["autoscale-syn4"]["agents"][agent]["scores"][:1], agent
+    with pytest.raises(ValueError, match="no row"):  # a task is summarized only with every episode
+        summarize_reference(ref, [None] * len(ref.cells), tasks=["autoscale-syn4"])
