@@ -353,41 +353,16 @@ def _run(
     ray: str | None,
     report: Reporter,
 ) -> list[dict[str, Any]]:
-    """Run the planned episodes, keeping each finished one in ``folder``; the rows in plan order."""
-    from clustergym.runner import EvaluationError, run_rows
-
-    cells = p.cells
-
-    def keep(i: int, row: dict[str, Any]) -> None:
-        if folder is not None:
-            folder.append(i, cells[i], row)
+    """Run the planned episodes, keeping each finished one in ``folder``; the rows in plan order
+    (:func:`clustergym.runner.journal.run_kept`: Ctrl-C and failures keep the work done)."""
+    from clustergym.runner.journal import run_kept
 
     try:
-        done = folder.rows if folder is not None else None
-        rows = run_rows(cells, workers=workers, ray=ray, progress=report.episode, done=done, on_row=keep)
-    except KeyboardInterrupt:
-        if folder is None:
-            raise KeyboardInterrupt(
-                "nothing kept (with --out DIR every finished episode is kept, and "
-                "`clustergym compare --resume DIR` continues)"
-            ) from None
-        folder.set_status("interrupted")
-        raise KeyboardInterrupt(
-            f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; continue with "
-            f"`clustergym compare --resume {folder.path}`"
-        ) from None
-    except Exception as e:
-        if folder is None:
-            raise
-        folder.set_status("failed", error=f"{type(e).__name__}: {e}")
-        if not isinstance(e, ClusterGymError):
-            report.failed(f"{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}")
-            raise
-        raise EvaluationError(
-            f"{e}\n{len(folder.rows)} of {len(cells)} episodes kept in {folder.path}; fix the problem "
-            f"and continue with `clustergym compare --resume {folder.path}`"
-        ) from None
-    return folder.ordered_rows(len(cells)) if folder is not None else rows  # a resumed run: the same tables
+        return run_kept(p.cells, folder, "compare", workers=workers, ray=ray, progress=report.episode)
+    except Exception as e:  # a bug, not a bad input: say what was kept before the traceback
+        if folder is not None and not isinstance(e, ClusterGymError):
+            report.failed(f"{len(folder.rows)} of {len(p.cells)} episodes kept in {folder.path}")
+        raise
 
 
 def _summarize(p: _Plan, rows: list[dict[str, Any]], folder: RunFolder | None) -> Comparison:
