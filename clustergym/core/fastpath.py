@@ -528,24 +528,10 @@ def _loop(
     return code
 
 
-def run_scan_episode(
-    sim: Simulator, server_rule: str, scan: int, *, sign: float, integral: str, scale: float
-) -> tuple[float, int]:
-    """Run a freshly reset episode to its end with greedy ``server_rule`` over a ``scan`` window.
-
-    Equivalent, bit for bit, to driving :class:`~clustergym.baselines.greedy.GreedyAgent` with
-    ``scan`` through ``ClusterEnv.step`` (``observe=False``, ``skip_trivial=False``).
-
-    Returns:
-        ``(return, steps)``: the sum of the rewards the env would have paid and the number of
-        ``step`` calls it would have taken.  The simulator ends ``done`` with its metrics.
-    """
-    from clustergym.core.simulator import Event, ImpossibleJobError
-    from clustergym.errors import ScenarioError
-
-    c = sim.cluster
+def _pack_state(sim: Simulator, sign: float, integral: str, scale: float) -> tuple[np.ndarray, ...]:
+    """The loop's scalar state from the simulator: ``(fs, ist, tr_t, tr_v)`` -- 19 float slots (``F_*``),
+    22 int slots (``I_*``) and the queue trace's times and values with room for the loop's points."""
     I = sim.integrals
-    R, J = sim.num_resources, sim.num_types
     fs = np.zeros(19)
     ist = np.zeros(22, dtype=np.int64)
     fs[F_NOW] = sim.now
@@ -571,101 +557,147 @@ def run_scan_episode(
     tr_t[: len(sim.trace.times)] = sim.trace.times
     tr_v[: len(sim.trace.values)] = sim.trace.values
     ist[I_TCOUNT] = len(sim.trace.times)
-    qbt = sim.queued_by_type
-    I_qbt, I_real = I.queue_by_type, I.real_usage
-    jobs = sim.jobs
-    heap_cap = 1024
-    ht, hs, hj = np.empty(heap_cap), np.empty(heap_cap, np.int64), np.empty(heap_cap, np.int64)
-    bounded = jobs.memory == "bounded"
-    if bounded:  # reserved like the table's columns and released with them; filled with -1 as rows come in
-        qnext, qprev, fail_at = (jobs.column(len(jobs.arrival), np.int64) for _ in range(3))
-        filled = 0
-    else:
-        qnext = np.empty(0, np.int64)
-        qprev = np.empty(0, np.int64)
-        fail_at = np.empty(0, np.int64)  # completion count when the job last fitted nowhere
-    comp_server = np.empty(64, np.int64)  # server of the k-th completion, at k % 64
-    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
-    empty_d = np.empty((0, R))
-    while True:
-        chunk = sim._chunk
-        if chunk is None:
-            ct, cd, cty, cw, cwe, cr = empty_f, empty_d, empty_i, empty_f, empty_f, empty_f
-            ist[I_CHUNKS_DONE] = 1
+    return fs, ist, tr_t, tr_v
+
+
+def _chunk_arrays(chunk, R: int) -> tuple[np.ndarray, ...]:
+    """A source chunk's ``(time, demand (n, R), type, work, weight, reward_rate)`` as contiguous arrays;
+    empty ones when the source has no chunk left (``chunk is None``)."""
+    if chunk is None:
+        empty_f = np.empty(0)
+        return empty_f, np.empty((0, R)), np.empty(0, np.int64), empty_f, empty_f, empty_f
+    return (
+        np.ascontiguousarray(chunk.time, dtype=np.float64),
+        np.ascontiguousarray(chunk.demand, dtype=np.float64),
+        np.ascontiguousarray(chunk.type, dtype=np.int64),
+        np.ascontiguousarray(chunk.work, dtype=np.float64),
+        np.ascontiguousarray(chunk.weight, dtype=np.float64),
+        np.ascontiguousarray(chunk.reward_rate, dtype=np.float64),
+    )
+
+
+class _Buffers:
+    """The loop's arrays beside the job table: the completion heap (``ht`` times, ``hs`` sequence numbers,
+    ``hj`` jobs), the central queue as a linked list over job ids (``qnext``, ``qprev``), ``fail_at`` (the
+    completion count when a job last fitted nowhere) and ``comp_server`` (server of the k-th completion, at
+    k % 64).  With ``bounded`` job memory the per-job arrays are reserved like the table's columns and
+    released with them; they are filled with -1 as rows come in."""
+
+    def __init__(self, jobs) -> None:
+        self.heap_cap = 1024
+        self.ht, self.hs, self.hj = np.empty(1024), np.empty(1024, np.int64), np.empty(1024, np.int64)
+        self.bounded = jobs.memory == "bounded"
+        self.filled = 0
+        if self.bounded:
+            self.qnext, self.qprev, self.fail_at = (jobs.column(len(jobs.arrival), np.int64) for _ in range(3))
         else:
-            ct = np.ascontiguousarray(chunk.time, dtype=np.float64)
-            cd = np.ascontiguousarray(chunk.demand, dtype=np.float64)
-            cty = np.ascontiguousarray(chunk.type, dtype=np.int64)
-            cw = np.ascontiguousarray(chunk.work, dtype=np.float64)
-            cwe = np.ascontiguousarray(chunk.weight, dtype=np.float64)
-            cr = np.ascontiguousarray(chunk.reward_rate, dtype=np.float64)
-        need = int(ist[I_SIZE]) + (len(ct) - int(ist[I_CI]))
+            self.qnext = np.empty(0, np.int64)
+            self.qprev = np.empty(0, np.int64)
+            self.fail_at = np.empty(0, np.int64)
+        self.comp_server = np.empty(64, np.int64)
+
+    def reserve(self, jobs, need: int, need_heap: int) -> None:
+        """Room for ``need`` job rows and ``need_heap`` heap entries (one per running, queued or arriving job)."""
         while len(jobs.arrival) < need:
             jobs._grow()
-        if bounded:
+        if self.bounded:
             if need > len(jobs.arrival):
                 jobs._grow()  # raises: the reserved id range is exhausted
-            for a in (qnext, qprev, fail_at):
-                a[filled:need] = -1
-            filled = max(filled, need)
-        elif len(qnext) < len(jobs.arrival):
-            qnext = np.concatenate([qnext, np.full(len(jobs.arrival) - len(qnext), -1, np.int64)])
-            qprev = np.concatenate([qprev, np.full(len(jobs.arrival) - len(qprev), -1, np.int64)])
-            fail_at = np.concatenate([fail_at, np.full(len(jobs.arrival) - len(fail_at), -1, np.int64)])
-        # the heap holds one completion per running job: at most those running, queued or to arrive
-        need_heap = int(ist[I_NRUN]) + int(ist[I_NQ]) + (len(ct) - int(ist[I_CI]))
-        if heap_cap < need_heap:
-            heap_cap = max(2 * heap_cap, need_heap)
-            ht, hs, hj = (np.resize(ht, heap_cap), np.resize(hs, heap_cap), np.resize(hj, heap_cap))
-        code = _loop(
-            fs,
-            ist,
-            server_rule == "best-fit",
-            int(scan),
-            c.capacity,
-            c._limit,
-            sim.speed,
-            c.load,
-            c.items,
-            c.count_real,
-            c.real_usage,
-            I_qbt,
-            I_real,
-            qbt,
-            sim.rate_estimate,
-            ct,
-            cd,
-            cty,
-            cw,
-            cwe,
-            cr,
-            jobs.arrival,
-            jobs.demand,
-            jobs.type,
-            jobs.work,
-            jobs.weight,
-            jobs.reward_rate,
-            jobs.start,
-            jobs.end,
-            jobs.server,
-            jobs.status,
-            jobs.dummy,
-            jobs.in_slot,
-            qnext,
-            qprev,
-            ht,
-            hs,
-            hj,
-            tr_t,
-            tr_v,
-            points,
-            sim.impossible == "error",
-            fail_at,
-            comp_server,
-            SCORE_RTOL,
-        )
+            for a in (self.qnext, self.qprev, self.fail_at):
+                a[self.filled : need] = -1
+            self.filled = max(self.filled, need)
+        elif len(self.qnext) < len(jobs.arrival):
+            more = len(jobs.arrival) - len(self.qnext)
+            self.qnext = np.concatenate([self.qnext, np.full(more, -1, np.int64)])
+            self.qprev = np.concatenate([self.qprev, np.full(more, -1, np.int64)])
+            self.fail_at = np.concatenate([self.fail_at, np.full(more, -1, np.int64)])
+        if self.heap_cap < need_heap:
+            self.heap_cap = max(2 * self.heap_cap, need_heap)
+            self.ht = np.resize(self.ht, self.heap_cap)
+            self.hs = np.resize(self.hs, self.heap_cap)
+            self.hj = np.resize(self.hj, self.heap_cap)
+
+
+def _run_chunk(sim: Simulator, fs, ist, tr_t, tr_v, buf: _Buffers, arrays, best_fit: bool, scan: int) -> int:
+    """One call of the compiled loop over the current chunk's ``arrays``; its return code."""
+    c, I, jobs = sim.cluster, sim.integrals, sim.jobs
+    ct, cd, cty, cw, cwe, cr = arrays
+    return _loop(
+        fs,
+        ist,
+        best_fit,
+        scan,
+        c.capacity,
+        c._limit,
+        sim.speed,
+        c.load,
+        c.items,
+        c.count_real,
+        c.real_usage,
+        I.queue_by_type,
+        I.real_usage,
+        sim.queued_by_type,
+        sim.rate_estimate,
+        ct,
+        cd,
+        cty,
+        cw,
+        cwe,
+        cr,
+        jobs.arrival,
+        jobs.demand,
+        jobs.type,
+        jobs.work,
+        jobs.weight,
+        jobs.reward_rate,
+        jobs.start,
+        jobs.end,
+        jobs.server,
+        jobs.status,
+        jobs.dummy,
+        jobs.in_slot,
+        buf.qnext,
+        buf.qprev,
+        buf.ht,
+        buf.hs,
+        buf.hj,
+        tr_t,
+        tr_v,
+        sim.trace.points,
+        sim.impossible == "error",
+        buf.fail_at,
+        buf.comp_server,
+        SCORE_RTOL,
+    )
+
+
+def run_scan_episode(
+    sim: Simulator, server_rule: str, scan: int, *, sign: float, integral: str, scale: float
+) -> tuple[float, int]:
+    """Run a freshly reset episode to its end with greedy ``server_rule`` over a ``scan`` window.
+
+    Equivalent, bit for bit, to driving :class:`~clustergym.baselines.greedy.GreedyAgent` with
+    ``scan`` through ``ClusterEnv.step`` (``observe=False``, ``skip_trivial=False``).  Steps: pack the
+    simulator's state into the loop's arrays (:func:`_pack_state`), run the compiled loop chunk by chunk
+    of the source (:func:`_run_chunk`), write the state back (:func:`_write_back`).
+
+    Returns:
+        ``(return, steps)``: the sum of the rewards the env would have paid and the number of
+        ``step`` calls it would have taken.  The simulator ends ``done`` with its metrics.
+    """
+    jobs = sim.jobs
+    fs, ist, tr_t, tr_v = _pack_state(sim, sign, integral, scale)
+    buf = _Buffers(jobs)
+    while True:
+        arrays = _chunk_arrays(sim._chunk, sim.num_resources)
+        if sim._chunk is None:
+            ist[I_CHUNKS_DONE] = 1
+        n_chunk = len(arrays[0])
+        need = int(ist[I_SIZE]) + (n_chunk - int(ist[I_CI]))
+        buf.reserve(jobs, need, int(ist[I_NRUN]) + int(ist[I_NQ]) + (n_chunk - int(ist[I_CI])))
+        code = _run_chunk(sim, fs, ist, tr_t, tr_v, buf, arrays, server_rule == "best-fit", int(scan))
         jobs.size = int(ist[I_SIZE])
-        if bounded:
+        if buf.bounded:
             jobs.release()
         if code != _NEED_CHUNK:
             break
@@ -674,7 +706,17 @@ def run_scan_episode(
         fs[F_NEXT_ARR] = sim._next_arrival
         if sim._chunks is None and sim._chunk is None:
             ist[I_CHUNKS_DONE] = 1
-    # ---------------------------------------------------------------- write the state back
+    _write_back(sim, fs, ist, tr_t, tr_v, buf, code, n_chunk)
+    return float(fs[F_TOTAL]), int(ist[I_STEPS])
+
+
+def _write_back(sim: Simulator, fs, ist, tr_t, tr_v, buf: _Buffers, code: int, n_chunk: int) -> None:
+    """Copy the loop's state back into the simulator (``n_chunk``: jobs of the last chunk), rebuild its
+    Python-side structures (:func:`_rebuild_queues`) and raise the loop's error codes as the kernel would."""
+    from clustergym.core.simulator import Event, ImpossibleJobError
+    from clustergym.errors import ScenarioError
+
+    c, I, jobs = sim.cluster, sim.integrals, sim.jobs
     c.invalidate()  # load and counts were written directly: journal consumers recompute every server
     sim.now = float(fs[F_NOW])
     I.elapsed = sim.now if sim.now > 0 else I.elapsed
@@ -689,23 +731,12 @@ def run_scan_episode(
     n = int(ist[I_TCOUNT])
     sim.trace.times, sim.trace.values = tr_t[:n].tolist(), tr_v[:n].tolist()
     sim.trace.step, sim.trace._next = float(fs[F_TSTEP]), float(fs[F_TNEXT])
-    if code == _NEED_CHUNK or ist[I_CI] < len(ct):
+    if code == _NEED_CHUNK or ist[I_CI] < n_chunk:
         sim._ci = int(ist[I_CI])
         sim._next_arrival = float(fs[F_NEXT_ARR])
+    ht, hs, hj = buf.ht, buf.hs, buf.hj
     sim._heap = sorted((float(ht[i]), int(EventKind.COMPLETION), int(hs[i]), int(hj[i])) for i in range(ist[I_HEAP]))
-    # queues and running sets from the linked list and the job table
-    sim.queue = OrderedDict()
-    for q in sim.type_queue:
-        q.clear()
-    j = int(ist[I_QHEAD])
-    while j >= 0:
-        sim.queue[j] = None
-        sim.type_queue[int(jobs.type[j])][j] = None
-        j = int(qnext[j])
-    for r in sim.running:
-        r.clear()
-    for j in (jobs.base + np.flatnonzero(jobs.status[jobs.base : jobs.size] == _RUNNING)).tolist():
-        sim.running[int(jobs.server[j])][j] = None
+    _rebuild_queues(sim, buf.qnext, int(ist[I_QHEAD]))
     if code == _IMPOSSIBLE:
         job = int(ist[I_ERRJOB])
         raise ImpossibleJobError(
@@ -714,10 +745,27 @@ def run_scan_episode(
         )
     if code == _BAD_TYPE:
         job = int(ist[I_ERRJOB])
-        raise ScenarioError("workload", f"job {job} has type {int(jobs.type[job])}, outside [0, {J})")
+        raise ScenarioError("workload", f"job {job} has type {int(jobs.type[job])}, outside [0, {sim.num_types})")
     sim.done = True
     sim.truncated = code == _TRUNCATED
     sim.terminated = code == _TERMINATED
     sim.unstable = bool(ist[I_UNSTABLE])
     sim.event = Event(EventKind.HORIZON, sim.now)
-    return float(fs[F_TOTAL]), int(ist[I_STEPS])
+
+
+def _rebuild_queues(sim: Simulator, qnext: np.ndarray, head: int) -> None:
+    """The simulator's queues (central and per type) from the loop's linked list starting at ``head``, and
+    its per-server running sets from the job table."""
+    jobs = sim.jobs
+    sim.queue = OrderedDict()
+    for q in sim.type_queue:
+        q.clear()
+    j = head
+    while j >= 0:
+        sim.queue[j] = None
+        sim.type_queue[int(jobs.type[j])][j] = None
+        j = int(qnext[j])
+    for r in sim.running:
+        r.clear()
+    for j in (jobs.base + np.flatnonzero(jobs.status[jobs.base : jobs.size] == _RUNNING)).tolist():
+        sim.running[int(jobs.server[j])][j] = None

@@ -476,17 +476,7 @@ class Simulator:
             self._integrate(t)
             self.n_events += 1
             if kind == _COMPLETION or kind == _WAKEUP:
-                _, _, _, job = heapq.heappop(heap)
-                if kind == _WAKEUP:
-                    event = Event(EventKind.WAKEUP, t)
-                    stop = True
-                else:
-                    server = int(jobs.server[job])
-                    jtype = int(jobs.type[job])
-                    is_dummy = bool(jobs.dummy[job])
-                    self._end_job(job, JobStatus.COMPLETED)
-                    event = Event(EventKind.COMPLETION, t, job, server, jtype)
-                    stop = ep.dummy_completions if is_dummy else ep.completions
+                event, stop = self._pop_completion(t, kind)
             elif kind == _ARRIVAL:
                 job = self._arrive()
                 if job < 0:  # rejected as impossible
@@ -512,6 +502,20 @@ class Simulator:
                 self.event = event  # type: ignore[assignment]
                 self.n_epochs += 1
                 return event
+
+    def _pop_completion(self, t: float, kind: int) -> tuple[Event, bool]:
+        """Pop the heap's head, a completion or a wake-up at time ``t``: its event, and whether it opens a
+        decision epoch (:class:`EpochConfig`)."""
+        _, _, _, job = heapq.heappop(self._heap)
+        if kind == _WAKEUP:
+            return Event(EventKind.WAKEUP, t), True
+        jobs = self.jobs
+        server = int(jobs.server[job])
+        jtype = int(jobs.type[job])
+        is_dummy = bool(jobs.dummy[job])
+        self._end_job(job, JobStatus.COMPLETED)
+        ep = self.epochs
+        return Event(EventKind.COMPLETION, t, job, server, jtype), ep.dummy_completions if is_dummy else ep.completions
 
     def epoch_pending_now(self) -> bool:
         """Whether another decision epoch will open at the current instant.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -200,6 +201,9 @@ def load_azure_v1(
 ) -> TraceTable:
     """Azure V1 VM arrivals with flavours (vCPU, memory GB) and binned lifetimes; one job per VM.
 
+    Steps: locate the files (:func:`_azure_files`), parse the aligned token lines (:func:`_parse_vms`), build
+    the VM table (:func:`_vm_frame`), then filter and report (:func:`_azure_table`).
+
     Args:
         split: ``train`` (no durations in the snapshot), ``dev`` or ``test``.
         flavors_path, durations_path: explicit files (default: under the trace directory).
@@ -215,6 +219,42 @@ def load_azure_v1(
     choice(split, "split", SPLITS)
     choice(censored, "censored", ("truncate", "drop"))
     choice(arrival, "arrival", ("bin_end", "spread"))
+    files = _azure_files(trace_dir, split, flavors_path, durations_path, durations, censor_time)
+    flines = _read_lines(files.flavors)
+    dlines = _read_lines(files.durations) if files.durations is not None else None
+    if dlines is not None and len(dlines) != len(flines):
+        raise TraceFormatError(
+            f"{files.durations}: {len(dlines)} lines, but {files.flavors} has {len(flines)}: the files must align"
+        )
+    vms = _parse_vms(files, flines, dlines)
+    rep = FilterReport(
+        str(files.flavors) + (f" + {files.durations.name}" if files.durations is not None else ""), rows=len(flines)
+    )
+    df = _vm_frame(vms, files, duration_point, arrival, rep)
+    return _azure_table(df, rep, files, split, censored, duration_point, arrival, window, first_n)
+
+
+@dataclass
+class _AzureFiles:
+    """The files of one split and what they decode with: flavour and duration files (``None``: no
+    durations), the flavour map (letter -> (vCPU, GB)), the bin intervals and the censoring time (s)."""
+
+    flavors: Path
+    durations: Path | None
+    flav: dict[str, tuple[float, float]]
+    intervals: np.ndarray
+    censor_time: float | None
+
+
+def _azure_files(
+    trace_dir: PathLike | None,
+    split: str,
+    flavors_path: PathLike | None,
+    durations_path: PathLike | None,
+    durations: bool,
+    censor_time: float | None,
+) -> _AzureFiles:
+    """Locate the split's files under the trace directory (or take the explicit ones) and the censoring time."""
     d: Path | None = None
     if flavors_path is None or (durations and durations_path is None):
         d = trace_path("azure", ".", trace_dir=trace_dir)
@@ -246,53 +286,48 @@ def load_azure_v1(
                     "censor_time", f"cannot read the censoring time from {dpath.name}; pass censor_time"
                 )
             censor_time = float(m.group(1))
+    return _AzureFiles(fpath, dpath, flav, intervals, censor_time)
 
-    flines = _read_lines(fpath)
-    dlines = _read_lines(dpath) if dpath is not None else None
-    if dlines is not None and len(dlines) != len(flines):
-        raise TraceFormatError(f"{dpath}: {len(dlines)} lines, but {fpath} has {len(flines)}: the files must align")
-    letters, times, batch, spread, dbin, dcens = [], [], [], [], [], []
+
+@dataclass
+class _VMs:
+    """Per VM, in file order: flavour letter, line time (s), batch number, spread arrival (s), and with
+    durations its bin and whether it is censored (``C``)."""
+
+    letters: list[str] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    batch: list[int] = field(default_factory=list)
+    spread: list[float] = field(default_factory=list)
+    dbin: list[int] = field(default_factory=list)
+    dcens: list[bool] = field(default_factory=list)
+
+
+Line = tuple[int, float, list[str]]
+
+
+def _parse_vms(files: _AzureFiles, flines: list[Line], dlines: list[Line] | None) -> _VMs:
+    """Every VM of the flavour lines, with its duration token from the aligned line of ``dlines``."""
+    vms = _VMs()
     b = 0
     for li, (n, ts, toks) in enumerate(flines):
-        if dlines is not None:
-            dn, dts, dtoks = dlines[li]
-            if dts != ts:
-                raise TraceFormatError(
-                    f"{dpath}: line {dn}, field 'timestamp': {dts:g} but {fpath} line {n} has {ts:g}"
-                )
-            if len(dtoks) != len(toks):
-                raise TraceFormatError(
-                    f"{dpath}: line {dn}: {len(dtoks)} tokens, but {fpath} line {n} has "
-                    f"{len(toks)}: the files must align token for token"
-                )
-        vms = [k for k, t in enumerate(toks) if t != "|"]
-        nv = len(vms)
-        for j, k in enumerate(vms):
+        dline = dlines[li] if dlines is not None else None
+        if dline is not None:
+            _check_aligned(files, flines[li], dline)
+        idx = [k for k, t in enumerate(toks) if t != "|"]
+        for j, k in enumerate(idx):
             t = toks[k]
-            if t not in flav:
+            if t not in files.flav:
                 raise TraceFormatError(
-                    f"{fpath}: line {n}, field 'token {k + 1}': unknown flavour {t!r} "
-                    f"(expected one of {''.join(sorted(flav))} or '|')"
+                    f"{files.flavors}: line {n}, field 'token {k + 1}': unknown flavour {t!r} "
+                    f"(expected one of {''.join(sorted(files.flav))} or '|')"
                 )
-            letters.append(t)
-            times.append(ts)
-            spread.append(ts - RESOLUTION + RESOLUTION * (j + 0.5) / nv)
-            if dlines is not None:
-                dt = dtoks[k]
-                kind, num = dt[:1], dt[1:]
-                if kind not in ("U", "C") or not num.isdigit() or int(num) >= len(intervals):
-                    raise TraceFormatError(
-                        f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected U<bin> or "
-                        f"C<bin> with bin < {len(intervals)}, got {dt!r}"
-                    )
-                dbin.append(int(num))
-                dcens.append(kind == "C")
-        for k, t in enumerate(toks):
-            if t == "|" and dlines is not None and dlines[li][2][k] != "|":
-                raise TraceFormatError(
-                    f"{dpath}: line {dlines[li][0]}, field 'token {k + 1}': expected '|' "
-                    f"(a batch end in {fpath}), got {dlines[li][2][k]!r}"
-                )
+            vms.letters.append(t)
+            vms.times.append(ts)
+            vms.spread.append(ts - RESOLUTION + RESOLUTION * (j + 0.5) / len(idx))
+            if dline is not None:
+                _duration_token(files, dline, k, vms)
+        if dline is not None:
+            _check_batch_ends(files, toks, dline)
         # batches: tokens up to each '|'
         cur = 0
         for t in toks:
@@ -300,27 +335,68 @@ def load_azure_v1(
                 b += cur > 0
                 cur = 0
             else:
-                batch.append(b)
+                vms.batch.append(b)
                 cur += 1
         if cur:
             b += 1
-    n_vm = len(letters)
-    rep = FilterReport(str(fpath) + (f" + {dpath.name}" if dpath is not None else ""), rows=len(flines))
-    let = np.array(letters, dtype="<U1")
-    cpu = np.array([flav[x][0] for x in letters], dtype=np.float64)
-    mem = np.array([flav[x][1] for x in letters], dtype=np.float64)
-    bt = np.array(batch, dtype=np.int64)
-    t_line = np.array(times, dtype=np.float64)
-    arr = t_line if arrival == "bin_end" else np.array(spread, dtype=np.float64)
-    if dlines is not None:
-        bins = np.array(dbin, dtype=np.int64)
-        cens = np.array(dcens, dtype=bool)
-        dur = bin_durations(bins, duration_point, intervals)
-        assert censor_time is not None
-        dur = np.where(cens, float(censor_time) - arr, dur)
+    return vms
+
+
+def _check_aligned(files: _AzureFiles, fline: Line, dline: Line) -> None:
+    """A duration line has the flavour line's timestamp and token count."""
+    (n, ts, toks), (dn, dts, dtoks) = fline, dline
+    if dts != ts:
+        raise TraceFormatError(
+            f"{files.durations}: line {dn}, field 'timestamp': {dts:g} but {files.flavors} line {n} has {ts:g}"
+        )
+    if len(dtoks) != len(toks):
+        raise TraceFormatError(
+            f"{files.durations}: line {dn}: {len(dtoks)} tokens, but {files.flavors} line {n} has "
+            f"{len(toks)}: the files must align token for token"
+        )
+
+
+def _check_batch_ends(files: _AzureFiles, toks: list[str], dline: Line) -> None:
+    """Every batch end ('|') of a flavour line is one in its duration line too."""
+    for k, t in enumerate(toks):
+        if t == "|" and dline[2][k] != "|":
+            raise TraceFormatError(
+                f"{files.durations}: line {dline[0]}, field 'token {k + 1}': expected '|' "
+                f"(a batch end in {files.flavors}), got {dline[2][k]!r}"
+            )
+
+
+def _duration_token(files: _AzureFiles, dline: Line, k: int, vms: _VMs) -> None:
+    """Append the bin and censoring of duration token ``k`` of ``dline`` (``U<bin>`` or ``C<bin>``)."""
+    dt = dline[2][k]
+    kind, num = dt[:1], dt[1:]
+    if kind not in ("U", "C") or not num.isdigit() or int(num) >= len(files.intervals):
+        raise TraceFormatError(
+            f"{files.durations}: line {dline[0]}, field 'token {k + 1}': expected U<bin> or "
+            f"C<bin> with bin < {len(files.intervals)}, got {dt!r}"
+        )
+    vms.dbin.append(int(num))
+    vms.dcens.append(kind == "C")
+
+
+def _vm_frame(vms: _VMs, files: _AzureFiles, duration_point: str, arrival: str, rep: FilterReport) -> pd.DataFrame:
+    """The VM table (arrival in ``_arr``, trace seconds) with durations from the bins; counts in ``rep``."""
+    n_vm = len(vms.letters)
+    let = np.array(vms.letters, dtype="<U1")
+    cpu = np.array([files.flav[x][0] for x in vms.letters], dtype=np.float64)
+    mem = np.array([files.flav[x][1] for x in vms.letters], dtype=np.float64)
+    bt = np.array(vms.batch, dtype=np.int64)
+    t_line = np.array(vms.times, dtype=np.float64)
+    arr = t_line if arrival == "bin_end" else np.array(vms.spread, dtype=np.float64)
+    if files.durations is not None:
+        bins = np.array(vms.dbin, dtype=np.int64)
+        cens = np.array(vms.dcens, dtype=bool)
+        dur = bin_durations(bins, duration_point, files.intervals)  # type: ignore[arg-type]
+        assert files.censor_time is not None
+        dur = np.where(cens, float(files.censor_time) - arr, dur)
         rep.counts["uncensored"] = int((~cens).sum())
         rep.counts["censored"] = int(cens.sum())
-        rep.counts["censor_time"] = float(censor_time)
+        rep.counts["censor_time"] = float(files.censor_time)
     else:
         bins = np.full(n_vm, -1, dtype=np.int64)
         cens = np.zeros(n_vm, dtype=bool)
@@ -328,7 +404,7 @@ def load_azure_v1(
     rep.counts["batches"] = int(np.unique(bt).size) if n_vm else 0
     rep.counts["flavors"] = {k: int(v) for k, v in zip(*np.unique(let, return_counts=True), strict=True)}
     bsize = np.bincount(bt)[bt] if n_vm else bt
-    df = pd.DataFrame(
+    return pd.DataFrame(
         {
             "duration": dur,
             "vcpu": cpu,
@@ -342,8 +418,24 @@ def load_azure_v1(
             "_arr": arr,
         }
     )
+
+
+def _azure_table(
+    df: pd.DataFrame,
+    rep: FilterReport,
+    files: _AzureFiles,
+    split: str,
+    censored: str,
+    duration_point: str,
+    arrival: str,
+    window: tuple[float | None, float | None] | None,
+    first_n: int | None,
+) -> TraceTable:
+    """Censoring, window and first N on the VM table, arrivals from the first kept one, and the report."""
     filt = Filtering(df, rep)
-    if dlines is not None:
+    censor_time = files.censor_time
+    if files.durations is not None:
+        cens = df["censored"].to_numpy()
         if censored == "drop":
             filt.keep(~cens, f"alive at the censoring time {censor_time:g} s (C token)")
         else:

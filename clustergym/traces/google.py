@@ -236,6 +236,10 @@ def google_tasks(
 ) -> TraceTable:
     """Turn task events into one job per task (or per attempt); see the module docstring.
 
+    Steps: group the events by task (:func:`_group_tasks`), pick each job's SUBMIT and SCHEDULE records
+    by lifecycle (:func:`_whole_tasks` or :func:`_attempts`), read the job columns from them
+    (:func:`_job_columns`), then filter and report (:func:`_filter_jobs`).
+
     Args:
         lifecycle: ``strict``, ``finished`` or ``attempts``.
         priorities: a band (``non-production`` = 0-8, ``production`` = 9-11, ``free`` = 0-1,
@@ -261,11 +265,83 @@ def google_tasks(
     band = T.priority_band(priorities)
     pre = (lifecycle == "attempts") if include_pre_window is None else bool(include_pre_window)
     _validate_events(events)
+    rep = FilterReport(events.source, rows=len(events.events))
+    g = _group_tasks(events, rep)
+    end_us = float(g.t.max()) if end_time is None else float(end_time) * 1e6
+    if lifecycle in ("strict", "finished"):
+        picked = _whole_tasks(g, events, rep, lifecycle == "strict", pre)
+    else:
+        picked = _attempts(g, events, rep, pre, end_us)
+    filt, sub_i, sch_i, arrival_us, dur_us, censored = picked
+    filt.df = _job_columns(events.events, g.order[sch_i], g.order[sub_i], arrival_us, dur_us, censored)
+    jobs = _filter_jobs(filt, rep, band, missing_requests, min_duration, window, first_n)
+    origin = float(jobs["arrival"].iloc[0]) if len(jobs) else 0.0
+    jobs["arrival"] = jobs["arrival"] - origin
+    rep.steps.append(
+        f"Google task_events, lifecycle '{lifecycle}'"
+        + (f", priorities {list(band)}" if band else "")
+        + f"; arrival = SUBMIT - {origin:g} s (the first kept arrival); requests from the SCHEDULE record"
+    )
+    return TraceTable(
+        jobs=jobs,
+        resources=("cpu", "memory", "disk"),
+        units={
+            "arrival": "s",
+            "duration": "s",
+            "cpu": "normalized (largest machine = 1)",
+            "memory": "normalized (largest machine = 1)",
+            "disk": "normalized (largest machine = 1)",
+        },
+        report=rep,
+        format="google",
+        origin=origin,
+    )
+
+
+@dataclass
+class _Groups:
+    """The events sorted by task (file order within a task), after-window events left out.
+
+    Attributes:
+        order: ``(n,)`` row of each sorted event in the file-order table.
+        t, ev: ``(n,)`` time (µs) and event type of each sorted event.
+        starts: ``(tasks,)`` first sorted position of each task.
+        idx: ``arange(n)``, the sorted positions.
+    """
+
+    order: np.ndarray
+    t: np.ndarray
+    ev: np.ndarray
+    starts: np.ndarray
+    idx: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.order.size)
+
+    def first(self, mask: np.ndarray) -> np.ndarray:
+        """Per task, the first sorted position where ``mask`` holds (``n`` if none)."""
+        return np.minimum.reduceat(np.where(mask, self.idx, self.n), self.starts)
+
+    def last(self, mask: np.ndarray) -> np.ndarray:
+        """Per task, the last sorted position where ``mask`` holds (-1 if none)."""
+        return np.maximum.reduceat(np.where(mask, self.idx, -1), self.starts)
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        """Per task, how many events ``mask`` holds for."""
+        return np.add.reduceat(mask.astype(np.int32), self.starts)
+
+    def is_bad(self) -> np.ndarray:
+        """Per event, whether it interrupts the task (EVICT, FAIL, KILL or LOST)."""
+        ev = self.ev
+        return (ev == EVICT) | (ev == FAIL) | (ev == KILL) | (ev == LOST)
+
+
+def _group_tasks(events: GoogleTaskEvents, rep: FilterReport) -> _Groups:
+    """Sort the events by task key (job ID, task index), stably; counts of event types and tasks in ``rep``."""
     e = events.events
-    rep = FilterReport(events.source, rows=len(e))
     ev_counts = np.bincount(e["event"].to_numpy(), minlength=9)
     rep.counts["events"] = {EVENT_TYPES[i]: int(ev_counts[i]) for i in range(9)}
-
     t_all = e["time"].to_numpy()
     after = t_all == AFTER_WINDOW
     rep.counts["events_after_window_ignored"] = int(after.sum())
@@ -282,125 +358,135 @@ def google_tasks(
     order = order.astype(itype)
     key_s = jc[order]
     del jc
-    t_s = t_all[order]
-    ev_s = e["event"].to_numpy()[order]
     starts = np.flatnonzero(key_s[1:] != key_s[:-1]) + 1 if n else np.zeros(0, np.int64)
     starts = np.r_[0, starts] if n else starts
     del key_s
-    idx = np.arange(n, dtype=itype)
     rep.counts["tasks"] = int(starts.size)
+    return _Groups(order, t_all[order], e["event"].to_numpy()[order], starts, np.arange(n, dtype=itype))
 
-    def first(mask: np.ndarray) -> np.ndarray:
-        return np.minimum.reduceat(np.where(mask, idx, n), starts)
 
-    def last(mask: np.ndarray) -> np.ndarray:
-        return np.maximum.reduceat(np.where(mask, idx, -1), starts)
+#: what :func:`_whole_tasks` and :func:`_attempts` return: the filter over the candidate jobs, each kept
+#: job's SUBMIT and SCHEDULE sorted positions, arrival and duration (µs), and right-censoring (or None)
+_Picked = tuple[Filtering, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
+_UNFINISHED = "not finished in the slice (pending or running at its end: right-censored)"
 
-    def count(mask: np.ndarray) -> np.ndarray:
-        return np.add.reduceat(mask.astype(np.int32), starts)
 
-    is_sub, is_sch, is_fin = ev_s == SUBMIT, ev_s == SCHEDULE, ev_s == FINISH
-    is_bad = (ev_s == EVICT) | (ev_s == FAIL) | (ev_s == KILL) | (ev_s == LOST)
-    end_us = float(t_s.max()) if end_time is None else float(end_time) * 1e6
-
-    if lifecycle in ("strict", "finished"):
-        f_sub = first(is_sub)
-        l_sch, l_fin = last(is_sch), last(is_fin)
-        l_core = last(ev_s <= LOST)  # last non-UPDATE event
-        has_sub = f_sub < n
-        sub_t = np.where(has_sub, t_s[np.minimum(f_sub, n - 1)], -1)
-        in_window = has_sub & ((sub_t > 0) | pre)
-        ends_fin = (l_fin >= 0) & (l_core == l_fin) & (l_sch >= 0) & (l_sch < l_fin)
-        cand = pd.DataFrame({"sub": f_sub, "sch": l_sch, "fin": l_fin})
-        filt = Filtering(cand, rep)
-        filt.keep(in_window, "submitted before the window (first SUBMIT at t=0 or none in the slice)")
-        if lifecycle == "strict":
-            nbad, nsch, nfin = count(is_bad), count(is_sch), count(is_fin)
-            m = in_window
-            filt.keep((nbad == 0)[m], "interrupted (EVICT/FAIL/KILL/LOST)")
-            m = m & (nbad == 0)
-            filt.keep((nsch <= 1)[m], "scheduled more than once")
-            m = m & (nsch <= 1)
-            filt.keep(
-                (ends_fin & (nfin == 1))[m], "not finished in the slice (pending or running at its end: right-censored)"
-            )
-        else:
-            ended_bad = (l_core >= 0) & is_bad[np.maximum(l_core, 0)]
-            m = in_window
-            filt.keep((~ended_bad)[m], "ended with EVICT/FAIL/KILL/LOST")
-            m = m & ~ended_bad
-            filt.keep(ends_fin[m], "not finished in the slice (pending or running at its end: right-censored)")
-        c = filt.df
-        sub_i, sch_i, fin_i = c["sub"].to_numpy(), c["sch"].to_numpy(), c["fin"].to_numpy()
-        arrival_us = t_s[sub_i]
-        dur_us = (t_s[fin_i] - t_s[sch_i]).astype(np.float64)
-        neg = dur_us < 0
-        if neg.any():
-            k = int(np.flatnonzero(neg)[0])
-            f, line = events.where(int(order[fin_i[k]]))
-            more = int(neg.sum()) - 1
-            raise TraceFormatError(
-                f"{f}: line {line}, field 'time': negative duration: FINISH at "
-                f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs"
-                + (f" (and {more} more tasks)" if more else "")
-            )
-        censored = None
-    else:  # attempts: one job per SUBMIT followed by a SCHEDULE
-        grp_end = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))  # exclusive end of own group
-
-        def next_at_or_after(mask: np.ndarray) -> np.ndarray:
-            nx = np.where(mask, idx, n)
-            return np.minimum.accumulate(nx[::-1])[::-1]
-
-        nxt_sch = np.r_[next_at_or_after(is_sch)[1:], n]  # strictly after
-        nxt_sub = np.r_[next_at_or_after(is_sub)[1:], n]
-        nxt_term = np.r_[next_at_or_after(is_fin | is_bad)[1:], n]
-        prev_sub = np.maximum.accumulate(np.where(is_sub, idx, -1))
-        grp_start = np.repeat(starts, np.diff(np.r_[starts, n]))
-        # records: SUBMIT events, plus SCHEDULEs with no SUBMIT before them in the slice
-        sub_rows = np.flatnonzero(is_sub)
-        orphan = is_sch & (prev_sub < grp_start)
-        orphan_rows = np.flatnonzero(orphan)
-        rec_sub = np.r_[sub_rows, orphan_rows]
-        rec_sch = np.r_[nxt_sch[sub_rows], orphan_rows]
-        cand = pd.DataFrame(
-            {
-                "sub": rec_sub,
-                "sch": rec_sch,
-                "is_orphan": np.r_[np.zeros(sub_rows.size, bool), np.ones(orphan_rows.size, bool)],
-            }
+def _whole_tasks(g: _Groups, events: GoogleTaskEvents, rep: FilterReport, strict: bool, pre: bool) -> _Picked:
+    """One job per task for the ``strict`` and ``finished`` lifecycles (module docstring)."""
+    n, t_s, ev_s = g.n, g.t, g.ev
+    is_sch, is_fin, is_bad = ev_s == SCHEDULE, ev_s == FINISH, g.is_bad()
+    f_sub = g.first(ev_s == SUBMIT)
+    l_sch, l_fin = g.last(is_sch), g.last(is_fin)
+    l_core = g.last(ev_s <= LOST)  # last non-UPDATE event
+    has_sub = f_sub < n
+    sub_t = np.where(has_sub, t_s[np.minimum(f_sub, n - 1)], -1)
+    in_window = has_sub & ((sub_t > 0) | pre)
+    ends_fin = (l_fin >= 0) & (l_core == l_fin) & (l_sch >= 0) & (l_sch < l_fin)
+    cand = pd.DataFrame({"sub": f_sub, "sch": l_sch, "fin": l_fin})
+    filt = Filtering(cand, rep)
+    filt.keep(in_window, "submitted before the window (first SUBMIT at t=0 or none in the slice)")
+    m = in_window
+    if strict:
+        nbad, nsch, nfin = g.count(is_bad), g.count(is_sch), g.count(is_fin)
+        filt.keep((nbad == 0)[m], "interrupted (EVICT/FAIL/KILL/LOST)")
+        m = m & (nbad == 0)
+        filt.keep((nsch <= 1)[m], "scheduled more than once")
+        m = m & (nsch <= 1)
+        filt.keep((ends_fin & (nfin == 1))[m], _UNFINISHED)
+    else:
+        ended_bad = (l_core >= 0) & is_bad[np.maximum(l_core, 0)]
+        filt.keep((~ended_bad)[m], "ended with EVICT/FAIL/KILL/LOST")
+        m = m & ~ended_bad
+        filt.keep(ends_fin[m], _UNFINISHED)
+    c = filt.df
+    sub_i, sch_i, fin_i = c["sub"].to_numpy(), c["sch"].to_numpy(), c["fin"].to_numpy()
+    dur_us = (t_s[fin_i] - t_s[sch_i]).astype(np.float64)
+    neg = dur_us < 0
+    if neg.any():
+        k = int(np.flatnonzero(neg)[0])
+        f, line = events.where(int(g.order[fin_i[k]]))
+        more = int(neg.sum()) - 1
+        raise TraceFormatError(
+            f"{f}: line {line}, field 'time': negative duration: FINISH at "
+            f"{t_s[fin_i[k]]} µs precedes its SCHEDULE at {t_s[sch_i[k]]} µs"
+            + (f" (and {more} more tasks)" if more else "")
         )
-        order_rec = np.argsort(rec_sub, kind="stable")
-        cand = cand.iloc[order_rec].reset_index(drop=True)
-        filt = Filtering(cand, rep)
-        cs, cc, co = cand["sub"].to_numpy(), cand["sch"].to_numpy(), cand["is_orphan"].to_numpy()
-        filt.keep(~co, "SCHEDULE without a SUBMIT in the slice")
-        ge = grp_end[cs]
-        scheduled = (cc < ge) & (cc < nxt_sub[cs])
-        filt.keep(scheduled[~co], "never scheduled (killed while pending, or pending at the end of the slice)")
-        ok = ~co & scheduled
-        sub_t = t_s[cs]
-        filt.keep(((sub_t > 0) | pre)[ok], "submitted before the window (t=0)")
-        c = filt.df
-        sub_i, sch_i = c["sub"].to_numpy(), c["sch"].to_numpy()
-        term = nxt_term[sch_i]
-        has_term = term < grp_end[sch_i]
-        end_t = np.where(has_term, t_s[np.minimum(term, n - 1)], end_us).astype(np.float64)
-        arrival_us = t_s[sub_i]
-        dur_us = end_t - t_s[sch_i]
-        neg = dur_us < 0
-        if neg.any():
-            k = int(np.flatnonzero(neg)[0])
-            f, line = events.where(int(order[term[k]]))
-            raise TraceFormatError(
-                f"{f}: line {line}, field 'time': negative duration: the run ends at "
-                f"{int(end_t[k])} µs, before its SCHEDULE at {t_s[sch_i[k]]} µs"
-            )
-        censored = ~has_term
-        rep.modify("running at the end of the slice: duration truncated there (right-censored)", int(censored.sum()))
+    return filt, sub_i, sch_i, t_s[sub_i], dur_us, None
 
-    # values from the SCHEDULE record, falling back to the SUBMIT record
-    rs, rb = order[sch_i], order[sub_i]  # rows (in file order) of each job's SCHEDULE and SUBMIT records
+
+def _attempt_records(g: _Groups) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """The candidate attempts of the ``attempts`` lifecycle, by SUBMIT position: each SUBMIT with the next
+    SCHEDULE, plus SCHEDULEs with no SUBMIT before them in the slice (``is_orphan``); and per event the end
+    of its task's group, the next SUBMIT and the next terminal event (all strictly after it; ``n``: none)."""
+    n, ev_s, idx, starts = g.n, g.ev, g.idx, g.starts
+    is_sub, is_sch = ev_s == SUBMIT, ev_s == SCHEDULE
+    grp_end = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))  # exclusive end of own group
+
+    def next_at_or_after(mask: np.ndarray) -> np.ndarray:
+        nx = np.where(mask, idx, n)
+        return np.minimum.accumulate(nx[::-1])[::-1]
+
+    nxt_sch = np.r_[next_at_or_after(is_sch)[1:], n]  # strictly after
+    nxt_sub = np.r_[next_at_or_after(is_sub)[1:], n]
+    nxt_term = np.r_[next_at_or_after((ev_s == FINISH) | g.is_bad())[1:], n]
+    prev_sub = np.maximum.accumulate(np.where(is_sub, idx, -1))
+    grp_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    # records: SUBMIT events, plus SCHEDULEs with no SUBMIT before them in the slice
+    sub_rows = np.flatnonzero(is_sub)
+    orphan_rows = np.flatnonzero(is_sch & (prev_sub < grp_start))
+    rec_sub = np.r_[sub_rows, orphan_rows]
+    cand = pd.DataFrame(
+        {
+            "sub": rec_sub,
+            "sch": np.r_[nxt_sch[sub_rows], orphan_rows],
+            "is_orphan": np.r_[np.zeros(sub_rows.size, bool), np.ones(orphan_rows.size, bool)],
+        }
+    )
+    cand = cand.iloc[np.argsort(rec_sub, kind="stable")].reset_index(drop=True)
+    return cand, grp_end, nxt_sub, nxt_term
+
+
+def _attempts(g: _Groups, events: GoogleTaskEvents, rep: FilterReport, pre: bool, end_us: float) -> _Picked:
+    """One job per scheduled SUBMIT for the ``attempts`` lifecycle (module docstring); runs still going at
+    ``end_us`` (µs) are truncated there (right-censored)."""
+    n, t_s = g.n, g.t
+    cand, grp_end, nxt_sub, nxt_term = _attempt_records(g)
+    filt = Filtering(cand, rep)
+    cs, cc, co = cand["sub"].to_numpy(), cand["sch"].to_numpy(), cand["is_orphan"].to_numpy()
+    filt.keep(~co, "SCHEDULE without a SUBMIT in the slice")
+    scheduled = (cc < grp_end[cs]) & (cc < nxt_sub[cs])
+    filt.keep(scheduled[~co], "never scheduled (killed while pending, or pending at the end of the slice)")
+    ok = ~co & scheduled
+    filt.keep(((t_s[cs] > 0) | pre)[ok], "submitted before the window (t=0)")
+    c = filt.df
+    sub_i, sch_i = c["sub"].to_numpy(), c["sch"].to_numpy()
+    term = nxt_term[sch_i]
+    has_term = term < grp_end[sch_i]
+    end_t = np.where(has_term, t_s[np.minimum(term, n - 1)], end_us).astype(np.float64)
+    dur_us = end_t - t_s[sch_i]
+    neg = dur_us < 0
+    if neg.any():
+        k = int(np.flatnonzero(neg)[0])
+        f, line = events.where(int(g.order[term[k]]))
+        raise TraceFormatError(
+            f"{f}: line {line}, field 'time': negative duration: the run ends at "
+            f"{int(end_t[k])} µs, before its SCHEDULE at {t_s[sch_i[k]]} µs"
+        )
+    censored = ~has_term
+    rep.modify("running at the end of the slice: duration truncated there (right-censored)", int(censored.sum()))
+    return filt, sub_i, sch_i, t_s[sub_i], dur_us, censored
+
+
+def _job_columns(
+    e: pd.DataFrame,
+    rs: np.ndarray,
+    rb: np.ndarray,
+    arrival_us: np.ndarray,
+    dur_us: np.ndarray,
+    censored: np.ndarray | None,
+) -> pd.DataFrame:
+    """The job table: values from the SCHEDULE record (rows ``rs`` of ``e``, in file order), requests
+    falling back to the SUBMIT record (rows ``rb``); times in seconds."""
 
     def pick(col: str) -> np.ndarray:
         v = e[col].to_numpy()
@@ -423,9 +509,21 @@ def google_tasks(
     )
     if censored is not None:
         jobs["censored"] = censored
-    filt.df = jobs  # the same rows as filt.df, now as job columns
+    return jobs
+
+
+def _filter_jobs(
+    filt: Filtering,
+    rep: FilterReport,
+    band: Sequence[int] | None,
+    missing_requests: str,
+    min_duration: float | None,
+    window: tuple[float | None, float | None] | None,
+    first_n: int | None,
+) -> pd.DataFrame:
+    """Priority band, missing requests, minimum duration, window and first N, in that order; sorted by arrival."""
     if band is not None:
-        filt.keep(jobs["priority"].isin(band).to_numpy(), f"priority not in {list(band)}")
+        filt.keep(filt.df["priority"].isin(band).to_numpy(), f"priority not in {list(band)}")
     jobs = filt.df
     miss = jobs["cpu"].isna().to_numpy() | jobs["memory"].isna().to_numpy()
     if missing_requests == "drop":
@@ -435,30 +533,8 @@ def google_tasks(
         filt.df = filt.df.fillna({"cpu": 0.0, "memory": 0.0, "disk": 0.0})
     filt.min_duration(min_duration)
     filt.window_first("arrival", window, first_n)
-    jobs = filt.df.sort_values("arrival", kind="stable")
-    filt.df = jobs
-    jobs = filt.done()
-    origin = float(jobs["arrival"].iloc[0]) if len(jobs) else 0.0
-    jobs["arrival"] = jobs["arrival"] - origin
-    rep.steps.append(
-        f"Google task_events, lifecycle '{lifecycle}'"
-        + (f", priorities {list(band)}" if band else "")
-        + f"; arrival = SUBMIT - {origin:g} s (the first kept arrival); requests from the SCHEDULE record"
-    )
-    return TraceTable(
-        jobs=jobs,
-        resources=("cpu", "memory", "disk"),
-        units={
-            "arrival": "s",
-            "duration": "s",
-            "cpu": "normalized (largest machine = 1)",
-            "memory": "normalized (largest machine = 1)",
-            "disk": "normalized (largest machine = 1)",
-        },
-        report=rep,
-        format="google",
-        origin=origin,
-    )
+    filt.df = filt.df.sort_values("arrival", kind="stable")
+    return filt.done()
 
 
 def load_google(
