@@ -115,24 +115,10 @@ def read_table(
     if header:
         names = _header(path)
         nfields = len(names)
-        pos = {}
-        for c in cols:
-            if c.key not in names:
-                raise TraceFormatError(
-                    f"{path}: line 1 (header): missing column '{c.key}' "
-                    f"(the header has: {', '.join(repr(n) for n in names)})"
-                )
-            pos[c.name] = names.index(str(c.key))
+        pos = _header_positions(path, cols, names)
     else:
         pos = {c.name: int(c.key) for c in cols}
-    dtypes: dict[int, object] = {}
-    for c in cols:
-        if c.kind == "str":
-            dtypes[pos[c.name]] = object
-        elif c.kind == "int" and c.required:
-            dtypes[pos[c.name]] = c.dtype or np.int64
-        else:
-            dtypes[pos[c.name]] = np.float64
+    dtypes = {pos[c.name]: _dtype(c) for c in cols}
     usecols = sorted(set(pos.values()))
     try:
         raw = pd.read_csv(
@@ -157,7 +143,36 @@ def read_table(
         raise AssertionError("unreachable") from e  # _diagnose always raises
     by_pos = {pos[c.name]: c.name for c in cols}
     raw.columns = [by_pos[int(p)] for p in raw.columns]  # rename in place: no copy of the data
-    out = raw
+    _check_values(path, raw, cols, pos, header)
+    return raw
+
+
+def _header_positions(path: Path, cols: Sequence[Col], names: list[str]) -> dict[str, int]:
+    """Column name -> 0-based field position, from the header's ``names``; a missing column is an error."""
+    pos = {}
+    for c in cols:
+        if c.key not in names:
+            raise TraceFormatError(
+                f"{path}: line 1 (header): missing column '{c.key}' "
+                f"(the header has: {', '.join(repr(n) for n in names)})"
+            )
+        pos[c.name] = names.index(str(c.key))
+    return pos
+
+
+def _dtype(c: Col) -> object:
+    """The dtype pandas reads ``c`` with: object for text, int for required whole numbers, else float64
+    (an optional int may be empty: NaN)."""
+    if c.kind == "str":
+        return object
+    if c.kind == "int" and c.required:
+        return c.dtype or np.int64
+    return np.float64
+
+
+def _check_values(path: Path, out: pd.DataFrame, cols: Sequence[Col], pos: dict[str, int], header: bool) -> None:
+    """Mandatory float/str fields are not empty and optional ints are whole numbers, or an error at the line."""
+    offset = 1 if header else 0
     # mandatory float/str fields: an empty value is an error at its line
     for c in cols:
         if c.required and c.kind != "int":
@@ -180,7 +195,6 @@ def read_table(
                     f"{path}: line {i + 1 + offset}, field '{_label(c, header)}' "
                     f"(column {pos[c.name] + 1}): not a whole number: {v[i]!r}"
                 )
-    return out
 
 
 def _is_gzip(path: Path) -> bool:

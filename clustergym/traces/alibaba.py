@@ -93,6 +93,14 @@ def _durations(
     filt.min_duration(min_duration)
 
 
+def _reject(path: Path, line: np.ndarray, field: str, bad: np.ndarray, problem: str, values: np.ndarray) -> None:
+    """Raise ``"<path>: line <n>, field '<field>': <problem><value>"`` for the first row where ``bad`` holds
+    (``line``: the file line of each row)."""
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise TraceFormatError(f"{path}: line {int(line[i])}, field '{field}': {problem}{values[i]!r}")
+
+
 def _window_first(
     filt: Filtering, window: tuple[float | None, float | None] | None, first_n: int | None, column: str, unit: str = "s"
 ) -> None:
@@ -148,6 +156,30 @@ _V2017_FIELDS = [
 _V2017_STATUSES = ("Terminated", "Failed", "Running", "Waiting")
 
 
+def _read_v2017(p: Path) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
+    """The batch_task rows (with or without a header line), the file line of each and its stripped status."""
+    check_exists(p, "Alibaba v2017 batch_task")
+    header = _has_header(p)
+    kinds = ["int", "int", "int", "int", "int", "str", "float", "float"]
+    required = [True, True, True, True, True, True, False, False]
+    cols = [
+        Col(n, n if header else i, k, r, label=n)
+        for i, (n, k, r) in enumerate(zip(_V2017_FIELDS, kinds, required, strict=True))
+    ]
+    raw = read_table(p, cols, header=header, nfields=8, what="Alibaba v2017 batch_task")
+    off = 2 if header else 1
+    line = np.arange(len(raw)) + off
+    st = raw["status"].astype(str).str.strip()
+    unknown = ~st.isin(_V2017_STATUSES).to_numpy()
+    if unknown.any():
+        i = int(np.flatnonzero(unknown)[0])
+        raise TraceFormatError(
+            f"{p}: line {int(line[i])}, field 'status': unknown status {st.iloc[i]!r} "
+            f"(expected one of {list(_V2017_STATUSES)})"
+        )
+    return raw, line, st
+
+
 def load_alibaba_v2017(
     trace_dir: PathLike | None = None,
     *,
@@ -181,25 +213,7 @@ def load_alibaba_v2017(
         if path is not None
         else trace_path("alibaba-v2017", "batch_task.csv.gz", trace_dir=trace_dir, alternatives=("batch_task.csv",))
     )
-    check_exists(p, "Alibaba v2017 batch_task")
-    header = _has_header(p)
-    kinds = ["int", "int", "int", "int", "int", "str", "float", "float"]
-    required = [True, True, True, True, True, True, False, False]
-    cols = [
-        Col(n, n if header else i, k, r, label=n)
-        for i, (n, k, r) in enumerate(zip(_V2017_FIELDS, kinds, required, strict=True))
-    ]
-    raw = read_table(p, cols, header=header, nfields=8, what="Alibaba v2017 batch_task")
-    off = 2 if header else 1
-    line = np.arange(len(raw)) + off
-    st = raw["status"].astype(str).str.strip()
-    unknown = ~st.isin(_V2017_STATUSES).to_numpy()
-    if unknown.any():
-        i = int(np.flatnonzero(unknown)[0])
-        raise TraceFormatError(
-            f"{p}: line {int(line[i])}, field 'status': unknown status {st.iloc[i]!r} "
-            f"(expected one of {list(_V2017_STATUSES)})"
-        )
+    raw, line, st = _read_v2017(p)
     rep = FilterReport(str(p), rows=len(raw))
     rep.counts["status"] = {k: int(v) for k, v in st.value_counts().items()}
     rep.counts["jobs"] = int(raw["job_id"].nunique())
@@ -217,10 +231,7 @@ def load_alibaba_v2017(
         }
     )
     for c, lab in (("cpu", _V2017_FIELDS[6]), ("memory", _V2017_FIELDS[7])):
-        neg = df[c].to_numpy() < 0
-        if neg.any():
-            i = int(np.flatnonzero(neg)[0])
-            raise TraceFormatError(f"{p}: line {int(line[i])}, field '{lab}': negative request {df[c].iloc[i]!r}")
+        _reject(p, line, lab, df[c].to_numpy() < 0, "negative request ", df[c].to_numpy())
     filt = Filtering(df, rep)
     filt.keep(df["status"].isin(list(statuses)).to_numpy(), f"status not in {list(statuses)} (not ended: censored)")
     d = filt.df
@@ -316,10 +327,7 @@ def load_cloudsimpy_jobs(
     line = np.arange(len(raw)) + 2
     for c in ("submit_time", "cpu", "memory", "disk"):
         v = raw[c].to_numpy()
-        bad = (v < 0) | np.isinf(v)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise TraceFormatError(f"{p}: line {int(line[i])}, field '{c}': negative or infinite value {v[i]!r}")
+        _reject(p, line, c, (v < 0) | np.isinf(v), "negative or infinite value ", v)
     rep = FilterReport(str(p), rows=len(raw))
     rep.counts["jobs"] = int(raw["job_id"].nunique())
     rep.counts["instances"] = int(raw["instances"].sum())
@@ -344,6 +352,74 @@ def load_cloudsimpy_jobs(
 # ---------------------------------------------------------------------------------------------- GPU v2023
 
 _V2023_PHASES = ("Running", "Succeeded", "Failed", "Pending")
+
+
+_V2023_POD_COLS = [
+    Col("cpu_milli", "cpu_milli", "float"),
+    Col("memory_mib", "memory_mib", "float"),
+    Col("num_gpu", "num_gpu", "int"),
+    Col("gpu_milli", "gpu_milli", "float"),
+    Col("qos", "qos", "str", required=False),
+    Col("phase", "pod_phase", "str"),
+    Col("creation_time", "creation_time", "float"),
+    Col("deletion_time", "deletion_time", "float"),
+    Col("scheduled_time", "scheduled_time", "float", required=False),
+]
+
+
+def _read_v2023_pods(p: Path) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
+    """The pod rows with their ranges checked, the file line of each and the pod phase."""
+    raw = read_table(p, _V2023_POD_COLS, header=True, what="Alibaba GPU v2023 pod list")
+    line = np.arange(len(raw)) + 2
+    for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time"):
+        v = raw[c].to_numpy(dtype=np.float64)
+        badv = (v < 0) | np.isinf(v)
+        if c == "gpu_milli":
+            badv |= v > 1000
+        _reject(p, line, c, badv, "out of range: ", v)
+    ph = raw["phase"].astype(str)
+    unknown = ~ph.isin(_V2023_PHASES).to_numpy()
+    if unknown.any():
+        i = int(np.flatnonzero(unknown)[0])
+        raise TraceFormatError(f"{p}: line {int(line[i])}, field 'pod_phase': unknown phase {ph.iloc[i]!r}")
+    return raw, line, ph
+
+
+def _clip_before(filt: Filtering, rep: FilterReport, cb: float) -> None:
+    """Pods deleted by trace time ``cb`` (s) dropped; those created before it arrive at it with their
+    remaining lifetime (left-censored, counted in ``modified``)."""
+    d = filt.df
+    filt.keep((d["deletion_time"] > cb).to_numpy(), f"deleted by clip_before={cb:g} s")
+    d = filt.df
+    early = (d["creation_time"] < cb).to_numpy()
+    rep.modify(
+        f"created before clip_before={cb:g} s: arrive then with the remaining lifetime (left-censored)",
+        int(early.sum()),
+    )
+    newdur = np.where(early, d["deletion_time"].to_numpy() - cb, d["duration"].to_numpy())
+    filt.df = d.assign(creation_time=np.where(early, cb, d["creation_time"].to_numpy()), duration=newdur)
+
+
+def _v2023_frame(raw: pd.DataFrame, ph: pd.Series, duration_from: str) -> pd.DataFrame:
+    """One row per pod: duration (s) from ``duration_from``, demands in vCPU, GiB and GPUs, and its times."""
+    created = raw["creation_time"].to_numpy(np.float64)
+    deleted = raw["deletion_time"].to_numpy(np.float64)
+    sched = raw["scheduled_time"].to_numpy(np.float64)
+    start = np.where(np.isfinite(sched), sched, created) if duration_from == "scheduled" else created
+    return pd.DataFrame(
+        {
+            "duration": deleted - start,
+            "cpu": raw["cpu_milli"].to_numpy(np.float64) / 1000.0,
+            "memory": raw["memory_mib"].to_numpy(np.float64) / 1024.0,
+            "gpu": raw["num_gpu"].to_numpy(np.float64) * raw["gpu_milli"].to_numpy(np.float64) / 1000.0,
+            "num_gpu": raw["num_gpu"].to_numpy(np.int64),
+            "gpu_milli": raw["gpu_milli"].to_numpy(np.float64),
+            "qos": raw["qos"].to_numpy(),
+            "phase": ph.to_numpy(),
+            "creation_time": created,
+            "deletion_time": deleted,
+        }
+    )
 
 
 def load_alibaba_gpu_v2023(
@@ -390,67 +466,15 @@ def load_alibaba_gpu_v2023(
             alternatives=("openb_pod_list_default.csv.gz",),
         )
     )
-    cols = [
-        Col("cpu_milli", "cpu_milli", "float"),
-        Col("memory_mib", "memory_mib", "float"),
-        Col("num_gpu", "num_gpu", "int"),
-        Col("gpu_milli", "gpu_milli", "float"),
-        Col("qos", "qos", "str", required=False),
-        Col("phase", "pod_phase", "str"),
-        Col("creation_time", "creation_time", "float"),
-        Col("deletion_time", "deletion_time", "float"),
-        Col("scheduled_time", "scheduled_time", "float", required=False),
-    ]
-    raw = read_table(p, cols, header=True, what="Alibaba GPU v2023 pod list")
-    line = np.arange(len(raw)) + 2
-    for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time"):
-        v = raw[c].to_numpy(dtype=np.float64)
-        badv = (v < 0) | np.isinf(v)
-        if c == "gpu_milli":
-            badv |= v > 1000
-        if badv.any():
-            i = int(np.flatnonzero(badv)[0])
-            raise TraceFormatError(f"{p}: line {int(line[i])}, field '{c}': out of range: {v[i]!r}")
-    ph = raw["phase"].astype(str)
-    unknown = ~ph.isin(_V2023_PHASES).to_numpy()
-    if unknown.any():
-        i = int(np.flatnonzero(unknown)[0])
-        raise TraceFormatError(f"{p}: line {int(line[i])}, field 'pod_phase': unknown phase {ph.iloc[i]!r}")
+    raw, line, ph = _read_v2023_pods(p)
     rep = FilterReport(str(p), rows=len(raw))
     rep.counts["phase"] = {k: int(v) for k, v in ph.value_counts().items()}
     rep.counts["num_gpu"] = {int(k): int(v) for k, v in raw["num_gpu"].value_counts().sort_index().items()}
-    created = raw["creation_time"].to_numpy(np.float64)
-    deleted = raw["deletion_time"].to_numpy(np.float64)
-    sched = raw["scheduled_time"].to_numpy(np.float64)
-    start = np.where(np.isfinite(sched), sched, created) if duration_from == "scheduled" else created
-    df = pd.DataFrame(
-        {
-            "duration": deleted - start,
-            "cpu": raw["cpu_milli"].to_numpy(np.float64) / 1000.0,
-            "memory": raw["memory_mib"].to_numpy(np.float64) / 1024.0,
-            "gpu": raw["num_gpu"].to_numpy(np.float64) * raw["gpu_milli"].to_numpy(np.float64) / 1000.0,
-            "num_gpu": raw["num_gpu"].to_numpy(np.int64),
-            "gpu_milli": raw["gpu_milli"].to_numpy(np.float64),
-            "qos": raw["qos"].to_numpy(),
-            "phase": ph.to_numpy(),
-            "creation_time": created,
-            "deletion_time": deleted,
-        }
-    )
+    df = _v2023_frame(raw, ph, duration_from)
     filt = Filtering(df, rep)
     filt.keep(df["phase"].isin(list(phases)).to_numpy(), f"phase not in {list(phases)}")
     if clip_before is not None:
-        cb = float(clip_before)
-        d = filt.df
-        filt.keep((d["deletion_time"] > cb).to_numpy(), f"deleted by clip_before={cb:g} s")
-        d = filt.df
-        early = (d["creation_time"] < cb).to_numpy()
-        rep.modify(
-            f"created before clip_before={cb:g} s: arrive then with the remaining lifetime (left-censored)",
-            int(early.sum()),
-        )
-        newdur = np.where(early, d["deletion_time"].to_numpy() - cb, d["duration"].to_numpy())
-        filt.df = d.assign(creation_time=np.where(early, cb, d["creation_time"].to_numpy()), duration=newdur)
+        _clip_before(filt, rep, float(clip_before))
     _durations(filt, p, line, "deletion_time", invalid, min_duration)
     _window_first(filt, window, first_n, "creation_time")
     filt.df = filt.df.drop(columns=["deletion_time"])
@@ -507,6 +531,71 @@ def load_alibaba_gpu_v2023_nodes(
 # ---------------------------------------------------------------------------------------------- GPU v2025
 
 
+_V2025_COLS = [
+    Col("role", "role", "str"),
+    Col("app", "app_name", "str", required=False),
+    Col("cpu", "cpu_request", "float"),
+    Col("gpu", "gpu_request", "float"),
+    Col("rdma", "rdma_request", "float"),
+    Col("memory", "memory_request", "float"),
+    Col("disk", "disk_request", "float"),
+    Col("max_instance_per_node", "max_instance_per_node", "int"),
+    Col("creation_time", "creation_time", "float", required=False),
+    Col("scheduled_time", "scheduled_time", "float", required=False),
+    Col("deletion_time", "deletion_time", "float", required=False),
+]
+
+
+def _v2025_censoring(filt: Filtering, rep: FilterReport, left: str, right: str, t_end: float) -> None:
+    """Left-censored instances (no creation time) and right-censored ones (no deletion time; truncated at
+    ``t_end`` s) dropped or kept and counted, as ``left``/``right`` say."""
+    if left == "drop":
+        filt.keep(~filt.df["_lc"].to_numpy(), "no creation time (existed before the trace: left-censored)")
+    else:
+        rep.modify("no creation time: arrive at 0 (left-censored)", int(filt.df["_lc"].sum()))
+    if right == "drop":
+        filt.keep(~filt.df["_rc"].to_numpy(), "no deletion time (alive at the end: right-censored)")
+    else:
+        rep.modify(f"no deletion time: duration truncated at {t_end:g} s (right-censored)", int(filt.df["_rc"].sum()))
+
+
+def _v2025_frame(
+    raw: pd.DataFrame, rep: FilterReport, duration_from: str, end_time: float | None
+) -> tuple[pd.DataFrame, float]:
+    """One row per instance (censoring flags in ``_lc``/``_rc``) and the end of the trace ``t_end`` (s);
+    counts of roles and censoring in ``rep``."""
+    created = raw["creation_time"].to_numpy(np.float64)
+    deleted = raw["deletion_time"].to_numpy(np.float64)
+    sched = raw["scheduled_time"].to_numpy(np.float64)
+    t_end = float(np.nanmax(np.r_[created, deleted, sched])) if end_time is None else float(end_time)
+    rep.counts["role"] = {str(k): int(v) for k, v in raw["role"].value_counts().items()}
+    rep.counts["no_creation_time (left-censored)"] = int(np.isnan(created).sum())
+    rep.counts["no_deletion_time (right-censored)"] = int(np.isnan(deleted).sum())
+    rep.counts["both_times"] = int((~np.isnan(created) & ~np.isnan(deleted)).sum())
+    rep.counts["end_time"] = t_end
+    lc, rc = np.isnan(created), np.isnan(deleted)
+    arr = np.where(lc, 0.0, created)
+    start = np.where(np.isfinite(sched), sched, arr) if duration_from == "scheduled" else arr
+    df = pd.DataFrame(
+        {
+            "duration": np.where(rc, t_end, deleted) - start,
+            "cpu": raw["cpu"].to_numpy(np.float64),
+            "gpu": raw["gpu"].to_numpy(np.float64),
+            "rdma": raw["rdma"].to_numpy(np.float64),
+            "memory": raw["memory"].to_numpy(np.float64),
+            "disk": raw["disk"].to_numpy(np.float64),
+            "role": raw["role"].astype(str).to_numpy(),
+            "app": raw["app"].to_numpy(),
+            "max_instance_per_node": raw["max_instance_per_node"].to_numpy(np.int64),
+            "censored": lc | rc,
+            "creation_time": arr,
+            "_lc": lc,
+            "_rc": rc,
+        }
+    )
+    return df, t_end
+
+
 def load_alibaba_gpu_v2025(
     trace_dir: PathLike | None = None,
     *,
@@ -554,71 +643,18 @@ def load_alibaba_gpu_v2025(
             alternatives=("disaggregated_DLRM_trace.csv",),
         )
     )
-    cols = [
-        Col("role", "role", "str"),
-        Col("app", "app_name", "str", required=False),
-        Col("cpu", "cpu_request", "float"),
-        Col("gpu", "gpu_request", "float"),
-        Col("rdma", "rdma_request", "float"),
-        Col("memory", "memory_request", "float"),
-        Col("disk", "disk_request", "float"),
-        Col("max_instance_per_node", "max_instance_per_node", "int"),
-        Col("creation_time", "creation_time", "float", required=False),
-        Col("scheduled_time", "scheduled_time", "float", required=False),
-        Col("deletion_time", "deletion_time", "float", required=False),
-    ]
-    raw = read_table(p, cols, header=True, what="Alibaba GPU v2025 DLRM trace")
+    raw = read_table(p, _V2025_COLS, header=True, what="Alibaba GPU v2025 DLRM trace")
     line = np.arange(len(raw)) + 2
+    keys = {k.name: str(k.key) for k in _V2025_COLS}
     for c in ("cpu", "gpu", "rdma", "memory", "disk", "creation_time", "scheduled_time", "deletion_time"):
         v = raw[c].to_numpy(dtype=np.float64)
-        badv = (v < 0) | np.isinf(v)
-        if badv.any():
-            i = int(np.flatnonzero(badv)[0])
-            raise TraceFormatError(
-                f"{p}: line {int(line[i])}, field '{cols[[k.name for k in cols].index(c)].key}': "
-                f"negative or infinite value {v[i]!r}"
-            )
+        _reject(p, line, keys[c], (v < 0) | np.isinf(v), "negative or infinite value ", v)
     rep = FilterReport(str(p), rows=len(raw))
-    created = raw["creation_time"].to_numpy(np.float64)
-    deleted = raw["deletion_time"].to_numpy(np.float64)
-    sched = raw["scheduled_time"].to_numpy(np.float64)
-    t_end = float(np.nanmax(np.r_[created, deleted, sched])) if end_time is None else float(end_time)
-    rep.counts["role"] = {str(k): int(v) for k, v in raw["role"].value_counts().items()}
-    rep.counts["no_creation_time (left-censored)"] = int(np.isnan(created).sum())
-    rep.counts["no_deletion_time (right-censored)"] = int(np.isnan(deleted).sum())
-    rep.counts["both_times"] = int((~np.isnan(created) & ~np.isnan(deleted)).sum())
-    rep.counts["end_time"] = t_end
-    lc, rc = np.isnan(created), np.isnan(deleted)
-    arr = np.where(lc, 0.0, created)
-    start = np.where(np.isfinite(sched), sched, arr) if duration_from == "scheduled" else arr
-    df = pd.DataFrame(
-        {
-            "duration": np.where(rc, t_end, deleted) - start,
-            "cpu": raw["cpu"].to_numpy(np.float64),
-            "gpu": raw["gpu"].to_numpy(np.float64),
-            "rdma": raw["rdma"].to_numpy(np.float64),
-            "memory": raw["memory"].to_numpy(np.float64),
-            "disk": raw["disk"].to_numpy(np.float64),
-            "role": raw["role"].astype(str).to_numpy(),
-            "app": raw["app"].to_numpy(),
-            "max_instance_per_node": raw["max_instance_per_node"].to_numpy(np.int64),
-            "censored": lc | rc,
-            "creation_time": arr,
-            "_lc": lc,
-            "_rc": rc,
-        }
-    )
+    df, t_end = _v2025_frame(raw, rep, duration_from, end_time)
     filt = Filtering(df, rep)
     if roles is not None:
         filt.keep(df["role"].isin(list(roles)).to_numpy(), f"role not in {list(roles)}")
-    if left_censored == "drop":
-        filt.keep(~filt.df["_lc"].to_numpy(), "no creation time (existed before the trace: left-censored)")
-    else:
-        rep.modify("no creation time: arrive at 0 (left-censored)", int(filt.df["_lc"].sum()))
-    if right_censored == "drop":
-        filt.keep(~filt.df["_rc"].to_numpy(), "no deletion time (alive at the end: right-censored)")
-    else:
-        rep.modify(f"no deletion time: duration truncated at {t_end:g} s (right-censored)", int(filt.df["_rc"].sum()))
+    _v2025_censoring(filt, rep, left_censored, right_censored, t_end)
     _durations(filt, p, line, "deletion_time", invalid, min_duration)
     _window_first(filt, window, first_n, "creation_time")
     filt.df = filt.df.drop(columns=["_lc", "_rc"])

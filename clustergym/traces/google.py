@@ -614,6 +614,25 @@ _MACHINE_COLS = [
 ]
 
 
+def _check_machine_events(p: Path, m: pd.DataFrame) -> None:
+    """Event types 0-2 and non-negative capacities, or an error naming the line."""
+    bad = ~m["event"].between(0, 2).to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise TraceFormatError(
+            f"{p}: line {i + 1}, field 'event type': expected 0 (ADD), 1 (REMOVE) or 2 (UPDATE), "
+            f"got {m['event'].iloc[i]}"
+        )
+    for col in ("cpu", "memory"):
+        neg = m[col].to_numpy() < 0
+        if neg.any():
+            i = int(np.flatnonzero(neg)[0])
+            raise TraceFormatError(
+                f"{p}: line {i + 1}, field '{'CPUs' if col == 'cpu' else 'Memory'}': "
+                f"negative capacity {m[col].iloc[i]!r}"
+            )
+
+
 def load_google_machines(
     trace_dir: str | os.PathLike[str] | None = None,
     *,
@@ -641,21 +660,7 @@ def load_google_machines(
         else trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
     )
     m = read_table(p, _MACHINE_COLS, header=False, nfields=6, what="Google machine_events file")
-    bad = ~m["event"].between(0, 2).to_numpy()
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise TraceFormatError(
-            f"{p}: line {i + 1}, field 'event type': expected 0 (ADD), 1 (REMOVE) or 2 (UPDATE), "
-            f"got {m['event'].iloc[i]}"
-        )
-    for col in ("cpu", "memory"):
-        neg = m[col].to_numpy() < 0
-        if neg.any():
-            i = int(np.flatnonzero(neg)[0])
-            raise TraceFormatError(
-                f"{p}: line {i + 1}, field '{'CPUs' if col == 'cpu' else 'Memory'}': "
-                f"negative capacity {m[col].iloc[i]!r}"
-            )
+    _check_machine_events(p, m)
     rep = FilterReport(str(p), rows=len(m))
     cnt = np.bincount(m["event"].to_numpy(), minlength=3)
     rep.counts["events"] = {"ADD": int(cnt[0]), "REMOVE": int(cnt[1]), "UPDATE": int(cnt[2])}

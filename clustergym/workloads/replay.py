@@ -18,7 +18,7 @@ is the 0-based position of the row in the table as given (before sorting).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -108,7 +108,23 @@ class ReplaySource:
             dem_names = [str(c) for c in raw]
         wt = np.ones(n) if weight is None else self._column(weight, col("weight"), n)
         rr = np.ones(n) if reward_rate is None else self._column(reward_rate, col("reward_rate"), n)
+        self._check_ranges(t, w, dem, dem_names, wt, rr, col)
+        td = self._type_demand(type_demand, R)
+        typ, J = self._job_types(type, n, td, names, col)
+        self._store_sorted(t, dem, w, typ, wt, rr)
+        self.types = self._type_info(td, type is None, names, J, R)
 
+    def _check_ranges(
+        self,
+        t: np.ndarray,
+        w: np.ndarray,
+        dem: np.ndarray,
+        dem_names: list[str],
+        wt: np.ndarray,
+        rr: np.ndarray,
+        col: Callable[[str], str],
+    ) -> None:
+        """Times finite >= 0, work finite > 0, demands, weights and reward rates finite >= 0."""
         self._check(t, col("time"), ~(np.isfinite(t) & (t >= 0)), "arrival time must be finite and >= 0")
         self._check(w, col("work"), ~(np.isfinite(w) & (w > 0)), "work (duration) must be finite and > 0")
         bad = ~(np.isfinite(dem) & (dem >= 0))
@@ -123,18 +139,30 @@ class ReplaySource:
         self._check(wt, col("weight"), ~(np.isfinite(wt) & (wt >= 0)), "weight must be finite and >= 0")
         self._check(rr, col("reward_rate"), ~(np.isfinite(rr) & (rr >= 0)), "reward rate must be finite and >= 0")
 
-        # ---- types
-        td: np.ndarray | None = None
-        if type_demand is not None:
-            try:
-                td = matrix(type_demand, "type_demand", lo=0.0)
-            except ScenarioError as err:
-                raise TraceFormatError(f"{self.source}: {err}") from None
-            if td.shape[1] != R:
-                raise TraceFormatError(
-                    f"{self.source}: type_demand: expected {R} numbers per row (one per resource, as the demand "
-                    f"columns), got {td.shape[1]}"
-                )
+    def _type_demand(self, type_demand: ArrayLike | None, R: int) -> np.ndarray | None:
+        """The declared ``(J, R)`` nominal demands, checked, or ``None``."""
+        if type_demand is None:
+            return None
+        try:
+            td = matrix(type_demand, "type_demand", lo=0.0)
+        except ScenarioError as err:
+            raise TraceFormatError(f"{self.source}: {err}") from None
+        if td.shape[1] != R:
+            raise TraceFormatError(
+                f"{self.source}: type_demand: expected {R} numbers per row (one per resource, as the demand "
+                f"columns), got {td.shape[1]}"
+            )
+        return td
+
+    def _job_types(
+        self,
+        type: ArrayLike | None,
+        n: int,
+        td: np.ndarray | None,
+        names: Sequence[str] | None,
+        col: Callable[[str], str],
+    ) -> tuple[np.ndarray, int]:
+        """The ``(n,)`` job types (int64) and the number of types ``J`` (fixed by ``td`` or ``names`` if given)."""
         fixed_J = None if td is None else int(td.shape[0])
         if names is not None:
             if isinstance(names, str) or len(names) == 0:
@@ -145,35 +173,36 @@ class ReplaySource:
                 )
             fixed_J = len(names)
         if type is None:
-            typ = np.zeros(n, dtype=np.int64)
             if fixed_J not in (None, 1):
                 raise TraceFormatError(
                     f"{self.source}: without a type column there is one type, but {fixed_J} were declared"
                 )
-            J = 1
-        else:
-            tf = self._column(type, col("type"), n)
+            return np.zeros(n, dtype=np.int64), 1
+        tf = self._column(type, col("type"), n)
+        self._check(
+            tf,
+            col("type"),
+            ~(np.isfinite(tf) & (tf >= 0) & (np.floor(tf) == tf)),
+            "type must be a whole number >= 0",
+        )
+        if fixed_J is not None:
+            self._check(tf, col("type"), tf >= fixed_J, f"type out of range [0, {fixed_J})")
+        if fixed_J is None:
             self._check(
                 tf,
                 col("type"),
-                ~(np.isfinite(tf) & (tf >= 0) & (np.floor(tf) == tf)),
-                "type must be a whole number >= 0",
+                tf >= MAX_IMPLICIT_TYPES,
+                f"type >= {MAX_IMPLICIT_TYPES} (remap the types to 0..J-1, or declare them with type_demand)",
             )
-            if fixed_J is not None:
-                self._check(tf, col("type"), tf >= fixed_J, f"type out of range [0, {fixed_J})")
-            if fixed_J is None:
-                self._check(
-                    tf,
-                    col("type"),
-                    tf >= MAX_IMPLICIT_TYPES,
-                    f"type >= {MAX_IMPLICIT_TYPES} (remap the types to 0..J-1, or declare them with type_demand)",
-                )
-            typ = tf.astype(np.int64)
-            J = fixed_J if fixed_J is not None else int(typ.max()) + 1
+        typ = tf.astype(np.int64)
+        return typ, fixed_J if fixed_J is not None else int(typ.max()) + 1
 
-        # ---- stable sort by arrival time
+    def _store_sorted(
+        self, t: np.ndarray, dem: np.ndarray, w: np.ndarray, typ: np.ndarray, wt: np.ndarray, rr: np.ndarray
+    ) -> None:
+        """Keep the columns sorted stably by arrival time, read-only."""
         self.reordered = bool(np.any(np.diff(t) < 0))
-        order = np.argsort(t, kind="stable") if self.reordered else np.arange(n)
+        order = np.argsort(t, kind="stable") if self.reordered else np.arange(t.shape[0])
         self.rows: np.ndarray = order.astype(np.int64)
         self.time = t[order]
         self.demand = dem[order]
@@ -183,13 +212,16 @@ class ReplaySource:
         self.reward_rate = rr[order]
         for a in (self.rows, self.time, self.demand, self.work, self.type, self.weight, self.reward_rate):
             a.setflags(write=False)
-        self.num_resources = int(R)
+        self.num_resources = int(dem.shape[1])
 
+    def _type_info(self, td: np.ndarray | None, untyped: bool, names: Sequence[str] | None, J: int, R: int) -> TypeInfo:
+        """The types' nominal demands (``td``, or the jobs' mean without types, their per-type maximum with
+        them), mean work per type and names (see the class docstring)."""
         counts = np.bincount(self.type, minlength=J).astype(np.float64)
         sums = np.bincount(self.type, weights=self.work, minlength=J)
         mean_work = np.where(counts > 0, sums / np.maximum(counts, 1), float(self.work.mean()))
         if td is None:
-            if type is None:
+            if untyped:
                 td = self.demand.mean(axis=0, keepdims=True)
                 if np.all(self.demand == self.demand[0]):
                     td = self.demand[:1].copy()
@@ -197,7 +229,7 @@ class ReplaySource:
                 td = np.zeros((J, R))
                 np.maximum.at(td, self.type, self.demand)
         exact = bool(np.all(self.demand == td[self.type]))
-        self.types = TypeInfo(
+        return TypeInfo(
             demand=td,
             mean_work=mean_work,
             names=tuple(names) if names is not None else tuple(f"type{j}" for j in range(J)),
