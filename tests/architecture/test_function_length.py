@@ -18,9 +18,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
         360,
         "the compiled event loop: numba keeps its state in locals, helpers would pass ~40 arrays (its docstring)",
     ),
-    "scenarios/presets/mris.py::mris_alibaba": (109, "not yet split: a paper's trace preset"),
-    "scenarios/presets/traces.py::azure_vms": (91, "not yet split: a paper's trace preset"),
-    "scenarios/presets/lotes.py::lotes_google": (94, "not yet split: a paper's trace preset"),
     "theory/rms.py::_supportable_lp": (93, "one LP written out as in the paper"),
     "theory/lotes.py::assignment_lp": (90, "one LP written out as in the paper"),
 }

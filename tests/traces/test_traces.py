@@ -625,6 +625,29 @@ def test_other_presets_on_fixtures():
         assert "trace_dir" in p.defaults()
 
 
+TRACE_PRESET_ARGS = {  # arguments that fit the small fixture traces
+    "rms-google": {"num_servers": 3},
+    "bfjs-google": {"num_servers": 2},
+    "lotes-google": {"k": 2},
+    "autoscale-google": {"num_servers": 2},
+    "alibaba-gpu": {"clip_before": None},
+    "google-bf-replay": {"num_servers": 2},
+}
+
+
+@pytest.mark.parametrize("name", list(TRACE_PRESET_ARGS))
+def test_trace_preset_params_hold_its_arguments_and_are_json_ready(name):
+    """``params`` starts with the preset's own arguments (nothing the preset imported while building) and
+    ``describe()`` is plain JSON."""
+    from clustergym.scenarios import PRESETS, make_preset
+
+    sc = make_preset(name, trace_dir=str(FIX), **TRACE_PRESET_ARGS[name])
+    args = set(PRESETS[name].defaults())
+    assert args <= set(sc.params)
+    assert not [k for k, v in sc.params.items() if callable(v) or isinstance(v, type(json))], name
+    assert json.loads(json.dumps(sc.describe()))["params"]["trace_dir"] == str(FIX)
+
+
 def test_preset_parameter_errors():
     with pytest.raises(ScenarioError, match="params.num_servers"):
         rms_google(num_servers=0, trace_dir=str(FIX))

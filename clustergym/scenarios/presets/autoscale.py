@@ -245,13 +245,13 @@ def autoscale_google(
     reward rate = size x (1, 3, 9)[band]; type = band x (p_max + 1) + p (tasks have the same type
     iff band and size agree).  Servers: L of size 1.  Queueing: loss; objective: reward.
     """
+    scope = dict(locals())  # the arguments, before the imports below add names
     # the trace modules (pandas) are imported when a trace preset is built, not with this module
     from clustergym.scenarios.presets.traces import trace_params
     from clustergym.traces import transforms as T
     from clustergym.traces.cache import google_table
     from clustergym.traces.transforms import pow_half_names
 
-    scope = dict(locals())
     L = positive(num_servers, "params.num_servers", integer=True)
     s = positive(traffic_scaling, "params.traffic_scaling")
     p_max = number(p_max, "params.p_max", lo=0, hi=30, integer=True)

@@ -129,12 +129,12 @@ def bfjs_google(
         slot: seconds per slot (the paper: 100 ms).
         horizon: simulated slots (``inf``: until every task has finished).
     """
+    scope = dict(locals())  # the arguments, before the imports below add names
     # the trace modules (pandas) are imported when a trace preset is built, not with this module
-    from clustergym.scenarios.presets.traces import trace_params
+    from clustergym.scenarios.presets.traces import unit_server_scenario
     from clustergym.traces import transforms as T
     from clustergym.traces.cache import google_table
 
-    scope = dict(locals())
     L = positive(num_servers, "params.num_servers", integer=True)
     s = positive(traffic_scaling, "params.traffic_scaling")
     slot = positive(slot, "params.slot")
@@ -157,15 +157,16 @@ def bfjs_google(
         f"demand raised to min_demand = {md:g} for {clamped} tasks",
         f"time in slots of {slot:g} s; arrival slot = floor(arrival / {s:g} / slot), duration = max(1, ceil(d / slot))",
     ]
-    return Scenario(
-        name="bfjs-google",
-        capacity=np.ones((L, 1)),
-        source=source,
-        resources=("size",),
-        horizon=positive(horizon, "params.horizon", allow_inf=True),
-        objective="queue",
+    return unit_server_scenario(
+        "bfjs-google",
+        "BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
+        source,
+        table,
+        steps,
+        scope,
+        num_servers=L,
+        horizon=horizon,
         queue_cap=queue_cap,
         epochs=SLOT_EPOCHS,
-        description="BF-J/S Google trace: completed tasks, demand max(cpu, mem), 100 ms slots, L unit servers",
-        params=trace_params(scope, table, steps, clamped=clamped),
+        clamped=clamped,
     )

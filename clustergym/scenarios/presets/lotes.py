@@ -360,6 +360,44 @@ def lotes_omega(
     )
 
 
+def _google_machines(
+    trace_dir: str | None, scale: float, decimals: int | None
+) -> tuple[list[dict[str, Any]], np.ndarray, Any]:
+    """Google machines in Table-1 configurations (LoTES Sec. 5.3): ``(configurations {cpu, memory, count}
+    with the counts scaled by scale, (M, 2) capacities, machine_events report)``."""
+    from clustergym.scenarios.presets.traces import scaled_counts
+    from clustergym.traces.cache import cached, file_stamp
+    from clustergym.traces.google import load_google_machines, machine_shape_counts
+    from clustergym.traces.paths import trace_path
+
+    mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
+    machines, mrep = cached(("google-machines", file_stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
+    conf = machine_shape_counts(machines, decimals=None if decimals is None else int(decimals))
+    counts = scaled_counts(conf["count"].to_numpy(), scale)
+    configurations = [
+        {"cpu": float(c), "memory": float(m), "count": int(n)} for c, m, n in zip(conf["cpu"], conf["memory"], counts)
+    ]
+    return configurations, np.repeat(conf[["cpu", "memory"]].to_numpy(), counts, axis=0), mrep
+
+
+def _kmeans_classes(
+    jobs: Any, X: np.ndarray, fit: np.ndarray, k: int, key: tuple
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """k-means++ classes of the jobs' ``(n, 2)`` demands ``X`` fitted on the rows of ``fit`` (LoTES Sec. 5.3):
+    ``(labels, (k, 2) centroids, class table)``; cached per ``key = (trace_dir, first_n, fit_hours, seed)``."""
+    from clustergym.traces import transforms as T
+    from clustergym.traces.cache import cached, file_stamp
+    from clustergym.traces.google import task_event_files
+
+    trace_dir, first_n, fit_h, seed = key
+    labels, centroids = cached(
+        ("kmeans", file_stamp(task_event_files(trace_dir)), first_n, k, fit_h, seed),
+        lambda: T.kmeans_classes(X, k, fit_mask=fit, seed=seed),
+    )
+    classes = T.class_table(labels, jobs["duration"].to_numpy(), {"cpu": X[:, 0], "memory": X[:, 1]}, k)
+    return labels, centroids, classes
+
+
 def lotes_google(
     machine_scale: float = 1.0,
     k: int = 4,
@@ -392,32 +430,21 @@ def lotes_google(
         decimals: rounding of machine capacities (``None`` keeps the raw values).
         seed: k-means seed.
     """
+    scope = dict(locals())  # the arguments, before the imports below add names
     # the trace modules (pandas) are imported when a trace preset is built, not with this module
-    from clustergym.scenarios.presets.traces import scaled_counts, trace_params
-    from clustergym.traces import transforms as T
-    from clustergym.traces.cache import cached, file_stamp, google_table
-    from clustergym.traces.google import load_google_machines, machine_shape_counts, task_event_files
-    from clustergym.traces.paths import trace_path
+    from clustergym.scenarios.presets.traces import trace_params
+    from clustergym.traces.cache import google_table
 
-    scope = dict(locals())
     scale = positive(machine_scale, "params.machine_scale")
     k = positive(k, "params.k", integer=True)
     fit_h = positive(fit_hours, "params.fit_hours")
     first_n = positive(first_n, "params.first_n", integer=True, allow_none=True)
-    mpath = trace_path("google", "machine_events", "part-00000-of-00001.csv.gz", trace_dir=trace_dir)
-    machines, mrep = cached(("google-machines", file_stamp([mpath])), lambda: load_google_machines(path=mpath, at=None))
-    conf = machine_shape_counts(machines, decimals=None if decimals is None else int(decimals))
-    counts = scaled_counts(conf["count"].to_numpy(), scale)
-    cap = np.repeat(conf[["cpu", "memory"]].to_numpy(), counts, axis=0)
+    configurations, cap, mrep = _google_machines(trace_dir, scale, decimals)
     table = google_table(trace_dir, lifecycle="attempts", first_n=first_n)
     jobs = table.jobs
     X = jobs[["cpu", "memory"]].to_numpy()
     fit = jobs["arrival"].to_numpy() < fit_h * 3600.0
-    labels, centroids = cached(
-        ("kmeans", file_stamp(task_event_files(trace_dir)), first_n, k, fit_h, int(seed)),
-        lambda: T.kmeans_classes(X, k, fit_mask=fit, seed=int(seed)),
-    )
-    classes = T.class_table(labels, jobs["duration"].to_numpy(), {"cpu": X[:, 0], "memory": X[:, 1]}, k)
+    labels, centroids, classes = _kmeans_classes(jobs, X, fit, k, (trace_dir, first_n, fit_h, int(seed)))
     source = ReplaySource(
         jobs["arrival"].to_numpy(),
         X,
@@ -428,7 +455,7 @@ def lotes_google(
         columns={"time": "arrival", "work": "duration", "type": "class", "demand": ["cpu", "memory"]},
     )
     steps = [
-        f"machines: {len(cap)} in {len(conf)} configurations (scale {scale:g}) from machine_events",
+        f"machines: {len(cap)} in {len(configurations)} configurations (scale {scale:g}) from machine_events",
         f"k-means k={k} on (cpu, memory) of the {int(fit.sum())} jobs of the first {fit_h:g} h; all jobs "
         "assigned to the nearest centroid",
     ]
@@ -445,10 +472,7 @@ def lotes_google(
             scope,
             table,
             steps,
-            machine_configurations=[
-                {"cpu": float(c), "memory": float(m), "count": int(n)}
-                for c, m, n in zip(conf["cpu"], conf["memory"], counts)
-            ],
+            machine_configurations=configurations,
             machines_report=mrep.to_dict(),
             centroids=centroids.tolist(),
             classes=classes.to_dict("records"),

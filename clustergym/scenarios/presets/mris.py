@@ -281,6 +281,61 @@ def _alibaba_pods(trace_dir: str | None):
     return _ALIBABA.get(str(trace_dir), load)
 
 
+def _qos_pods_that_fit(pods: Any, weight_map: str) -> tuple[Any, np.ndarray, dict[str, int]]:
+    """The pods of a QoS class the weight map weighs that fit :data:`ALIBABA_MACHINE`: ``(pods, (n, 3)
+    demands as fractions of the machine, counts dropped per reason)``."""
+    keep = pods["qos"].isin(list(ALIBABA_WEIGHT_MAPS[weight_map])).to_numpy()
+    cap = np.asarray(ALIBABA_MACHINE)
+    dem = pods[["cpu", "memory", "gpu"]].to_numpy(dtype=np.float64) / cap
+    fits = np.all(dem <= 1.0, axis=1)
+    dropped = {"qos not LS/BE": int((~keep).sum()), "larger than the machine": int((keep & ~fits).sum())}
+    sel = keep & fits
+    return pods[sel], dem[sel], dropped
+
+
+def _downsampling(n_jobs: int | None, offset: int, total: int) -> tuple[int | None, int, int]:
+    """The paper's downsampling of ``total`` pods to ``n_jobs``: ``(n_jobs, offset, f)``,
+    every f-th pod from ``offset``, ``f = floor(total / n_jobs)`` (``f = 1``, all pods, for ``None``)."""
+    if n_jobs is None:
+        return None, 0, 1
+    n_jobs = positive(n_jobs, "params.n_jobs", integer=True)
+    if n_jobs > total:
+        raise ScenarioError("params.n_jobs", f"the trace keeps {total} pods, asked for {n_jobs}")
+    f = total // n_jobs
+    offset = number(offset, "params.offset", integer=True)
+    if not 0 <= offset < f:
+        raise ScenarioError("params.offset", f"expected 0 <= offset < f = {f}, got {offset}")
+    return n_jobs, offset, f
+
+
+def _augmented(dem: np.ndarray, extra: int, seed: int) -> np.ndarray:
+    """``dem`` with ``extra`` more resources (MRIS Fig. 6 resource scaling, Sec. 7.5.3): each job's demand for
+    each is the CPU demand of a job drawn uniformly with replacement (``default_rng(seed)``)."""
+    if not extra:
+        return dem
+    total = len(dem)
+    pool = dem[:, 0]
+    aug = pool[np.random.default_rng(seed).integers(0, total, size=(total, extra))]
+    return np.hstack([dem, aug])
+
+
+def _weighted_replay(
+    pods: Any, dem: np.ndarray, weights: Any, unit: float, s: float, resources: tuple[str, ...], source: str
+) -> Any:
+    """The pods as a weighted :class:`~clustergym.workloads.replay.ReplaySource`: weight from the QoS class
+    (``weights``), times in ``unit`` seconds, arrivals divided by the traffic scaling ``s``."""
+    from clustergym.workloads.replay import ReplaySource
+
+    return ReplaySource(
+        pods["arrival"].to_numpy() / unit / s,
+        dem,
+        pods["duration"].to_numpy() / unit,
+        weight=pods["qos"].map(weights).to_numpy(dtype=np.float64),
+        source=source,
+        columns={"time": "arrival", "work": "duration", "weight": "qos", "demand": list(resources)},
+    )
+
+
 def mris_alibaba(
     n_jobs: int | None = None,
     offset: int = 0,
@@ -323,44 +378,15 @@ def mris_alibaba(
     s = positive(traffic_scaling, "params.traffic_scaling")
     choice(weight_map, "params.weight_map", ALIBABA_WEIGHT_MAPS)
     pods, table = _alibaba_pods(trace_dir)
-    keep = pods["qos"].isin(list(ALIBABA_WEIGHT_MAPS[weight_map])).to_numpy()
-    cap = np.asarray(ALIBABA_MACHINE)
-    dem = pods[["cpu", "memory", "gpu"]].to_numpy(dtype=np.float64) / cap
-    fits = np.all(dem <= 1.0, axis=1)
-    dropped = {"qos not LS/BE": int((~keep).sum()), "larger than the machine": int((keep & ~fits).sum())}
-    sel = keep & fits
-    pods, dem = pods[sel], dem[sel]
+    pods, dem, dropped = _qos_pods_that_fit(pods, weight_map)
     total = len(pods)
-    if n_jobs is None:
-        f, offset = 1, 0
-    else:
-        n_jobs = positive(n_jobs, "params.n_jobs", integer=True)
-        if n_jobs > total:
-            raise ScenarioError("params.n_jobs", f"the trace keeps {total} pods, asked for {n_jobs}")
-        f = total // n_jobs
-        offset = number(offset, "params.offset", integer=True)
-        if not 0 <= offset < f:
-            raise ScenarioError("params.offset", f"expected 0 <= offset < f = {f}, got {offset}")
+    n_jobs, offset, f = _downsampling(n_jobs, offset, total)
     idx = np.arange(offset, total, f)[: (n_jobs or total)]
-    if extra:
-        pool = dem[:, 0]
-        aug = pool[np.random.default_rng(int(augment_seed)).integers(0, total, size=(total, extra))]
-        dem = np.hstack([dem, aug])
+    dem = _augmented(dem, extra, int(augment_seed))
     pods, dem = pods.iloc[idx], dem[idx]
     resources = ("cpu", "memory", "gpu") + tuple(f"aug{l}" for l in range(extra))
-    from clustergym.workloads.replay import ReplaySource
-
-    w = pods["qos"].map(ALIBABA_WEIGHT_MAPS[weight_map]).to_numpy(dtype=np.float64)
-    r = pods["arrival"].to_numpy() / unit / s
-    p = pods["duration"].to_numpy() / unit
-    src = ReplaySource(
-        r,
-        dem,
-        p,
-        weight=w,
-        source=table.source,
-        columns={"time": "arrival", "work": "duration", "weight": "qos", "demand": list(resources)},
-    )
+    src = _weighted_replay(pods, dem, ALIBABA_WEIGHT_MAPS[weight_map], unit, s, resources, table.source)
+    w, p = src.weight, src.work
     return Scenario(
         name="mris-alibaba",
         capacity=np.ones((M, len(resources))),

@@ -157,13 +157,13 @@ def rms_google(
         queue_cap: waiting tasks beyond which the run stops as unstable (``None``: no cap).
         trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES``, then the user data folder, :func:`~clustergym.traces.paths.default_trace_dir`).
     """
+    scope = dict(locals())  # the arguments, before the imports below add names
     # the trace modules (pandas) are imported when a trace preset is built, not with this module
-    from clustergym.scenarios.presets.traces import trace_params
+    from clustergym.scenarios.presets.traces import unit_server_scenario
     from clustergym.traces import transforms as T
     from clustergym.traces.cache import google_table
     from clustergym.traces.transforms import pow_half_names
 
-    scope = dict(locals())
     L = positive(num_servers, "params.num_servers", integer=True)
     s = positive(traffic_scaling, "params.traffic_scaling")
     p_max = number(p_max, "params.p_max", lo=0, hi=30, integer=True)
@@ -185,20 +185,16 @@ def rms_google(
         f"type p = min(p(cpu), p(mem)), p(x) = min({p_max}, floor(log2(1/x))); size = 2^-p",
         f"arrivals divided by traffic_scaling = {s:g}",
     ]
-    return Scenario(
-        name="rms-google",
-        capacity=np.ones((L, 1)),
-        source=source,
-        resources=("size",),
-        horizon=positive(horizon, "params.horizon", allow_inf=True),
-        objective="queue",
+    return unit_server_scenario(
+        "rms-google",
+        "RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
+        source,
+        table,
+        steps,
+        scope,
+        num_servers=L,
+        horizon=horizon,
         queue_cap=queue_cap,
-        description="RMS Google trace: non-production completed tasks, 10 power-of-1/2 types, L unit servers",
-        params=trace_params(
-            scope,
-            table,
-            steps,
-            jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
-            mean_duration_per_type=source.types.mean_work.tolist(),
-        ),
+        jobs_per_type=np.bincount(p, minlength=p_max + 1).tolist(),
+        mean_duration_per_type=source.types.mean_work.tolist(),
     )

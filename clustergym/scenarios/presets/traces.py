@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from clustergym.core.simulator import EpochConfig
 from clustergym.scenarios.spec import Scenario
 from clustergym.traces import transforms as T
 from clustergym.traces.alibaba import (
@@ -54,6 +55,38 @@ def trace_params(scope: dict[str, Any], table: TraceTable, steps: list[str], **e
     p["preprocessing"] = list(table.report.steps) + steps
     p["trace_report"] = table.report.to_dict()
     return p
+
+
+def unit_server_scenario(
+    name: str,
+    description: str,
+    source: ReplaySource,
+    table: TraceTable,
+    steps: list[str],
+    scope: dict[str, Any],
+    *,
+    num_servers: int,
+    horizon: Any,
+    queue_cap: int | None,
+    epochs: EpochConfig | None = None,
+    **extra: Any,
+) -> Scenario:
+    """A trace scenario on ``num_servers`` (checked) unit servers of one resource (``size``) with the mean
+    queue length as objective, as the RMS (§VII-B) and BF-J/S (§VII-B) papers set up their Google-trace
+    experiments; ``horizon`` is checked here; ``params`` from :func:`trace_params` (``scope``, ``table``,
+    ``steps``, ``extra``)."""
+    return Scenario(
+        name=name,
+        capacity=np.ones((num_servers, 1)),
+        source=source,
+        resources=("size",),
+        horizon=positive(horizon, "params.horizon", allow_inf=True),
+        objective="queue",
+        queue_cap=queue_cap,
+        **({} if epochs is None else {"epochs": epochs}),
+        description=description,
+        params=trace_params(scope, table, steps, **extra),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- presets
@@ -170,6 +203,27 @@ def alibaba_gpu(
     )
 
 
+def _common_flavours(jobs: Any, share: float) -> tuple[Any, np.ndarray, list[str]]:
+    """The VMs of the flavours holding at least ``share`` of them: ``(jobs kept, mask over jobs, flavours)``."""
+    counts = jobs["flavor"].value_counts()
+    kept = sorted(f for f, n in counts.items() if n >= share * len(jobs))
+    sel = jobs["flavor"].isin(kept).to_numpy()
+    return jobs[sel], sel, kept
+
+
+def _flavour_types(jobs: Any, kept: list[str], cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The VMs' ``(n, 2)`` demands (vCPU, GB), types (index in ``kept``) and ``(J, 2)`` flavour demands; a VM
+    larger than a host ``cap`` is an error."""
+    demand = jobs[["vcpu", "memory"]].to_numpy(dtype=np.float64)
+    too_big = ~np.all(demand <= cap, axis=1)
+    if too_big.any():
+        from clustergym.errors import ScenarioError
+
+        raise ScenarioError("params.host_vcpu", f"{int(too_big.sum())} VMs do not fit a host of {cap.tolist()}")
+    typ = jobs["flavor"].map({f: i for i, f in enumerate(kept)}).to_numpy(dtype=np.int64)
+    return demand, typ, np.array([demand[typ == i][0] for i in range(len(kept))])
+
+
 def azure_vms(
     num_servers: int = 8,
     host_vcpu: float = 64.0,
@@ -197,10 +251,10 @@ def azure_vms(
     clustergym choice (the trace has no host sizes), which puts the CPU near its capacity on most
     windows.  Time in seconds; central queue; objective: mean queue length.
     """
+    scope = dict(locals())  # the arguments, before the imports below add names
     from clustergym.traces.azure import load_azure_v1
     from clustergym.workloads.windows import TraceWindowSource
 
-    scope = dict(locals())
     L = positive(num_servers, "params.num_servers", integer=True)
     cap = np.array([positive(host_vcpu, "params.host_vcpu"), positive(host_memory, "params.host_memory")])
     k = positive(thin, "params.thin", integer=True)
@@ -208,20 +262,8 @@ def azure_vms(
     start = positive(start_day, "params.start_day", allow_zero=True) * 86400.0
     share = number(min_share, "params.min_share", lo=0.0, hi=1.0)
     table = cached(("azure-v1", str(trace_dir), split), lambda: load_azure_v1(trace_dir, split=split, arrival="spread"))
-    jobs = table.jobs
-    counts = jobs["flavor"].value_counts()
-    kept = sorted(f for f, n in counts.items() if n >= share * len(jobs))
-    sel = jobs["flavor"].isin(kept).to_numpy()
-    jobs = jobs[sel]
-    index = {f: i for i, f in enumerate(kept)}
-    demand = jobs[["vcpu", "memory"]].to_numpy(dtype=np.float64)
-    too_big = ~np.all(demand <= cap, axis=1)
-    if too_big.any():
-        from clustergym.errors import ScenarioError
-
-        raise ScenarioError("params.host_vcpu", f"{int(too_big.sum())} VMs do not fit a host of {cap.tolist()}")
-    typ = jobs["flavor"].map(index).to_numpy(dtype=np.int64)
-    type_demand = np.array([demand[typ == i][0] for i in range(len(kept))])
+    jobs, sel, kept = _common_flavours(table.jobs, share)
+    demand, typ, type_demand = _flavour_types(jobs, kept, cap)
     tab = ReplaySource(
         jobs["arrival"].to_numpy(),
         demand,
@@ -244,9 +286,9 @@ def azure_vms(
     src = TraceWindowSource(tab, W, start_low=start, start_high=end - W, thin=k)
     steps = [
         f"flavours kept: {''.join(kept)} (each >= {share:g} of the VMs); {int((~sel).sum())} VMs of other "
-        "flavours dropped",
-        f"episodes: a {W / 3600:g} h window from day {start / 86400:g} on, every "
-        f"{k}-th VM, the VMs running at its start at time 0 with their remaining lifetime",
+        f"flavours dropped",
+        f"episodes: a {W / 3600:g} h window from day {start / 86400:g} on, every {k}-th VM, the VMs running "
+        "at its start at time 0 with their remaining lifetime",
     ]
     return Scenario(
         name="azure-vms",
