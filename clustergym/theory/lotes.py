@@ -450,39 +450,11 @@ def assignment_lp(
     if not column_generation:
         res, xs = _assignment_master(n, alpha, mu, bins, method)
         return Stage2Result(float(-res.fun), [x.copy() for x in xs], time.perf_counter() - t0, bins)
-    active = []
-    for j in range(M):
-        b = bins[j]
-        if j in priced:
-            active.append(np.arange(b.shape[0], dtype=np.int64))
-        else:
-            start = {int(np.argmax(b[:, k])) for k in range(K)} | {int(np.argmax(b.sum(axis=1)))}
-            active.append(np.array(sorted(start), dtype=np.int64))
+    active = _first_columns(bins, priced, K)
     weights = {j: bins[j].astype(float) * mu[j][None, :] for j in range(M) if j not in priced}
     for _ in range(max_rounds):
         res, xs = _assignment_master(n, alpha, mu, [bins[j][active[j]] for j in range(M)], method)
-        pi = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
-        z = np.asarray(res.eqlin.marginals, dtype=float)
-        added = False
-        for j in range(M):
-            tol = 1e-9 * max(1.0, abs(float(z[j])))
-            if j in priced:
-                cap_j, cls_j, r = priced[j]
-                N, value = knapsack_bin(cap_j, cls_j, r, pi * mu[j])
-                if value > -z[j] + tol and not np.any(np.all(bins[j] == N[None, :], axis=1)):
-                    bins[j] = np.vstack([bins[j], N[None, :]])
-                    active[j] = np.append(active[j], bins[j].shape[0] - 1)
-                    added = True
-                continue
-            red = -(weights[j] @ pi) - z[j]
-            cand = np.flatnonzero(red < -tol)
-            if cand.size:
-                cand = cand[~np.isin(cand, active[j])]
-            if cand.size:
-                best = cand[np.argsort(red[cand], kind="stable")[:25]]
-                active[j] = np.union1d(active[j], best)
-                added = True
-        if not added:
+        if not _price_bins(res, mu, bins, active, weights, priced):
             break
     else:
         raise RuntimeError("machine assignment LP: column generation did not converge")
@@ -492,6 +464,55 @@ def assignment_lp(
         x[active[j]] = xs[j]
         full.append(x)
     return Stage2Result(float(-res.fun), full, time.perf_counter() - t0, bins)
+
+
+def _first_columns(bins: list[np.ndarray], priced: dict, K: int) -> list[np.ndarray]:
+    """The restricted master's first bins (row indices) per configuration: every given bin of a ``priced``
+    one, else the bin with most jobs of each class and the one with most jobs."""
+    active = []
+    for j, b in enumerate(bins):
+        if j in priced:
+            active.append(np.arange(b.shape[0], dtype=np.int64))
+        else:
+            start = {int(np.argmax(b[:, k])) for k in range(K)} | {int(np.argmax(b.sum(axis=1)))}
+            active.append(np.array(sorted(start), dtype=np.int64))
+    return active
+
+
+def _price_bins(
+    res: Any,
+    mu: np.ndarray,
+    bins: list[np.ndarray],
+    active: list[np.ndarray],
+    weights: dict[int, np.ndarray],
+    priced: dict[int, tuple[np.ndarray, list[int], np.ndarray]],
+) -> bool:
+    """One pricing round on the master's duals (``pi`` per class, ``z`` per configuration): the enumerated
+    bins with negative reduced cost ``-sum_k pi_k mu_jk N_ijk - z_j`` enter (the 25 most negative), and for
+    ``priced`` configurations the best knapsack bin (:func:`knapsack_bin`) when it beats ``-z_j``; ``bins``
+    and ``active`` grow in place.  Whether any bin entered."""
+    pi = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
+    z = np.asarray(res.eqlin.marginals, dtype=float)
+    added = False
+    for j in range(len(bins)):
+        tol = 1e-9 * max(1.0, abs(float(z[j])))
+        if j in priced:
+            cap_j, cls_j, r = priced[j]
+            N, value = knapsack_bin(cap_j, cls_j, r, pi * mu[j])
+            if value > -z[j] + tol and not np.any(np.all(bins[j] == N[None, :], axis=1)):
+                bins[j] = np.vstack([bins[j], N[None, :]])
+                active[j] = np.append(active[j], bins[j].shape[0] - 1)
+                added = True
+            continue
+        red = -(weights[j] @ pi) - z[j]
+        cand = np.flatnonzero(red < -tol)
+        if cand.size:
+            cand = cand[~np.isin(cand, active[j])]
+        if cand.size:
+            best = cand[np.argsort(red[cand], kind="stable")[:25]]
+            active[j] = np.union1d(active[j], best)
+            added = True
+    return added
 
 
 def round_assignment(x: np.ndarray, n_j: int) -> np.ndarray:

@@ -26,7 +26,7 @@ Contents:
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -148,8 +148,22 @@ def _supportable_lp(
     ``max_k y @ k`` over ``K_g`` (HiGHS ``milp``); the answer is then exact up to HiGHS's
     tolerances (about 1e-7 relative).
     """
-    j_count = demand.shape[0]
     groups, counts = _group_capacities(capacities, demand.shape[1])
+    columns, complete = _initial_columns(demand, groups, limit)
+    for _ in range(_MAX_COLGEN_ROUNDS):
+        res = _capacity_master(columns, counts, rho, mode)
+        value = float(-res.fun)
+        if all(complete) or not _price_columns(res, demand, groups, counts, columns, complete):
+            return value
+    raise RuntimeError("column generation for the capacity-region LP did not converge")
+
+
+def _initial_columns(
+    demand: NDArray[np.float64], groups: NDArray[np.float64], limit: int
+) -> tuple[list[list[NDArray[np.int64]]], list[bool]]:
+    """Per server group, the LP's first columns and whether they are all it needs: the Pareto-maximal
+    configurations when at most ``limit``, else the single-type ones (completed by pricing)."""
+    j_count = demand.shape[0]
     columns: list[list[NDArray[np.int64]]] = []
     complete: list[bool] = []
     for cap in groups:
@@ -162,65 +176,79 @@ def _supportable_lp(
         else:
             columns.append(list(maximal_configurations(configs, demand, cap)))
             complete.append(True)
+    return columns, complete
 
-    for _ in range(_MAX_COLGEN_ROUNDS):
-        # assemble: x = [s, alpha_(g0,c0), alpha_(g0,c1), ..., alpha_(g1,c0), ...]
-        blocks = [np.asarray(cols, dtype=np.float64).T * n for cols, n in zip(columns, counts)]
-        n_cols = sum(b.shape[1] for b in blocks)
-        a_ub = np.zeros((j_count, 1 + n_cols))
-        a_eq = np.zeros((len(columns), 1 + n_cols))
-        col = 1
-        for g, b in enumerate(blocks):
-            a_ub[:, col : col + b.shape[1]] = -b
-            a_eq[g, col : col + b.shape[1]] = 1.0
-            col += b.shape[1]
-        if mode == "scale":
-            a_ub[:, 0] = rho
-            b_ub = np.zeros(j_count)
-            s_bounds: tuple[float | None, float | None] = (0.0, None)
-        else:
-            a_ub[:, 0] = 1.0
-            b_ub = -rho
-            s_bounds = (None, None)
-        c = np.zeros(1 + n_cols)
-        c[0] = -1.0
-        res = linprog(
-            c,
-            A_ub=a_ub,
-            b_ub=b_ub,
-            A_eq=a_eq,
-            b_eq=np.ones(len(columns)),
-            bounds=[s_bounds] + [(0.0, None)] * n_cols,
-            method="highs",
-        )
-        if res.status != 0:
-            raise RuntimeError(f"HiGHS failed on the capacity-region LP (Psychas & Ghaderi 2018, §II): {res.message}")
-        value = float(-res.fun)
-        if all(complete):
-            return value
-        # pricing: column k of group g improves iff n_g * y @ k > pi_g
-        y = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None)
-        pi = -np.asarray(res.eqlin.marginals)
-        added = False
-        for g, cap in enumerate(groups):
-            if complete[g] or not np.any(y > 0):
-                continue
-            solved = _knapsack_ilp(y, demand, cap)
-            if solved is None:
-                continue
-            k, _ = solved
-            lim = _limit_of(cap)
-            while not _is_feasible(k, demand, lim):  # repair HiGHS's tolerance, job by job
-                over = (k.astype(np.float64) @ demand - lim) / np.where(lim > 0, lim, 1.0)
-                r = int(np.argmax(over))
-                k[int(np.argmax(np.where(k > 0, demand[:, r], -1.0)))] -= 1
-            gain = counts[g] * float(y @ k) - pi[g]
-            if gain > 1e-9 * max(1.0, abs(pi[g])) and not any(np.array_equal(k, c0) for c0 in columns[g]):
-                columns[g].append(k)
-                added = True
-        if not added:
-            return value
-    raise RuntimeError("column generation for the capacity-region LP did not converge")
+
+def _capacity_master(
+    columns: list[list[NDArray[np.int64]]], counts: NDArray[np.int64], rho: NDArray[np.float64], mode: str
+) -> Any:
+    """The LP over the current columns (RMS eqs. 2–3): variables ``x = [s, alpha_(g0,c0), alpha_(g0,c1), ...,
+    alpha_(g1,c0), ...]``; ``sum_g n_g sum_c alpha_(g,c) c >= s rho`` ("scale") or ``>= rho + s`` ("margin")
+    per type, ``sum_c alpha_(g,c) = 1`` per group; maximise ``s``.  HiGHS's result."""
+    j_count = rho.shape[0]
+    blocks = [np.asarray(cols, dtype=np.float64).T * n for cols, n in zip(columns, counts)]
+    n_cols = sum(b.shape[1] for b in blocks)
+    a_ub = np.zeros((j_count, 1 + n_cols))
+    a_eq = np.zeros((len(columns), 1 + n_cols))
+    col = 1
+    for g, b in enumerate(blocks):
+        a_ub[:, col : col + b.shape[1]] = -b
+        a_eq[g, col : col + b.shape[1]] = 1.0
+        col += b.shape[1]
+    if mode == "scale":
+        a_ub[:, 0] = rho
+        b_ub = np.zeros(j_count)
+        s_bounds: tuple[float | None, float | None] = (0.0, None)
+    else:
+        a_ub[:, 0] = 1.0
+        b_ub = -rho
+        s_bounds = (None, None)
+    c = np.zeros(1 + n_cols)
+    c[0] = -1.0
+    res = linprog(
+        c,
+        A_ub=a_ub,
+        b_ub=b_ub,
+        A_eq=a_eq,
+        b_eq=np.ones(len(columns)),
+        bounds=[s_bounds] + [(0.0, None)] * n_cols,
+        method="highs",
+    )
+    if res.status != 0:
+        raise RuntimeError(f"HiGHS failed on the capacity-region LP (Psychas & Ghaderi 2018, §II): {res.message}")
+    return res
+
+
+def _price_columns(
+    res: Any,
+    demand: NDArray[np.float64],
+    groups: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    columns: list[list[NDArray[np.int64]]],
+    complete: list[bool],
+) -> bool:
+    """Add to each incomplete group the configuration of the knapsack ``max_k y @ k`` (``y``: the LP's
+    type duals) when it improves the LP (``n_g * y @ k > pi_g``); whether any column was added."""
+    y = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None)
+    pi = -np.asarray(res.eqlin.marginals)
+    added = False
+    for g, cap in enumerate(groups):
+        if complete[g] or not np.any(y > 0):
+            continue
+        solved = _knapsack_ilp(y, demand, cap)
+        if solved is None:
+            continue
+        k, _ = solved
+        lim = _limit_of(cap)
+        while not _is_feasible(k, demand, lim):  # repair HiGHS's tolerance, job by job
+            over = (k.astype(np.float64) @ demand - lim) / np.where(lim > 0, lim, 1.0)
+            r = int(np.argmax(over))
+            k[int(np.argmax(np.where(k > 0, demand[:, r], -1.0)))] -= 1
+        gain = counts[g] * float(y @ k) - pi[g]
+        if gain > 1e-9 * max(1.0, abs(pi[g])) and not any(np.array_equal(k, c0) for c0 in columns[g]):
+            columns[g].append(k)
+            added = True
+    return added
 
 
 def capacity_scale(

@@ -18,8 +18,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
         360,
         "the compiled event loop: numba keeps its state in locals, helpers would pass ~40 arrays (its docstring)",
     ),
-    "theory/rms.py::_supportable_lp": (93, "one LP written out as in the paper"),
-    "theory/lotes.py::assignment_lp": (90, "one LP written out as in the paper"),
 }
 
 
