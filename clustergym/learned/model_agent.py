@@ -28,6 +28,7 @@ import numpy as np
 
 from clustergym.agent_api import AgentContext, AgentRequirements, agent_context
 from clustergym.errors import ConfigError, require_extra
+from clustergym.learned.observations import ObservationAdapter, observation_adapter
 from clustergym.validation import settings
 
 __all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
@@ -433,10 +434,10 @@ class ModelAgent:
 
     The agent feeds the policy the observation it was trained on (``model.json``: ``"observation"``,
     ``task`` for a run on a suite task, ``env`` for one on a scenario; older models: ``task`` when
-    they name a task): a model trained on a scenario and run on a suite task reads the environment's
-    own observation beneath the task's (a wrapper with ``observation_time_unit``, as
-    :class:`clustergym.suite.env.TaskEnv`), and one trained on a task and run on a scenario reads it
-    scaled as its task scales it (:func:`clustergym.envs.observation.scaled_observation`, with the time
+    they name a task) through the :attr:`adapter` chosen at :meth:`reset` from that metadata and the
+    agent's context (:func:`clustergym.learned.observations.observation_adapter`): a model trained on a
+    scenario and run on a suite task reads the environment's own observation beneath the task's, and
+    one trained on a task and run on a scenario reads it scaled as its task scales it (with the time
     unit ``model.json`` records as ``observation_time_unit``).  The policy never sees features scaled
     otherwise than in training.
 
@@ -458,9 +459,8 @@ class ModelAgent:
         self._policies: dict[Any, Any] = {}
         self._obs_space: Any = None
         self.rng = np.random.default_rng(0)
-        # which observation the policy was trained on (the class docstring), and how to get it here
-        self._trained_on = meta.get("observation") or ("task" if meta.get("task") else "env")
-        self._adapt: Any = None
+        # from the observation the agent is shown to the policy's, chosen at reset (the class docstring)
+        self.adapter: ObservationAdapter | None = None
         env_kwargs = meta.get("env_kwargs", {})
         self.rules: list[str] | None = None
         self._mode = env_kwargs.get("action_mode") or "head"  # unset: the default, head or admit (both two-level)
@@ -502,8 +502,9 @@ class ModelAgent:
         if not isinstance(context, AgentContext):  # an environment, from a script
             context = agent_context(context, seed)
         # the spaces of the env as the agent sees it (a wrapper may change the observation, as a suite task's does)
-        obs_space, act_space = context.observation_space, context.action_space
-        obs_space = self._observation_for(context, obs_space)
+        self.adapter = observation_adapter(self.meta, context, self.name)
+        obs_space: Any = self.adapter.space
+        act_space = context.action_space
         self.rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else seed, 0x5B3]))
         if self.rules is not None:
             from clustergym.learned.rule_select import rule_observation_space
@@ -532,30 +533,6 @@ class ModelAgent:
         if key not in self._policies:
             self._policies[key] = transfer_policy(self.model.policy, obs_space, act_space)
         self.policy = self._policies[key]
-
-    def _observation_for(self, context: AgentContext, space: Any) -> Any:
-        """The observation space the policy reads in ``context``; sets :attr:`_adapt`, the function from
-        the env's observation to the policy's (``None``: as it is)."""
-        from clustergym.envs.observation import scaled_observation, scaled_observation_space
-
-        self._adapt = None
-        scaled = context.observation_time_unit is not None  # the agent is shown a scaled observation (a task's)
-        base = context.base_observation
-        if self._trained_on == "env" and scaled and base is not None:  # the environment's own, beneath the scaled one
-            self._adapt = lambda _obs: base()
-            return context.base_observation_space
-        if self._trained_on == "task" and not scaled:  # scaled as the model's task scales it
-            tau = self.meta.get("observation_time_unit")
-            if tau is None:
-                raise ConfigError(
-                    "agent",
-                    f"{self.name}: this model learned on the scaled observation of {self.meta.get('task')} and "
-                    "its model.json does not record the time unit (observation_time_unit): run it on that task",
-                )
-            R, J = context.view.num_resources, context.view.num_types
-            self._adapt = lambda obs: scaled_observation(obs, R, J, float(tau))
-            return scaled_observation_space(space)
-        return space
 
     def _model_input(self, obs: dict[str, np.ndarray]) -> Any:
         if self.meta["policy"] != "mlp":
@@ -591,8 +568,8 @@ class ModelAgent:
         choose), else picks rule ``i`` by its policy on the observation with the rule mask and
         returns rule ``i``'s commands, one per call, until its WAIT -- the steps of
         :class:`~clustergym.learned.rule_select.RuleSelectEnv`, so the episodes are the same."""
-        if self._adapt is not None:
-            observation = self._adapt(observation)
+        if self.adapter is not None:
+            observation = self.adapter(observation)
         if self.rules is not None:
             return self._rule_command(observation, deterministic), None
         return self._choose(observation, deterministic), None

@@ -156,8 +156,7 @@ class OutsideModelAgent(ModelAgent):
         self.model, self.meta, self.obs_rms, self.name = None, meta, None, str(path)
         self._policies: dict[Any, Any] = {}
         self._obs_space: Any = None
-        self._adapt: Any = None
-        self._trained_on = "as-run"
+        self.adapter = None  # set at reset from meta["observation"]: the observation as the agent is shown it
         self.rules = None
         self._mode = env_kwargs.get("action_mode") or "head"
         self.rng = np.random.default_rng(0)
@@ -173,8 +172,10 @@ class OutsideModelAgent(ModelAgent):
         from gymnasium.spaces import flatten_space
 
         from clustergym.learned.model_agent import load_sb3_safely
+        from clustergym.learned.observations import observation_adapter
 
-        obs_space, act_space = context.observation_space, context.action_space
+        self.adapter = observation_adapter(self.meta, context, self.name)
+        obs_space, act_space = self.adapter.space, context.action_space
         space = flatten_space(obs_space) if self.algo_policy == "MlpPolicy" else obs_space
         _check_spaces(self.path, space, act_space)
         self.model = cached(
