@@ -5,7 +5,7 @@
 For each agent (a registered name or a saved model), on the task's first ``--seeds`` reference
 evaluation seeds: the arrivals of each job type and the share of them rejected, summed over the
 episodes. On ``autoscale-syn4`` this shows which VMs a learned policy keeps out to leave room for
-the large one (docs/learning_results.md, round 5). Prints a Markdown table, one row per type.
+the large one (experiments/log.md, round 5). Prints a Markdown table, one row per type.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Every image and relative link in README.md and docs/ points to a file of the repository, so a
-figure or page the docs show is never missing from a clean checkout."""
+"""Every image and relative link in README.md, docs/, experiments/ and the models' READMEs points to a
+file of the repository, so a figure or page the docs show is never missing from a clean checkout."""
 
 import re
 import subprocess
@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "experiments").glob("*.md")),
+    *sorted((ROOT / "models").rglob("README.md")),
+]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s#]+)(?:#[^)]*)?\)")
 
 

@@ -13,7 +13,7 @@ nothing in the score.
 
 Seeds come in two splits (:data:`SPLITS`), each with its own reference scores on its first
 :data:`REFERENCE_SEEDS` seeds: ``validation`` (:data:`EVAL_SEEDS`, the seeds the recipes of
-docs/learning_results.md were chosen on: develop, tune and select models there) and ``test``
+experiments/log.md were chosen on: develop, tune and select models there) and ``test``
 (:data:`TEST_SEEDS`, drawn fresh and held out: report final claims there, once the choice is made).
 Train on any other seed (``clustergym train`` seeds its environments with ``10_000 + 100 x seed + i``
 and then with 63-bit draws of their generators).
@@ -49,7 +49,7 @@ SUITE_VERSION = 1
 #: the validation split's evaluation seeds (never train on them; select models on them)
 EVAL_SEEDS = range(1_000_000, 1_000_100)
 #: the test split's evaluation seeds: held out, for final claims only (never train or select on them).
-#: Drawn fresh when the splits were introduced: no recipe of docs/learning_results.md saw them.
+#: Drawn fresh when the splits were introduced: no recipe of experiments/log.md saw them.
 TEST_SEEDS = range(2_000_000, 2_000_100)
 #: the splits and their seeds
 SPLITS: dict[str, range] = {"validation": EVAL_SEEDS, "test": TEST_SEEDS}

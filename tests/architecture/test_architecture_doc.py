@@ -160,3 +160,11 @@ def test_the_recipes_name_the_paths_a_family_is_checked_at():
         assert f"`{path}" in recipe, path
     names = re.findall(r"`(\w+)`\s\(", _section("One paper, one name").split(". The paper")[0])
     assert sorted(names) == _sibling("test_papers").FAMILIES
+
+
+def test_the_function_length_section_names_the_one_allowed_function():
+    """'The one exception is the compiled event loop ... it is the only entry of that test's allow list'."""
+    allowed = _sibling("test_function_length").ALLOWED
+    assert list(allowed) == ["core/fastpath.py::_loop"]
+    section = _section("Function length")
+    assert "The one exception is the compiled event loop" in section and "`_loop`" in section

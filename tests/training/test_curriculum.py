@@ -3,7 +3,7 @@
 Budgets are tiny: these tests check that each stage trains on what it says (the task's observation
 on a changed scenario, another number of servers), that the run records and resumes its stages,
 and that bad stages are refused before anything runs; not that a curriculum helps
-(docs/learning_results.md).
+(experiments/log.md, round 7).
 """
 
 from __future__ import annotations
