@@ -70,7 +70,7 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
     if c.index_active():  # large clusters: each row from the kernel's placement index (the same test)
         return np.stack([c.fit_mask(int(sim.jobs.type[j]), sim.jobs.demand[j]) for j in jobs])
     d = sim.jobs.demand[jobs]  # (K, R)
-    ok = (c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :]).all(axis=2)
+    ok = np.logical_and.reduce(c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :], axis=2)  # .all(axis=2)
     if c.any_slots:
         for i, j in enumerate(jobs):
             ok[i] |= c.slot_usable(int(sim.jobs.type[j]), sim.jobs.demand[j])
