@@ -143,7 +143,8 @@ class ActionMode(ABC):
         return list(islice(self.sim.queue, self.queue_window))
 
     def only_wait(self, mask: np.ndarray) -> bool:
-        return bool(mask[-1]) and not mask[:-1].any()
+        # = mask[-1] and not mask[:-1].any(): the first True is the last entry (argmax has no Python wrapper)
+        return bool(mask[-1]) and int(mask.argmax()) == mask.size - 1
 
     def nothing_to_decide(self) -> bool:
         """A cheap sufficient test that WAIT is the only valid action (False: build the mask)."""

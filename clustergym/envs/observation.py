@@ -172,6 +172,7 @@ class ObservationBuilder:
         self.raw_space = self.space
         self._raw = _FlatLayout(self.space)
         self._q_rows = 0  # queue-window rows holding a job in the buffer
+        self._rows = np.arange(queue_window)  # row indices of the queue window (fancy indexing)
         self._ev_server = -1  # the server flagged in event_server
         self._out = self._raw  # the layout handed out (the scaled one after use_scaling)
         self._time_unit = 0.0
@@ -287,12 +288,13 @@ class ObservationBuilder:
         else:  # the rows _job_features writes, for all window jobs at once (all are queued)
             jobs = sim.jobs
             R, J = sim.num_resources, sim.num_types
-            qjobs[:n, :R] = jobs.demand[ids] / self._scale
-            qjobs[np.arange(n), R + jobs.type[ids]] = 1.0
-            qjobs[:n, R + J] = jobs.weight[ids]
-            qjobs[:n, R + J + 1] = np.maximum(0.0, sim.now - jobs.arrival[ids])
+            at = np.array(ids)  # once, not at every fancy index below
+            qjobs[:n, :R] = jobs.demand[at] / self._scale
+            qjobs[self._rows[:n], R + jobs.type[at]] = 1.0
+            qjobs[:n, R + J] = jobs.weight[at]
+            qjobs[:n, R + J + 1] = np.maximum(0.0, sim.now - jobs.arrival[at])
             if self.clairvoyant:
-                qjobs[:n, R + J + 2] = jobs.work[ids]
+                qjobs[:n, R + J + 2] = jobs.work[at]
         if n:
             qmask[:n] = 1.0
 
@@ -445,6 +447,15 @@ class _FlatLayout:
         self.size = off
         self.buf = np.zeros((*batch, off), dtype=np.float32)
         self._bind()
+        #: ``(key, start, end, shape)`` per handed-out key in order (``start = -1``: the mask; ``shape=None``:
+        #: a 1-D key, the slice as it is)
+        self._emit_plan: list[tuple[str, int, int, tuple[int, ...] | None]] = [
+            (k, -1, -1, None)
+            if k == "action_mask"
+            else (k, *self.slices[k][:2], None if len(self.slices[k][2]) == 1 else (*batch, *self.slices[k][2]))
+            for k in self.keys
+            if k != "pair_scores"
+        ]
 
     def _bind(self) -> None:
         self.views = self.split(self.buf)
@@ -470,12 +481,11 @@ class _FlatLayout:
         """The observation: views of one copy of ``buf``, in the space's order, and ``mask`` as int8."""
         out = self.buf.copy()
         obs: dict[str, np.ndarray] = {}
-        for k in self.keys:
-            if k == "action_mask":
+        for k, a, b, shape in self._emit_plan:
+            if a < 0:
                 obs[k] = mask.astype(np.int8)
-            elif k != "pair_scores":
-                a, b, shape = self.slices[k]
-                obs[k] = out[..., a:b] if len(shape) == 1 else out[..., a:b].reshape(*self.batch, *shape)
+            else:
+                obs[k] = out[..., a:b] if shape is None else out[..., a:b].reshape(shape)
         return obs
 
 
