@@ -63,7 +63,7 @@ class SB3BatchedVecEnv(VecEnv):
         self._actions = actions
 
     def step_wait(self) -> Any:
-        obs, rewards, terms, truncs, _ = self.venv.step(self._actions)
+        obs, rewards, terms, truncs = self.venv.step_envs(self._actions)
         infos: list[dict[str, Any]] = []
         for i, info in enumerate(self.venv.env_infos):
             if terms[i] or truncs[i]:
