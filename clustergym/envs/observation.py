@@ -384,7 +384,7 @@ class Scaler:
 
     Args:
         sim: a simulator of the environment (its sizes).
-        queue_window: ``K``.
+        queue_window: ``K`` (the layout itself is read from the first observation it scales).
         time_unit: waiting times, work and rates are in this unit.
         batch: the leading dimensions of the views it is given (``()``: one observation).
     """
@@ -393,7 +393,6 @@ class Scaler:
         self.time_unit = float(time_unit)
         self.a = sim.num_resources + sim.num_types  # the weight column; waited time and work follow
         self.rate_factor = self.time_unit / sim.num_servers
-        self.K = queue_window
         self._plan: tuple[np.ndarray, int, int, int, int] | None = None
 
     def _make_plan(self, out: _FlatLayout) -> tuple[np.ndarray, int, int, int, int]:
