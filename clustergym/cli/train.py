@@ -38,9 +38,11 @@ _ENVS = typer.Option(
 )
 
 _VEC_ENV = typer.Option(
-    "dummy",
+    "batched",
     "--vec-env",
-    help="dummy (in-process, one batched forward pass; default) or subproc (a process per env)",
+    help="batched (default: in-process, the envs stepped as one batch with array operations; "
+    "action_mode=rule runs as dummy), dummy (SB3's DummyVecEnv, one env at a time) or subproc "
+    "(a process per env); all give the same trajectories",
 )
 
 _EVAL_HORIZON = typer.Option(None, "--eval-horizon", help="evaluation episode length (default: the training horizon)")

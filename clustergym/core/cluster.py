@@ -49,6 +49,12 @@ FIT_RTOL = 1e-9
 INDEX_MIN_SERVERS = 768
 
 
+def _all_last(ok: np.ndarray) -> np.ndarray:
+    """``ok.all(axis=-1)`` without ``ndarray.all``'s Python-level wrapper (a few µs on the tiny arrays
+    of a step)."""
+    return np.logical_and.reduce(ok, axis=-1)
+
+
 def fit_limit(capacity: np.ndarray) -> np.ndarray:
     """What a fit is checked against: ``load + demand <= fit_limit(capacity)`` in every resource, with
     ``fit_limit(c) = c * (1 + FIT_RTOL) + 1e-12`` (float64).  Agents that check fits themselves use
@@ -214,7 +220,7 @@ class Cluster:
 
     def fits_free(self, demand: np.ndarray) -> np.ndarray:
         """``(L,)`` bool: servers whose free capacity holds ``demand`` (R,)."""
-        return (self.load + demand <= self._limit).all(axis=1)
+        return _all_last(self.load + demand <= self._limit)
 
     def fits_free_at(self, server: int, demand: np.ndarray) -> bool:
         return bool((self.load[server] + demand <= self._limit[server]).all())
@@ -241,7 +247,7 @@ class Cluster:
 
     def fit_rows(self, job_types: np.ndarray, demands: np.ndarray) -> np.ndarray:
         """``(n, L)`` bool: :meth:`fits` of ``n`` jobs at once (``job_types`` ``(n,)``, ``demands`` ``(n, R)``)."""
-        ok = (self.load[None] + demands[:, None] <= self._limit[None]).all(axis=2)
+        ok = _all_last(self.load[None] + demands[:, None] <= self._limit[None])
         if self.any_slots:
             for i, (t, d) in enumerate(zip(job_types.tolist(), demands)):
                 ok[i] |= self.slot_usable(t, d)

@@ -70,7 +70,7 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
     if c.index_active():  # large clusters: each row from the kernel's placement index (the same test)
         return np.stack([c.fit_mask(int(sim.jobs.type[j]), sim.jobs.demand[j]) for j in jobs])
     d = sim.jobs.demand[jobs]  # (K, R)
-    ok = (c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :]).all(axis=2)
+    ok = np.logical_and.reduce(c.load[None, :, :] + d[:, None, :] <= c._limit[None, :, :], axis=2)  # .all(axis=2)
     if c.any_slots:
         for i, j in enumerate(jobs):
             ok[i] |= c.slot_usable(int(sim.jobs.type[j]), sim.jobs.demand[j])
@@ -143,7 +143,8 @@ class ActionMode(ABC):
         return list(islice(self.sim.queue, self.queue_window))
 
     def only_wait(self, mask: np.ndarray) -> bool:
-        return bool(mask[-1]) and not mask[:-1].any()
+        # = mask[-1] and not mask[:-1].any(): the first True is the last entry (argmax has no Python wrapper)
+        return bool(mask[-1]) and int(mask.argmax()) == mask.size - 1
 
     def nothing_to_decide(self) -> bool:
         """A cheap sufficient test that WAIT is the only valid action (False: build the mask)."""

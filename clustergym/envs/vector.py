@@ -151,6 +151,13 @@ class BatchedVectorEnv(VectorEnv):
         return self._observations(), infos
 
     def step(self, actions: Any):
+        obs, rewards, terms, truncs = self.step_envs(actions)
+        return obs, rewards, terms, truncs, self._batch_infos()
+
+    def step_envs(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`step` without gathering the infos into Gymnasium's vector layout: ``(obs, rewards,
+        terminations, truncations)``, each environment's own info in :attr:`env_infos` (what SB3's adapter
+        reads; the layout took 7 % of a suite task's batch step in a profile)."""
         n = self.num_envs
         rewards = np.zeros(n, dtype=np.float64)
         terms = np.zeros(n, dtype=bool)
@@ -174,7 +181,7 @@ class BatchedVectorEnv(VectorEnv):
                         self._ended[i] = True
             self.env_infos[i] = info
             self._refresh(i)
-        return self._observations(), rewards, terms, truncs, self._batch_infos()
+        return self._observations(), rewards, terms, truncs
 
     def _batch_infos(self) -> dict[str, Any]:
         """The environments' infos in Gymnasium's vector layout (``info[key][i]``, ``info["_" + key][i]``: env

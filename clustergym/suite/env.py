@@ -75,11 +75,7 @@ def window_metrics(env: Any) -> dict[str, Any]:
     inner = env.unwrapped
     sim = inner.sim
     obj = objective(inner.objective)
-    integral = float(getattr(sim.integrals, obj.integral))
-    horizon = float(sim.horizon)
-    complete = bool(sim.truncated or sim.terminated)
-    window = horizon if complete and math.isfinite(horizon) else float(sim.now)
-    value = integral / window if window > 0 else 0.0
+    value, window, complete = _window_value(sim, obj.integral)
     return {
         "score": obj.sign * value,
         "metric": obj.metric,
@@ -92,6 +88,15 @@ def window_metrics(env: Any) -> dict[str, Any]:
         "rejected": int(sim.n_rejected),
         "queued_at_end": int(sim.n_queued),
     }
+
+
+def _window_value(sim: Any, integral_name: str) -> tuple[float, float, bool]:
+    """``(value, window, complete)`` of :func:`window_metrics`: the integral ``integral_name`` over the window."""
+    integral = float(getattr(sim.integrals, integral_name))
+    horizon = float(sim.horizon)
+    complete = bool(sim.truncated or sim.terminated)
+    window = horizon if complete and math.isfinite(horizon) else float(sim.now)
+    return (integral / window if window > 0 else 0.0), window, complete
 
 
 class TaskEnv(gym.Wrapper):
@@ -109,6 +114,7 @@ class TaskEnv(gym.Wrapper):
         if not isinstance(inner, ClusterEnv) or not isinstance(space, gym.spaces.Dict):
             raise TypeError(f"a task's environment is a ClusterEnv with its Dict observation, got {env!r}")
         self._inner = inner
+        self._objective = objective(inner.objective)
         #: the time unit of the scaled observation this wrapper shows (a trained model looks for it)
         self.observation_time_unit = float(task.time_unit)
         # the env builds the scaled observation itself, in its builder's buffers (no second pass here);
@@ -129,10 +135,13 @@ class TaskEnv(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._carry:
             reward, self._carry = float(reward) + self._carry, 0.0
-        m = window_metrics(self.env)
-        info["score"] = m["score"]
         if terminated or truncated:
+            m = window_metrics(self.env)
+            info["score"] = m["score"]
             info["task"] = {"id": self.task.id, **m}
+        else:  # the score alone, as window_metrics computes it
+            obj = self._objective
+            info["score"] = obj.sign * _window_value(self._inner.sim, obj.integral)[0]
         return obs, reward, terminated, truncated, info
 
     def task_metrics(self) -> dict[str, Any]:

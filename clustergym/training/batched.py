@@ -1,14 +1,15 @@
 """Training on the batched vector environment: an SB3 ``VecEnv`` over :class:`~clustergym.envs.vector.BatchedVectorEnv`.
 
-:func:`make_batched_venv` is the one function training needs: ``N`` environments of a suite task or a
-scenario, stepped in one process with their observations built as arrays, seen by SB3 as a ``VecEnv``
+:func:`batched_vec_env` is what ``clustergym train`` steps its in-process environments with (its default
+``--vec-env batched``, :func:`clustergym.training.train.build_venv`); :func:`make_batched_venv` makes ``N``
+environments of a suite task or a scenario that way: stepped in one process with their observations built as arrays, seen by SB3 as a ``VecEnv``
 (episode statistics through SB3's ``VecMonitor``; masks through ``env_method("action_masks")``, which
 MaskablePPO calls, answered from the batch's ``(N, M)`` mask array).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
 from clustergym.envs.vector import BatchedVectorEnv
 
-__all__ = ["SB3BatchedVecEnv", "make_batched_venv"]
+__all__ = ["SB3BatchedVecEnv", "batched_vec_env", "make_batched_venv"]
 
 
 class SB3BatchedVecEnv(VecEnv):
@@ -62,7 +63,7 @@ class SB3BatchedVecEnv(VecEnv):
         self._actions = actions
 
     def step_wait(self) -> Any:
-        obs, rewards, terms, truncs, _ = self.venv.step(self._actions)
+        obs, rewards, terms, truncs = self.venv.step_envs(self._actions)
         infos: list[dict[str, Any]] = []
         for i, info in enumerate(self.venv.env_infos):
             if terms[i] or truncs[i]:
@@ -108,6 +109,20 @@ class SB3BatchedVecEnv(VecEnv):
         return super().seed(seed)
 
 
+def batched_vec_env(
+    env_fns: Sequence[Callable[[], Any]], seed: int | None = None, *, flatten: bool = False, monitor: bool = True
+) -> VecEnv:
+    """The environments ``env_fns`` make (each a :class:`~clustergym.envs.ClusterEnv`, wrapped or not, without
+    Gymnasium's env checker: :class:`BatchedVectorEnv`'s condition) as one SB3 ``VecEnv`` stepped in this
+    process (:class:`SB3BatchedVecEnv`), in SB3's ``VecMonitor`` unless ``monitor=False``; ``seed``:
+    environment ``i``'s first reset is seeded ``seed + i`` (SB3's ``VecEnv.seed``, as ``DummyVecEnv``).
+    ``flatten``: flat observations, for the ``mlp`` policy."""
+    venv: VecEnv = SB3BatchedVecEnv(BatchedVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP), flatten=flatten)
+    if seed is not None:
+        venv.seed(seed)
+    return VecMonitor(venv) if monitor else venv
+
+
 def make_batched_venv(
     task_or_scenario: str,
     n_envs: int,
@@ -119,9 +134,7 @@ def make_batched_venv(
 ) -> VecEnv:
     """``n_envs`` environments of a suite task (a name or id: ``gymnasium.make`` of its id) or a scenario
     (:func:`clustergym.envs.make_env`, ``env_kwargs`` then also its preset parameters) as one SB3 ``VecEnv``
-    stepped in this process (:class:`SB3BatchedVecEnv`), in SB3's ``VecMonitor`` unless ``monitor=False``;
-    ``seed``: environment ``i``'s first reset is seeded ``seed + i`` (SB3's ``VecEnv.seed``).
-    ``flatten``: flat observations, for the ``mlp`` policy."""
+    (:func:`batched_vec_env`: ``seed``, ``flatten`` and ``monitor`` as there)."""
     import gymnasium
 
     from clustergym.envs import make_env
@@ -134,7 +147,4 @@ def make_batched_venv(
         fns = [lambda: gymnasium.make(t.id, disable_env_checker=True, **env_kwargs) for _ in range(n)]
     else:
         fns = [lambda: make_env(task_or_scenario, **env_kwargs) for _ in range(n)]
-    venv: VecEnv = SB3BatchedVecEnv(BatchedVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP), flatten=flatten)
-    if seed is not None:
-        venv.seed(seed)
-    return VecMonitor(venv) if monitor else venv
+    return batched_vec_env(fns, seed, flatten=flatten, monitor=monitor)

@@ -30,7 +30,7 @@ __all__ = ["TrainConfig", "resumed_config", "recorded_config", "POLICIES", "VEC_
 #: policy kinds accepted by ``--policy``
 POLICIES = ("mlp", "equivariant")
 #: how the training envs run (``--vec-env``)
-VEC_ENVS = ("dummy", "subproc")
+VEC_ENVS = ("batched", "dummy", "subproc")
 #: how this invocation runs, not what it trains: not recorded in ``model.json``, not restored by ``--resume``
 RUN_FIELDS = ("out", "overwrite", "resume", "progress_bar", "verbose")
 
@@ -50,8 +50,10 @@ class TrainConfig:
     timesteps: int | None = None
     #: environments per rollout; ``None``: 16 in-process ones, or the available cores with ``vec_env="subproc"``
     n_envs: int | None = None
-    #: ``dummy`` (in-process, one batched forward pass for all envs) or ``subproc`` (a process per env)
-    vec_env: str = "dummy"
+    #: ``batched`` (in-process, the envs stepped as one batch, :class:`~clustergym.envs.vector.BatchedVectorEnv`;
+    #: the ``rule`` action mode runs as ``dummy``), ``dummy`` (SB3's ``DummyVecEnv``, in-process, one env at
+    #: a time) or ``subproc`` (a process per env); every one gives the same trajectories for the same seeds
+    vec_env: str = "batched"
     #: seeds the model and the training envs (training episodes use seeds from 10,000 + 100 x seed)
     seed: int = 0
     #: ``--set`` pairs: scenario parameters, env settings (``action_mode``, ``horizon``, ...),

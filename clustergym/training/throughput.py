@@ -34,9 +34,9 @@ class TrainingConfig:
         algo: ``maskable-ppo``, ``ppo`` or ``a2c``.
         policy: ``equivariant`` or ``mlp``.
         n_envs: environments stepped per policy forward pass.
-        vec_env: ``dummy`` (in-process, one batched forward pass over the ``n_envs`` envs),
-            ``subproc`` (one process per env) or ``batched`` (in-process, the observations built for the
-            batch: :func:`clustergym.training.batched.make_batched_venv`).
+        vec_env: ``dummy`` (SB3's ``DummyVecEnv``: in-process, one env at a time, one batched forward pass
+            over the ``n_envs`` envs), ``subproc`` (one process per env) or ``batched`` (``clustergym
+            train``'s default: in-process, stepped as one batch, :func:`clustergym.training.train.build_venv`).
         n_steps: rollout length per env (a rollout holds ``n_envs x n_steps`` steps).
         batch_size: PPO minibatch size.
         n_epochs: passes over each rollout.
@@ -90,16 +90,7 @@ def _learner(cfg: TrainingConfig, seed: int) -> tuple[Any, Any]:
     else:
         env_kwargs = {"action_mode": default_action_mode(resolve_scenario(cfg.task).queueing), "horizon": 200.0}
         name = cfg.task
-    if cfg.vec_env == "batched":  # one process, observations built for the batch (clustergym.envs.vector)
-        from clustergym.agent_api import AgentRequirements
-        from clustergym.training.batched import make_batched_venv
-
-        extra = {} if t is not None else {"epochs": AgentRequirements().epochs, "skip_trivial": True}
-        venv = make_batched_venv(
-            name, cfg.n_envs, seed=10_000 + 100 * seed, flatten=cfg.policy == "mlp", **extra, **env_kwargs
-        )
-    else:
-        venv = build_venv(name, {}, env_kwargs, cfg.policy, cfg.n_envs, cfg.vec_env, seed)
+    venv = build_venv(name, {}, env_kwargs, cfg.policy, cfg.n_envs, cfg.vec_env, seed)
     venv = VecNormalize(venv, norm_obs=cfg.policy == "mlp", norm_reward=True)
     algo_kwargs: dict[str, Any] = {"n_steps": cfg.n_steps}
     if cfg.algo != "a2c":

@@ -81,6 +81,8 @@ __all__ = [
     "Setup",
     "setup",
     "make_train_env",
+    "inner_train_env",
+    "batched_applies",
     "build_venv",
     "new_model",
     "split_params",
@@ -143,15 +145,33 @@ def make_train_env(
     seed: int | None = None,
     stage_params: dict[str, Any] | None = None,
 ) -> Any:
-    """One training env: the scenario with the epochs a trained agent is evaluated with (a suite
-    task: ``gymnasium.make`` of its id; ``action_mode="rule"``: a
-    :class:`~clustergym.learned.rule_select.RuleSelectEnv` on it, choosing among ``rules``), wrapped in ``FlattenObservation`` for the ``mlp`` policy and
-    in SB3's ``Monitor`` (episode stats).  ``stage_params``: a curriculum stage's scenario parameters
-    (on a suite task, its environment on the changed scenario:
-    :func:`clustergym.training.curriculum.make_stage_env`)."""
+    """One training env: :func:`inner_train_env` wrapped in ``FlattenObservation`` for the ``mlp`` policy
+    and in SB3's ``Monitor`` (episode stats); ``seed``: reset once with it."""
     from gymnasium.wrappers import FlattenObservation
     from stable_baselines3.common.monitor import Monitor
 
+    env = inner_train_env(scenario, scenario_params, env_kwargs, stage_params)
+    if policy == "mlp":
+        env = FlattenObservation(env)
+    env = Monitor(env)
+    if seed is not None:
+        env.reset(seed=seed)
+    return env
+
+
+def inner_train_env(
+    scenario: str,
+    scenario_params: dict[str, Any],
+    env_kwargs: dict[str, Any],
+    stage_params: dict[str, Any] | None = None,
+    env_checker: bool = True,
+) -> Any:
+    """The scenario's environment with the epochs a trained agent is evaluated with (a suite
+    task: ``gymnasium.make`` of its id; ``action_mode="rule"``: a
+    :class:`~clustergym.learned.rule_select.RuleSelectEnv` on it, choosing among ``rules``).  ``stage_params``: a
+    curriculum stage's scenario parameters (on a suite task, its environment on the changed scenario:
+    :func:`clustergym.training.curriculum.make_stage_env`).  ``env_checker=False``: without Gymnasium's
+    passive env checker (the batched vector environment's condition; it checks nothing a trajectory depends on)."""
     from clustergym.envs import make_env
     from clustergym.suite import find_task
 
@@ -163,33 +183,26 @@ def make_train_env(
 
         if env_kwargs.get("action_mode") == "rule":
             raise ConfigError("curriculum", "the rule mode trains on the task itself: no stages (--stage) with it")
-        env = make_stage_env(t, stage_params, env_kwargs)
-    elif env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
+        return make_stage_env(t, stage_params, env_kwargs)
+    if env_kwargs.get("action_mode") == "rule":  # a policy choosing among rules (rule_select)
         from clustergym.learned.rule_select import make_rule_select_env
 
         rest = {k: v for k, v in env_kwargs.items() if k not in ("action_mode", "rules")}
         bound = t.max_episode_steps if t is not None else None
-        env = make_rule_select_env(
+        return make_rule_select_env(
             t if t is not None else scenario,
             env_kwargs.get("rules"),
             max_episode_steps=bound,
             **rest,
             **scenario_params,
         )
-    elif t is not None:
+    if t is not None:
         import gymnasium
 
-        env = gymnasium.make(t.id, **env_kwargs)
-    else:
-        env = make_env(
-            scenario, epochs=AgentRequirements().epochs, **{"skip_trivial": True, **env_kwargs}, **scenario_params
-        )
-    if policy == "mlp":
-        env = FlattenObservation(env)
-    env = Monitor(env)
-    if seed is not None:
-        env.reset(seed=seed)
-    return env
+        return gymnasium.make(t.id, disable_env_checker=not env_checker, **env_kwargs)
+    return make_env(
+        scenario, epochs=AgentRequirements().epochs, **{"skip_trivial": True, **env_kwargs}, **scenario_params
+    )
 
 
 def policy_spec(
@@ -206,6 +219,13 @@ def policy_spec(
     return cls, {"action_mode": action_mode, "hidden": hidden, "use_time": False, **policy_params}
 
 
+def batched_applies(env_kwargs: dict[str, Any]) -> bool:
+    """Whether ``--vec-env batched`` steps these envs as one batch: every in-process env (a scenario, a suite
+    task, each curriculum stage) except the ``rule`` mode's (a policy choosing among rules sees other masks
+    than the cluster environment's), which runs as ``dummy``."""
+    return env_kwargs.get("action_mode") != "rule"
+
+
 def build_venv(
     scenario: str,
     scenario_params: dict[str, Any],
@@ -216,17 +236,28 @@ def build_venv(
     seed: int,
     stage_params: dict[str, Any] | None = None,
 ) -> Any:
-    """The ``n_envs`` training envs (in-process, or one process each with ``vec_env="subproc"``),
-    seeded so that training episodes never reuse the evaluation seeds 0, 1, ...; not normalised.
-    ``stage_params``: a curriculum stage's scenario parameters (:func:`make_train_env`)."""
+    """The ``n_envs`` training envs, seeded so that training episodes never reuse the evaluation seeds 0,
+    1, ...; not normalised.  ``vec_env``: ``batched`` (in-process, stepped as one batch:
+    :func:`clustergym.training.batched.batched_vec_env`, where :func:`batched_applies`; else as ``dummy``),
+    ``dummy`` (SB3's ``DummyVecEnv``) or ``subproc`` (a process per env).  The three give the same
+    trajectories for the same seeds (tests/training/test_batched_train.py).  ``stage_params``: a curriculum
+    stage's scenario parameters (:func:`make_train_env`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    first_seed = 10_000 + 100 * seed
+    if vec_env == "batched" and batched_applies(env_kwargs):
+        from clustergym.training.batched import batched_vec_env
+
+        inner = functools.partial(
+            inner_train_env, scenario, scenario_params, env_kwargs, stage_params, env_checker=False
+        )
+        return batched_vec_env([inner] * n_envs, first_seed, flatten=policy == "mlp")
     factories: list[Any] = [
         functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy, stage_params=stage_params)
         for _ in range(n_envs)
     ]
     venv = SubprocVecEnv(factories) if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
-    venv.seed(10_000 + 100 * seed)
+    venv.seed(first_seed)
     return venv
 
 

@@ -57,7 +57,7 @@ def test_ppo_defaults_and_overrides(tmp_path):
     meta = json.loads((tmp_path / "r" / "model.json").read_text())
     # --set wins over the defaults; the rest of the defaults are recorded
     assert meta["algo_kwargs"] == {"n_steps": 32, "batch_size": 512, "n_epochs": 4}
-    assert meta["vec_env"] == "dummy" and meta["n_envs"] == 2
+    assert meta["vec_env"] == "batched" and meta["n_envs"] == 2  # clustergym train's default
 
 
 @pytest.mark.parametrize(("policy", "hidden"), [("equivariant", 32), ("mlp", 32)])
