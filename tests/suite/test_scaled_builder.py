@@ -9,11 +9,15 @@ import pytest
 
 from clustergym.envs.observation import scaled_observation
 from clustergym.suite.tasks import task, task_names
+from clustergym.traces.paths import TraceNotFoundError
 
 
 @pytest.mark.parametrize("name", task_names())
 def test_the_builders_scaling_is_scaled_observation(name):
-    env = gym.make(f"clustergym/{name}-v1")
+    try:
+        env = gym.make(f"clustergym/{name}-v1")
+    except TraceNotFoundError as e:  # a trace task: found the way a user's would be (CLUSTERGYM_TRACES)
+        pytest.skip(f"{name} needs the real traces: {e}")
     inner, t = env.unwrapped, task(name)
     sim = inner.sim
     rng = np.random.default_rng(0)
