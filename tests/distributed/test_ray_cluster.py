@@ -1,16 +1,20 @@
-"""``compare`` and ``benchmark`` on a Ray cluster of three nodes that loses one, and whose driver dies.
+"""``compare``, ``benchmark`` and a training sweep on a Ray cluster that loses nodes, and whose driver dies.
 
-One local cluster for the whole module (:class:`ray.cluster_utils.Cluster`, what Ray's own tests use:
-a head and two worker nodes on this machine, each its own raylet with its own node id and 1 CPU, so
-tasks spread over all three and one node can be killed -- its raylet and its workers -- without
-touching the others; ``ray start`` subprocesses would do the same with more start-up time and no
-handle to kill one node by).  This process is the driver of the in-process commands (``--ray`` reuses
-its connection); a killed driver is a ``python -m clustergym`` subprocess.
+One local cluster for the whole module (:class:`ray.cluster_utils.Cluster`, what Ray's own tests use):
+a head and two worker nodes on this machine, each its own raylet with its own node id and 1 CPU (the
+head 0 CPUs: every task runs on a worker node), so a node can be killed -- its raylet and its workers
+-- without touching the others; ``ray start`` subprocesses would do the same with more start-up time
+and no handle to kill one node by.  A test that finds a worker node lost by an earlier one adds a
+fresh node first, as an autoscaler would.  This process is the driver of the in-process commands
+(``--ray`` reuses its connection); a killed driver is a ``python -m clustergym`` subprocess.
 
-* a node killed while one of its workers runs an episode: every cell finishes (Ray runs the lost
-  task again elsewhere: ``max_retries``) and the tables equal the local run's;
+* a worker node killed while it runs an episode (its process title, ``ray::run_cell``, says so):
+  every cell finishes (Ray runs the lost task again elsewhere: ``max_retries``) and the tables
+  equal the local run's;
 * the driver killed (SIGKILL) after some episodes are kept: ``--resume`` runs only the missing ones,
-  keeps the others' rows untouched, and the tables equal the local run's.
+  keeps the others' rows untouched, and the tables equal the local run's;
+* a training sweep of two seeds, a node killed once both runs have a checkpoint: the lost run
+  resumes from its checkpoint on another node, and the run that was not lost is the sequential run.
 
 Skipped when ray is not installed.
 """
@@ -41,19 +45,20 @@ from clustergym.cli import app  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
-COMPARE = ["compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "4", "--horizon", "100"]
-BENCHMARK = ["benchmark", "first-fit", "best-fit", "--tasks", "rms-trap", "--seeds", "6"]
+COMPARE = ["compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "4", "--horizon", "50"]
+BENCHMARK = ["benchmark", "first-fit", "best-fit", "--tasks", "rms-trap", "--seeds", "8"]
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head and two worker nodes (1 CPU each), this process connected as a driver."""
+    """A head (no CPU for tasks) and two worker nodes (1 CPU each), this process connected as a driver."""
     if ray.is_initialized():  # another module's local instance: this module needs its own cluster
         ray.shutdown()
     old = os.environ.get("PYTHONPATH")
     # the nodes' workers import this tree's clustergym (the raylets pass this environment on)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), old) if p)
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    # the head runs the cluster and no task (num_cpus=0): every episode runs on a worker node
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     workers = [c.add_node(num_cpus=1) for _ in range(2)]
     c.wait_for_nodes()
     ray.init(address=c.address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
@@ -91,30 +96,40 @@ def _kept(folder: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
 
 
-def _running_episode(node) -> bool:
-    """Whether one of the node's worker processes is running an episode (Ray titles it ray::run_cell)."""
-    raylet = node.all_processes["raylet"][0].process.pid
+def _running(node, task: str) -> bool:
+    """Whether one of the node's worker processes runs ``task`` (Ray titles it ray::FUNCTION)."""
     try:
-        return any("ray::run_cell" in " ".join(p.cmdline()) for p in psutil.Process(raylet).children(recursive=True))
-    except psutil.Error:
+        raylet = node.all_processes["raylet"][0].process.pid
+        return any(task in " ".join(p.cmdline()) for p in psutil.Process(raylet).children(recursive=True))
+    except (psutil.Error, KeyError, IndexError):  # a process gone meanwhile; a node already removed
         return False
 
 
 class _Killer(threading.Thread):
-    """Kills ``node`` (its raylet and workers) once ``folder`` keeps a row and the node runs an episode."""
+    """Kills one of ``nodes`` (its raylet and workers) as soon as it runs ``task`` (default: an
+    episode) once ``ready()`` (default: at once); ``killed_at``: the rows ``folder`` kept by then."""
 
-    def __init__(self, c: Cluster, node, folder: Path):
+    def __init__(self, c: Cluster, nodes: list, folder: Path, task: str = "ray::run_cell", ready=None):
         super().__init__(daemon=True)
-        self.c, self.node, self.folder, self.killed_at = c, node, folder, None
+        self.c, self.nodes, self.folder, self.killed_at = c, nodes, folder, None
+        self.task, self.ready = task, ready or (lambda: True)
 
     def run(self) -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if _kept(self.folder) and _running_episode(self.node):
+            busy = [n for n in self.nodes if _running(n, self.task)] if self.ready() else []
+            if busy:
                 self.killed_at = len(_kept(self.folder))
-                self.c.remove_node(self.node, allow_graceful=False)
+                self.c.remove_node(busy[0], allow_graceful=False)
                 return
             time.sleep(0.02)
+
+
+def _two_workers(c: Cluster) -> list:
+    """The live worker nodes, a fresh one added when a test before lost one (as an autoscaler would)."""
+    while len(c.worker_nodes) < 2:
+        c.add_node(num_cpus=1)
+    return list(c.worker_nodes)
 
 
 def _compare_tables(a: Path, b: Path) -> None:
@@ -131,13 +146,11 @@ def _benchmark_tables(a: Path, b: Path) -> None:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
-@pytest.mark.parametrize(
-    ("command", "check", "node"), [(COMPARE, _compare_tables, 0), (BENCHMARK, _benchmark_tables, 1)]
-)
-def test_a_lost_node_loses_no_cell(cluster, local, tmp_path, command, check, node):
-    c, workers = cluster
+@pytest.mark.parametrize(("command", "check"), [(COMPARE, _compare_tables), (BENCHMARK, _benchmark_tables)])
+def test_a_lost_node_loses_no_cell(cluster, local, tmp_path, command, check):
+    c, _ = cluster
     out = tmp_path / "run"
-    killer = _Killer(c, workers[node], out)
+    killer = _Killer(c, _two_workers(c), out)
     killer.start()
     rc, err = _cli(*command, "--ray", c.address, "--out", str(out))
     killer.join(timeout=5)
@@ -170,3 +183,43 @@ def test_a_killed_driver_resumes_only_the_missing_cells(cluster, local, tmp_path
     assert sorted(after) == list(range(total)) and len(_kept(out)) == total  # each missing cell ran once
     assert all(after[i] == row for i, row in before.items())  # the kept cells did not run again
     check(local / command[0], out)
+
+
+SWEEP = ["--timesteps", "512", "--envs", "2", "--set", "algo.n_steps=32", "--set", "algo.batch_size=32"]
+SWEEP += ["--set", "algo.n_epochs=1", "--set", "horizon=3", "--set", "num_servers=4"]
+
+
+def _policy(model: Path) -> dict:
+    import io
+    import zipfile
+
+    import torch
+
+    with zipfile.ZipFile(model) as z:
+        return torch.load(io.BytesIO(z.read("policy.pth")), map_location="cpu")
+
+
+def test_a_training_sweep_survives_a_lost_node_and_its_runs_are_the_sequential_runs(cluster, tmp_path):
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
+    import torch
+
+    from clustergym.training.train import train
+
+    c, _ = cluster
+    nodes = _two_workers(c)  # the two runs train at once, one per worker node
+    out = tmp_path / "sweep"
+    ready = lambda: all(list(out.glob(f"s{s}/checkpoints/*.zip")) for s in (0, 1))  # noqa: E731
+    killer = _Killer(c, nodes, out, task="ray::train_run", ready=ready)
+    killer.start()
+    rc, err = _cli("train", "ec2", "--seeds", "0-1", "--ray", c.address, "--out", str(out), "--json", *SWEEP)
+    killer.join(timeout=5)
+    assert rc == 0, err
+    assert killer.killed_at is not None, "the node was not killed while it trained a run"
+    runs = json.loads((out / "sweep.json").read_text())["runs"]
+    assert sorted(r["status"] for r in runs.values()) == ["resumed", "trained"]  # the lost run went on
+    assert all(r["timesteps"] == 512 for r in runs.values())
+    (seed,) = [int(k[1:]) for k, r in runs.items() if r["status"] == "trained"]
+    settings = {"algo.n_steps": 32, "algo.batch_size": 32, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4}
+    alone = train("ec2", timesteps=512, n_envs=2, seed=seed, out=tmp_path / "alone", verbose=False, **settings)
+    a, b = _policy(out / f"s{seed}" / "model.zip"), _policy(alone)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # the run Ray kept is the sequential run
