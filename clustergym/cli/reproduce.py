@@ -40,6 +40,14 @@ def reproduce_cmd(
         "lotes.instances, lotes.google_n, "
         "autoscale.google_servers, autoscale.google_n; see the README",
     ),
+    paper_scale: bool = typer.Option(
+        False,
+        "--paper-scale",
+        help="every size setting at the paper's value (lotes.machines=1000, lotes.horizon=100, "
+        "lotes.instances=5; rms.google_n=0, rms.google_scalings=0.5,0.75,1,1.25,1.5; "
+        "autoscale.google_servers=1000, autoscale.google_n=0); --set still sets one; CPU-hours per "
+        "claim: a job for --ray (docs/distributed.md, costs in docs/performance.md)",
+    ),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
@@ -64,6 +72,7 @@ def reproduce_cmd(
             scale=scale,
             progress=not quiet,
             settings=ReproduceConfig.parse_sets(set_),
+            paper_scale=paper_scale,
         )
         if not claims and not all_:
             load_claims()

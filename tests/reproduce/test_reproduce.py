@@ -255,3 +255,18 @@ def test_autoscale_trace_settings_reach_the_runs():
     assert r["passed"] is True and all(
         v < m["reward_rate"]["upper-bound"] for k, v in m["reward_rate"].items() if k != "upper-bound"
     )
+
+
+def test_paper_scale_sets_every_size_to_the_papers_and_set_still_wins():
+    from clustergym.reproduce.lotes import _phi_cell
+
+    paper = ReproduceConfig(paper_scale=True, settings={"lotes.instances": 3})
+    assert [paper.get(n) for n in ("lotes.machines", "lotes.horizon", "lotes.instances")] == [1000, 100.0, 3]
+    assert paper.get("rms.google_n") == 0 and paper.get("rms.google_scalings") == (0.5, 0.75, 1.0, 1.25, 1.5)
+    assert paper.get("autoscale.google_servers") == 1000 and paper.get("autoscale.google_n") == 0
+    params = dict(_phi_cell(paper, "lotes", 0.015, 0).params)  # the Fig. 11 cells at the paper's size
+    assert params["machines_per_config"] == 1000 and params["horizon"] == 100.0
+    default = ReproduceConfig()
+    assert all(default.get(n) == SETTINGS[n].default for n in SETTINGS)
+    code, out, _ = _cli("reproduce", "--paper-scale", "--json")  # no claim: the listing, nothing runs
+    assert code == 0 and any(c["id"] == "lotes-phi-ordering" for c in json.loads(out))
