@@ -11,6 +11,15 @@ from clustergym._json import jsonable as _jsonable
 from clustergym.cli._common import fail, format_option, print_json, print_table
 from clustergym.errors import ClusterGymError
 
+_PAPER_SCALE = typer.Option(
+    False,
+    "--paper-scale",
+    help="every size setting at the paper's value (lotes.machines=1000, lotes.horizon=100, "
+    "lotes.instances=5; rms.google_n=0, rms.google_scalings=0.5,0.75,1,1.25,1.5; "
+    "autoscale.google_servers=1000, autoscale.google_n=0); --set still sets one; CPU-hours per "
+    "claim: a job for --ray (docs/distributed.md, costs in docs/performance.md)",
+)
+
 
 def reproduce_cmd(
     claims: list[str] = typer.Argument(None, help="claim ids (default: all)"),
@@ -40,14 +49,7 @@ def reproduce_cmd(
         "lotes.instances, lotes.google_n, "
         "autoscale.google_servers, autoscale.google_n; see the README",
     ),
-    paper_scale: bool = typer.Option(
-        False,
-        "--paper-scale",
-        help="every size setting at the paper's value (lotes.machines=1000, lotes.horizon=100, "
-        "lotes.instances=5; rms.google_n=0, rms.google_scalings=0.5,0.75,1,1.25,1.5; "
-        "autoscale.google_servers=1000, autoscale.google_n=0); --set still sets one; CPU-hours per "
-        "claim: a job for --ray (docs/distributed.md, costs in docs/performance.md)",
-    ),
+    paper_scale: bool = _PAPER_SCALE,
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
