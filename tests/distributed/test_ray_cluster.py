@@ -1,12 +1,14 @@
 """``compare``, ``benchmark`` and a training sweep on a Ray cluster that loses nodes, and whose driver dies.
 
-One local cluster for the whole module (:class:`ray.cluster_utils.Cluster`, what Ray's own tests use):
-a head and two worker nodes on this machine, each its own raylet with its own node id and 1 CPU (the
-head 0 CPUs: every task runs on a worker node), so a node can be killed -- its raylet and its workers
--- without touching the others; ``ray start`` subprocesses would do the same with more start-up time
-and no handle to kill one node by.  A test that finds a worker node lost by an earlier one adds a
-fresh node first, as an autoscaler would.  This process is the driver of the in-process commands
-(``--ray`` reuses its connection); a killed driver is a ``python -m clustergym`` subprocess.
+One local cluster for all the episode checks (:class:`ray.cluster_utils.Cluster`, what Ray's own
+tests use): a head and two worker nodes on this machine, each its own raylet with its own node id
+and 1 CPU (the head 0 CPUs: every task runs on a worker node), so a node can be killed -- its
+raylet and its workers -- without touching the others; ``ray start`` subprocesses would do the
+same with more start-up time and no handle to kill one node by.  The checks are the steps of one
+test, so that pytest-xdist never starts a second cluster for them on another worker.  A step that
+finds a worker node lost by an earlier one adds a fresh node first, as an autoscaler would.  This
+process is the driver of the in-process commands (``--ray`` reuses its connection); a killed driver
+is a ``python -m clustergym`` subprocess.
 
 * a worker node killed while it runs an episode (its process title, ``ray::run_cell``, says so):
   every cell finishes (Ray runs the lost task again elsewhere: ``max_retries``) and the tables
@@ -14,7 +16,8 @@ fresh node first, as an autoscaler would.  This process is the driver of the in-
 * the driver killed (SIGKILL) after some episodes are kept: ``--resume`` runs only the missing ones,
   keeps the others' rows untouched, and the tables equal the local run's;
 * a training sweep of two seeds, a node killed once both runs have a checkpoint: the lost run
-  resumes from its checkpoint on another node, and the run that was not lost is the sequential run.
+  resumes from its checkpoint on another node, and the run that was not lost is the sequential run
+  (with ``CLUSTERGYM_SLOW_TESTS=1``: ~20 s more; local sweeps are tested in tests/training/test_sweep.py).
 
 Skipped when ray is not installed.
 """
@@ -49,7 +52,7 @@ COMPARE = ["compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "4
 BENCHMARK = ["benchmark", "first-fit", "best-fit", "--tasks", "rms-trap", "--seeds", "8"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster():
     """A head (no CPU for tasks) and two worker nodes (1 CPU each), this process connected as a driver."""
     if ray.is_initialized():  # another module's local instance: this module needs its own cluster
@@ -80,10 +83,8 @@ def _cli(*args: str) -> tuple[int, str]:
     return res.exit_code, " ".join(res.stderr.split())
 
 
-@pytest.fixture(scope="module")
-def local(tmp_path_factory):
+def _local(base: Path) -> Path:
     """The local runs (this process) of the compare and the benchmark: the tables to match."""
-    base = tmp_path_factory.mktemp("local")
     assert _cli(*COMPARE, "--workers", "1", "--out", str(base / "compare"))[0] == 0
     assert _cli(*BENCHMARK, "--workers", "1", "--out", str(base / "benchmark"))[0] == 0
     return base
@@ -146,9 +147,7 @@ def _benchmark_tables(a: Path, b: Path) -> None:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
-@pytest.mark.parametrize(("command", "check"), [(COMPARE, _compare_tables), (BENCHMARK, _benchmark_tables)])
-def test_a_lost_node_loses_no_cell(cluster, local, tmp_path, command, check):
-    c, _ = cluster
+def _a_lost_node_loses_no_cell(c: Cluster, local: Path, tmp_path: Path, command: list[str], check) -> None:
     out = tmp_path / "run"
     killer = _Killer(c, _two_workers(c), out)
     killer.start()
@@ -161,9 +160,9 @@ def test_a_lost_node_loses_no_cell(cluster, local, tmp_path, command, check):
     check(local / command[0], out)
 
 
-@pytest.mark.parametrize(("command", "check"), [(COMPARE, _compare_tables), (BENCHMARK, _benchmark_tables)])
-def test_a_killed_driver_resumes_only_the_missing_cells(cluster, local, tmp_path, command, check):
-    c, _ = cluster
+def _a_killed_driver_resumes_only_the_missing_cells(
+    c: Cluster, local: Path, tmp_path: Path, command: list[str], check
+) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     argv = [sys.executable, "-m", "clustergym", *command, "--ray", c.address, "--out", str(out), "--json"]
@@ -199,13 +198,11 @@ def _policy(model: Path) -> dict:
         return torch.load(io.BytesIO(z.read("policy.pth")), map_location="cpu")
 
 
-def test_a_training_sweep_survives_a_lost_node_and_its_runs_are_the_sequential_runs(cluster, tmp_path):
-    pytest.importorskip("stable_baselines3", reason="needs the train extra")
+def _a_training_sweep_survives_a_lost_node_and_its_runs_are_the_sequential_runs(c: Cluster, tmp_path: Path) -> None:
     import torch
 
     from clustergym.training.train import train
 
-    c, _ = cluster
     nodes = _two_workers(c)  # the two runs train at once, one per worker node
     out = tmp_path / "sweep"
     ready = lambda: all(list(out.glob(f"s{s}/checkpoints/*.zip")) for s in (0, 1))  # noqa: E731
@@ -223,3 +220,22 @@ def test_a_training_sweep_survives_a_lost_node_and_its_runs_are_the_sequential_r
     alone = train("ec2", timesteps=512, n_envs=2, seed=seed, out=tmp_path / "alone", verbose=False, **settings)
     a, b = _policy(out / f"s{seed}" / "model.zip"), _policy(alone)
     assert all(torch.equal(a[k], b[k]) for k in a)  # the run Ray kept is the sequential run
+
+
+def test_a_cluster_that_loses_nodes_and_its_driver_loses_no_work(cluster, tmp_path):
+    """The episode steps of the module docstring, in order, on one cluster (one test, so that
+    pytest-xdist never starts a second cluster on another worker)."""
+    c, _ = cluster
+    local = _local(tmp_path / "local")
+    for i, (command, check) in enumerate([(COMPARE, _compare_tables), (BENCHMARK, _benchmark_tables)]):
+        _a_lost_node_loses_no_cell(c, local, tmp_path / f"lost{i}", command, check)
+        _a_killed_driver_resumes_only_the_missing_cells(c, local, tmp_path / f"driver{i}", command, check)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CLUSTERGYM_SLOW_TESTS"),
+    reason="a training sweep on a cluster that loses a node takes ~30 s more: run with CLUSTERGYM_SLOW_TESTS=1",
+)
+def test_a_training_sweep_survives_a_lost_node_and_its_runs_are_the_sequential_runs(cluster, tmp_path):
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
+    _a_training_sweep_survives_a_lost_node_and_its_runs_are_the_sequential_runs(cluster[0], tmp_path)
