@@ -164,6 +164,8 @@ class ReproduceConfig:
             LoTES §5.4's 10 x 1000 machines, 100 h and 5 instances; RMS Fig. 8's whole Google slice;
             the auto-scaling trace at 1000 servers): CPU-hours per claim, a job for a Ray cluster
             (docs/performance.md has the cost per point).
+        out: a folder where every finished episode is kept as it arrives
+            (:mod:`clustergym.reproduce.kept`); episodes kept there are not run again.
     """
 
     workers: int = 1
@@ -172,6 +174,7 @@ class ReproduceConfig:
     progress: bool = False
     settings: Mapping[str, Any] = field(default_factory=dict)
     paper_scale: bool = False
+    out: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.workers, bool) or not isinstance(self.workers, (int, np.integer)) or self.workers < 1:
@@ -292,17 +295,40 @@ def episodes(
         done[0] += 1
         print(f"[reproduce] episode {done[0]}/{total} done: {agent}, seed {seed}", file=sys.stderr, flush=True)
 
+    ordered = [cells[i] for i in order]
+    kept, keys, kept_rows = _kept(config, ordered)
+    total -= len(kept_rows)
     rows = run_rows(
-        [cells[i] for i in order],
+        ordered,
         workers=config.workers,
         ray=config.ray,
         memo=RUNS,
         progress=tick if config.progress else None,
+        done=kept_rows,
+        on_row=(lambda j, row: kept.add(keys[j], row)) if kept is not None else None,
     )
     out: list[dict[str, Any]] = [{}] * len(cells)
     for i, row in zip(order, rows):
         out[i] = row
     return out
+
+
+def _kept(config: ReproduceConfig, cells: list[Cell]) -> tuple[Any, list[str | None], dict[int, dict[str, Any]]]:
+    """The kept episodes of ``config.out`` (none without it), each cell's key, and the rows kept of ``cells``."""
+    if config.out is None:
+        return None, [], {}
+    from clustergym.reproduce.kept import KeptEpisodes, episode_key
+
+    kept = _KEPT.get(config.out)
+    if kept is None:
+        kept = _KEPT[config.out] = KeptEpisodes(config.out)
+    keys = [episode_key(c) for c in cells]
+    done = {j: row for j, row in ((j, kept.get(k)) for j, k in enumerate(keys)) if row is not None}
+    return kept, keys, done
+
+
+#: the kept-episode folders opened by this process, by path
+_KEPT: dict[str, Any] = {}
 
 
 def _new_runs(cells: list[Cell]) -> int:
