@@ -280,7 +280,9 @@ def episodes(
     cells: Sequence[Cell], config: ReproduceConfig, *, cost: Callable[[Cell], float] | None = None
 ) -> list[dict[str, Any]]:
     """The rows of ``cells``' episodes, in cell order, run by the runner as ``config`` says; an
-    episode already run in this process (:data:`RUNS`) is not run again.
+    episode already run in this process (:data:`RUNS`), or kept in ``config.out``
+    (:mod:`clustergym.reproduce.kept`, where each one finished here is kept as it arrives), is not
+    run again.
 
     ``cost`` (an estimate of a cell's run time) only orders the work on several workers, the
     longest first, which packs them better; the rows and their order do not depend on it.
