@@ -172,6 +172,13 @@ _WORKERS = typer.Option(
     None, "--workers", help="worker processes (default: the available cores; 1 runs in this process)"
 )
 
+_RAY = typer.Option(
+    None,
+    "--ray",
+    help="run the episodes on a Ray cluster ('auto', HOST:PORT or ray://HOST:PORT; see docs/distributed.md): "
+    "the same rows as the local run, kept in --out as they arrive",
+)
+
 _REFERENCE = typer.Option(
     False,
     "--reference",
@@ -223,6 +230,7 @@ def benchmark_cmd(
     seeds: int | None = _SEEDS,
     split: str | None = _SPLIT,
     workers: int | None = _WORKERS,
+    ray_address: str | None = _RAY,
     reference: bool = _REFERENCE,
     plot: Path | None = _PLOT,
     out_dir: Path | None = _OUT_DIR,
@@ -241,7 +249,7 @@ def benchmark_cmd(
     import path (mypkg.policies:make_agent).
     """
     from clustergym.cli.benchmark_out import check_plot, recorded_settings
-    from clustergym.runner import worker_count
+    from clustergym.runner import connect_ray, worker_count
 
     check_plot(plot)
     if update_packaged is not None:
@@ -266,12 +274,16 @@ def benchmark_cmd(
     split = split or "validation"
     task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown, decoding, split)
     workers = worker_count(workers, "--workers")
+    if ray_address is not None:
+        if markdown or not (reference or specs):
+            raise ConfigError("--ray", "runs episodes: give it with an agent or --reference")
+        connect_ray(ray_address)  # a bad or unreachable address fails before anything is written
     if markdown:  # prints the shipped reference; never regenerates it
         _print_markdown(task_names, split)
         return
     if reference:
         settings = {"reference": True, "specs": [], "tasks": tasks, "seeds": seeds, "split": split, "decoding": None}
-        _regenerate(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out)
+        _regenerate(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, ray_address)
     elif not specs:
         from clustergym.suite.reference import load_reference
 
@@ -283,7 +295,9 @@ def benchmark_cmd(
         _err.print(f"wrote {path}")
     else:
         settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
-        _benchmark(settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, table_format)
+        _benchmark(
+            settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, table_format, ray_address
+        )
 
 
 def _check_inputs(
@@ -357,6 +371,7 @@ def _regenerate(
     resumed: Any,
     plot: Path | None,
     json_out: bool,
+    ray: str | None = None,
 ) -> None:
     """``--reference``: every episode planned, each kept in ``--out DIR/cells.jsonl`` as it finishes
     (``--resume DIR`` continues), each task written to ``DIR/reference.json`` as soon as its episodes
@@ -397,7 +412,7 @@ def _regenerate(
             prog.update(bar, advance=1, description=f"{agent} seed {seed}")
             write_done()
 
-        rows = run_journaled(ref.cells, folder, workers, tick)
+        rows = run_journaled(ref.cells, folder, workers, tick, ray)
     write_reference(summarize_reference(ref, rows), path, merge=False)  # the plan's tasks, from the kept episodes
     wall = time.perf_counter() - t0
     folder.set_status("complete", wall_seconds=wall)
@@ -409,7 +424,8 @@ def _regenerate(
         sys.stdout.write(json.dumps(_jsonable({**doc, "wall_seconds": wall, "path": str(path)}), indent=1) + "\n")
         return
     _print_reference(doc)
-    _err.print(f"reference of {len(doc['tasks'])} tasks in {wall:.0f} s on {workers} workers -> {path}")
+    where = f"on Ray ({ray})" if ray is not None else f"on {workers} workers"
+    _err.print(f"reference of {len(doc['tasks'])} tasks in {wall:.0f} s {where} -> {path}")
 
 
 def _resuming(folder: Any, cells: int, json_out: bool) -> None:
@@ -431,6 +447,7 @@ def _benchmark(
     plot: Path | None,
     json_out: bool,
     table_format: str = "table",
+    ray: str | None = None,
 ) -> None:
     from clustergym.cli.benchmark_out import open_folder, run_journaled, write_outputs
     from clustergym.suite.report import report
@@ -451,7 +468,7 @@ def _benchmark(
         def tick(agent: str, seed: int) -> None:
             prog.update(bar, advance=1, description=f"{agent} seed {seed}")
 
-        rows = run_journaled(ev.cells, folder, workers, tick)
+        rows = run_journaled(ev.cells, folder, workers, tick, ray)
     res = summarize_evaluation(ev, rows)
     res["report"] = report(res)
     res["wall_seconds"] = time.perf_counter() - t0

@@ -81,13 +81,18 @@ def open_folder(
 
 
 def run_journaled(
-    cells: list[Any], folder: RunFolder | None, workers: int, progress: Callable[[str, int], None]
+    cells: list[Any],
+    folder: RunFolder | None,
+    workers: int,
+    progress: Callable[[str, int], None],
+    ray: str | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of ``cells`` (plan order), each finished episode kept in ``folder`` as it finishes
-    (:func:`clustergym.runner.journal.run_kept`)."""
+    (:func:`clustergym.runner.journal.run_kept`), on ``workers`` local processes or, with ``ray``
+    (an address), on a Ray cluster (the rows arrive and are kept on this machine, the driver)."""
     from clustergym.runner.journal import run_kept
 
-    return run_kept(cells, folder, "benchmark", workers=workers, progress=progress)
+    return run_kept(cells, folder, "benchmark", workers=workers, ray=ray, progress=progress)
 
 
 def write_outputs(folder: RunFolder, res: dict[str, Any], wall: float) -> list[Path]:

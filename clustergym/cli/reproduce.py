@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -10,6 +11,23 @@ from rich.table import Table
 from clustergym._json import jsonable as _jsonable
 from clustergym.cli._common import fail, format_option, print_json, print_table
 from clustergym.errors import ClusterGymError
+
+_PAPER_SCALE = typer.Option(
+    False,
+    "--paper-scale",
+    help="every size setting at the paper's value (lotes.machines=1000, lotes.horizon=100, "
+    "lotes.instances=5; rms.google_n=0, rms.google_scalings=0.5,0.75,1,1.25,1.5; "
+    "autoscale.google_servers=1000, autoscale.google_n=0); --set still sets one; CPU-hours per "
+    "claim: a job for --ray (docs/distributed.md, costs in docs/performance.md)",
+)
+
+
+_OUT = typer.Option(
+    None,
+    "--out",
+    help="keep every finished episode in DIR/episodes.jsonl as it arrives; the same command with the same "
+    "--out (after a lost driver) runs only the episodes not kept",
+)
 
 
 def reproduce_cmd(
@@ -40,6 +58,8 @@ def reproduce_cmd(
         "lotes.instances, lotes.google_n, "
         "autoscale.google_servers, autoscale.google_n; see the README",
     ),
+    paper_scale: bool = _PAPER_SCALE,
+    out_dir: Path | None = _OUT,
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines on stderr"),
     table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
@@ -64,6 +84,8 @@ def reproduce_cmd(
             scale=scale,
             progress=not quiet,
             settings=ReproduceConfig.parse_sets(set_),
+            paper_scale=paper_scale,
+            out=str(out_dir) if out_dir is not None else None,
         )
         if not claims and not all_:
             load_claims()

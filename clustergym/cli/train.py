@@ -82,6 +82,24 @@ _STAGE = typer.Option(
     "scenario or task itself",
 )
 
+_SEEDS = typer.Option(
+    None,
+    "--seeds",
+    help="a sweep: one run per seed (0-4, 0,3,7 or 0-2,10), each in OUT/s<seed> (OUT default runs/train), "
+    "the models of `--seed S` runs; --resume OUT continues the sweep",
+)
+
+_WORKERS = typer.Option(
+    None, "--workers", help="with --seeds: runs trained at once on local processes (default: the available cores)"
+)
+
+_RAY = typer.Option(
+    None,
+    "--ray",
+    help="with --seeds: one Ray task per run ('auto', HOST:PORT or ray://HOST:PORT); OUT must be on a "
+    "filesystem every node mounts (docs/distributed.md)",
+)
+
 _JSON_OUT = typer.Option(
     False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
 )
@@ -109,14 +127,27 @@ def train_cmd(
     warm_start_steps: int = typer.Option(20_000, "--warm-start-steps", help="teacher decisions recorded"),
     warm_start_epochs: int = typer.Option(10, "--warm-start-epochs", help="passes over the teacher's decisions"),
     stage: list[str] = _STAGE,
+    seeds: str | None = _SEEDS,
+    workers: int | None = _WORKERS,
+    ray_address: str | None = _RAY,
     json_out: bool = _JSON_OUT,
 ) -> None:
-    """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does."""
-    from clustergym.errors import require_extra
+    """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does.
+
+    With --seeds, a sweep: one run per seed, each in OUT/s<seed>, in parallel (--workers) or on Ray (--ray).
+    """
+    from clustergym.errors import ConfigError, require_extra
 
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     from clustergym.training.curriculum import Stage
+    from clustergym.training.sweep import is_sweep
     from clustergym.training.train import TrainConfig, describe_run, train
+
+    sweep = seeds is not None or (resume is not None and is_sweep(resume))
+    if not sweep and (workers is not None or ray_address is not None):
+        raise ConfigError("--workers" if workers is not None else "--ray", "runs the runs of a sweep: add --seeds")
+    if sweep and seed is not None:
+        raise ConfigError("--seed", "a sweep trains one run per seed of --seeds: drop --seed")
 
     config = TrainConfig(
         scenario=scenario,
@@ -136,18 +167,60 @@ def train_cmd(
         warm_start=warm_start,
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
-        out=out_dir,
+        out=None if sweep else out_dir,
         overwrite=overwrite,
         resume=resume,
-        progress_bar=progress and not json_out,
-        verbose=not json_out,
+        progress_bar=progress and not json_out and not sweep,
+        verbose=not json_out and not sweep,
     )
+    if sweep:
+        _sweep(config, seeds, out_dir, resume, workers, ray_address, json_out)
+        return
     with _warnings_on_stderr():
         path = train(config)
     if json_out:
         print_json({"model": str(path), "metadata": json.loads((path.parent / "model.json").read_text())})
         return
     out.print(describe_run(path.parent), highlight=False)
+
+
+def _sweep(
+    config: Any,
+    seeds: str | None,
+    out_dir: Path | None,
+    resume: Path | None,
+    workers: int | None,
+    ray: str | None,
+    json_out: bool,
+) -> None:
+    """``--seeds``: the sweep (:func:`clustergym.training.sweep.train_sweep`), a line per run as it ends."""
+    from clustergym.errors import ConfigError
+    from clustergym.training.sweep import train_sweep
+
+    if resume is not None and out_dir is not None and out_dir.resolve() != resume.resolve():
+        raise ConfigError("--out", f"--resume {resume} continues that sweep; --out {out_dir} is another folder")
+    folder = resume if resume is not None else (out_dir or Path("runs/train"))
+
+    def said(r: dict[str, Any]) -> None:
+        if not json_out:
+            err.print(f"seed {r['seed']}: {r['status']}, {r['timesteps']:,} steps -> {r['model']}", highlight=False)
+
+    with _warnings_on_stderr():
+        runs = train_sweep(
+            config,  # its resume (a sweep's folder) is not a run's: train_sweep reads the sweep's record
+            seeds,
+            folder,
+            workers=workers,
+            ray=ray,
+            resume=resume is not None,
+            overwrite=config.overwrite,
+            on_run=said,
+        )
+    if json_out:
+        print_json({"sweep": str(folder), "runs": runs})
+        return
+    folders = " ".join(str(Path(r["model"]).parent) for r in runs)
+    out.print(f"{len(runs)} runs in {folder}; score them together: clustergym benchmark {folders}", highlight=False)
 
 
 @contextlib.contextmanager

@@ -52,7 +52,8 @@ class Setting:
     """A size knob of one paper's claims (``--set name=value``).
 
     ``kind`` is ``int``, ``float`` or ``floats`` (a list, ``[0.5,1]`` or ``0.5,1``); values must be
-    at least ``minimum`` (``above``: strictly above it).
+    at least ``minimum`` (``above``: strictly above it).  ``paper`` is the value at the paper's own
+    size (``None``: the default already is), taken with :attr:`ReproduceConfig.paper_scale`.
     """
 
     name: str
@@ -61,6 +62,7 @@ class Setting:
     minimum: float
     help: str
     above: bool = False
+    paper: Any = None
 
     def parse(self, value: Any) -> Any:
         """The value checked and normalised (``floats`` as a tuple); :class:`ConfigError` if bad."""
@@ -101,6 +103,7 @@ SETTINGS: dict[str, Setting] = {
             "int",
             0,
             "rms-fig8: the first N tasks of the Google slice; 0 = all 288k (hours of CPU)",
+            paper=0,
         ),
         Setting(
             "rms.google_scalings",
@@ -109,10 +112,21 @@ SETTINGS: dict[str, Setting] = {
             0,
             "rms-fig8: the traffic scalings 1/alpha (a finer grid: 0.5,0.75,1,1.25,1.5)",
             above=True,
+            paper=(0.5, 0.75, 1.0, 1.25, 1.5),  # the paper states no grid: the finer one over Fig. 8's range
         ),
-        Setting("lotes.machines", 50, "int", 1, "LoTES generated data: machines per configuration (paper: 1000)"),
-        Setting("lotes.horizon", 6.0, "float", 0, "LoTES generated data: hours per run (paper: 100)", above=True),
-        Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)"),
+        Setting(
+            "lotes.machines", 50, "int", 1, "LoTES generated data: machines per configuration (paper: 1000)", paper=1000
+        ),
+        Setting(
+            "lotes.horizon",
+            6.0,
+            "float",
+            0,
+            "LoTES generated data: hours per run (paper: 100)",
+            above=True,
+            paper=100.0,
+        ),
+        Setting("lotes.instances", 2, "int", 1, "LoTES generated data: instances per Phi (paper: 5)", paper=5),
         Setting("lotes.google_n", 0, "int", 0, "lotes-google-*: the first N trace attempts; 0 = all"),
         Setting(
             "autoscale.google_servers",
@@ -120,6 +134,7 @@ SETTINGS: dict[str, Setting] = {
             "int",
             1,
             "autoscale-google-trace-ordering: unit servers (Fig. 6 of the paper shows 1000)",
+            paper=1000,
         ),
         Setting(
             "autoscale.google_n",
@@ -127,6 +142,7 @@ SETTINGS: dict[str, Setting] = {
             "int",
             0,
             "autoscale-google-trace-ordering: the first N completed tasks; 0 = the whole slice",
+            paper=0,
         ),
     )
 }
@@ -144,6 +160,12 @@ class ReproduceConfig:
             scaled); below 1 for a quick look, the verdicts then mean little.
         progress: one line on stderr per finished episode.
         settings: values of :data:`SETTINGS` (the others keep their defaults).
+        paper_scale: every setting not in ``settings`` at the paper's size (:attr:`Setting.paper`:
+            LoTES §5.4's 10 x 1000 machines, 100 h and 5 instances; RMS Fig. 8's whole Google slice;
+            the auto-scaling trace at 1000 servers): CPU-hours per claim, a job for a Ray cluster
+            (docs/performance.md has the cost per point).
+        out: a folder where every finished episode is kept as it arrives
+            (:mod:`clustergym.reproduce.kept`); episodes kept there are not run again.
     """
 
     workers: int = 1
@@ -151,6 +173,8 @@ class ReproduceConfig:
     scale: float = 1.0
     progress: bool = False
     settings: Mapping[str, Any] = field(default_factory=dict)
+    paper_scale: bool = False
+    out: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.workers, bool) or not isinstance(self.workers, (int, np.integer)) or self.workers < 1:
@@ -168,8 +192,11 @@ class ReproduceConfig:
         object.__setattr__(self, "settings", {k: SETTINGS[k].parse(v) for k, v in self.settings.items()})
 
     def get(self, name: str) -> Any:
-        """The value of the setting ``name`` (its default unless set)."""
-        return self.settings[name] if name in self.settings else SETTINGS[name].default
+        """The value of the setting ``name``: as set, else the paper's with ``paper_scale``, else its default."""
+        if name in self.settings:
+            return self.settings[name]
+        setting = SETTINGS[name]
+        return setting.paper if self.paper_scale and setting.paper is not None else setting.default
 
     @staticmethod
     def parse_sets(items: Sequence[str]) -> dict[str, Any]:
@@ -253,7 +280,9 @@ def episodes(
     cells: Sequence[Cell], config: ReproduceConfig, *, cost: Callable[[Cell], float] | None = None
 ) -> list[dict[str, Any]]:
     """The rows of ``cells``' episodes, in cell order, run by the runner as ``config`` says; an
-    episode already run in this process (:data:`RUNS`) is not run again.
+    episode already run in this process (:data:`RUNS`), or kept in ``config.out``
+    (:mod:`clustergym.reproduce.kept`, where each one finished here is kept as it arrives), is not
+    run again.
 
     ``cost`` (an estimate of a cell's run time) only orders the work on several workers, the
     longest first, which packs them better; the rows and their order do not depend on it.
@@ -268,17 +297,40 @@ def episodes(
         done[0] += 1
         print(f"[reproduce] episode {done[0]}/{total} done: {agent}, seed {seed}", file=sys.stderr, flush=True)
 
+    ordered = [cells[i] for i in order]
+    kept, keys, kept_rows = _kept(config, ordered)
+    total -= len(kept_rows)
     rows = run_rows(
-        [cells[i] for i in order],
+        ordered,
         workers=config.workers,
         ray=config.ray,
         memo=RUNS,
         progress=tick if config.progress else None,
+        done=kept_rows,
+        on_row=(lambda j, row: kept.add(keys[j], row)) if kept is not None else None,
     )
     out: list[dict[str, Any]] = [{}] * len(cells)
     for i, row in zip(order, rows):
         out[i] = row
     return out
+
+
+def _kept(config: ReproduceConfig, cells: list[Cell]) -> tuple[Any, list[str | None], dict[int, dict[str, Any]]]:
+    """The kept episodes of ``config.out`` (none without it), each cell's key, and the rows kept of ``cells``."""
+    if config.out is None:
+        return None, [], {}
+    from clustergym.reproduce.kept import KeptEpisodes, episode_key
+
+    kept = _KEPT.get(config.out)
+    if kept is None:
+        kept = _KEPT[config.out] = KeptEpisodes(config.out)
+    keys = [episode_key(c) for c in cells]
+    done = {j: row for j, row in ((j, kept.get(k)) for j, k in enumerate(keys)) if row is not None}
+    return kept, keys, done
+
+
+#: the kept-episode folders opened by this process, by path
+_KEPT: dict[str, Any] = {}
 
 
 def _new_runs(cells: list[Cell]) -> int:

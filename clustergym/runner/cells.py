@@ -50,6 +50,7 @@ __all__ = [
     "run_cell",
     "run_cells",
     "run_rows",
+    "run_jobs",
     "compare",
     "sweep",
     "available_workers",
@@ -57,6 +58,8 @@ __all__ = [
     "compatible_agents",
     "EvaluationError",
     "RayError",
+    "RAY_MAX_RETRIES",
+    "connect_ray",
 ]
 
 
@@ -347,40 +350,68 @@ def _execute(
     cells: list[tuple[int, Cell]], workers: int, ray: str | None, finished: Callable[[int, dict[str, Any]], None]
 ) -> None:
     """Run ``(index, cell)`` pairs; ``finished(index, row)`` as each one ends."""
-    if not cells:
+    run_jobs(run_cell, cells, workers=workers, ray=ray, finished=finished)
+
+
+def run_jobs(
+    fn: Callable[[Any], Any],
+    jobs: Sequence[tuple[int, Any]],
+    *,
+    workers: int = 1,
+    ray: str | None = None,
+    finished: Callable[[int, Any], None],
+) -> None:
+    """The one executor of the package: ``fn(job)`` for every ``(index, job)`` pair, in this process
+    (``workers`` 1, or a single job), on ``workers`` local processes (joblib's loky) or, with ``ray``
+    (an address, see :func:`run_cells`), one Ray task of 1 CPU per job (:func:`_run_ray`: retried
+    when its node dies).  ``finished(index, result)`` is called in this process as each job ends, in
+    any order with several workers; the first exception raised by ``fn`` stops the run and reaches
+    the caller (a :class:`~clustergym.errors.ClusterGymError` from a Ray worker as itself).
+
+    ``fn`` must be importable by the workers (a module-level function); :func:`run_rows` runs cells
+    with it (``fn`` = :func:`run_cell`), :mod:`clustergym.training.sweep` training runs.
+    """
+    jobs = list(jobs)
+    if not jobs:
         return
     if ray is not None:
-        _run_ray(cells, ray, finished)
-    elif workers == 1 or len(cells) <= 1:
-        for i, cell in cells:
-            finished(i, run_cell(cell))
+        _run_ray(fn, jobs, ray, finished)
+    elif workers == 1 or len(jobs) <= 1:
+        for i, job in jobs:
+            finished(i, fn(job))
     else:
-        _run_processes(cells, min(workers, len(cells)), finished)
+        _run_processes(fn, jobs, min(workers, len(jobs)), finished)
 
 
-def _indexed(i: int, cell: Cell) -> tuple[int, dict[str, Any]]:
-    return i, run_cell(cell)
+def _indexed(fn: Callable[[Any], Any], i: int, job: Any) -> tuple[int, Any]:
+    return i, fn(job)
 
 
 def _run_processes(
-    cells: list[tuple[int, Cell]], workers: int, finished: Callable[[int, dict[str, Any]], None]
+    fn: Callable[[Any], Any], jobs: list[tuple[int, Any]], workers: int, finished: Callable[[int, Any], None]
 ) -> None:
     # joblib's loky workers: fresh interpreters that never re-run the caller's __main__ (so scripts
-    # need no `if __name__ == "__main__"` guard), kept alive between calls; rows are handed over as
-    # they finish (the caller puts them back in cell order)
+    # need no `if __name__ == "__main__"` guard), kept alive between calls; results are handed over
+    # as they finish (the caller puts them back in order)
     from joblib import Parallel, delayed
 
-    for i, row in Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")(
-        delayed(_indexed)(i, cell) for i, cell in cells
+    for i, result in Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")(
+        delayed(_indexed)(fn, i, job) for i, job in jobs
     ):
-        finished(i, row)
+        finished(i, result)
 
+
+#: how many times Ray runs a task again when the worker process or the node running it dies (a
+#: job's own error, e.g. a bad agent, is not retried: it is the same on every node)
+RAY_MAX_RETRIES = 5
 
 _ADDRESS = re.compile(r"^(?:ray://)?(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
 
 
-def _connect_ray(address: str) -> Any:
-    """``ray``, connected to ``address``; a clear :class:`RayError` when that cannot be done."""
+def connect_ray(address: str) -> Any:
+    """``ray``, connected to ``address`` (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``; a connection
+    this process already has is kept); a clear :class:`RayError` when that cannot be done.  Commands
+    call it before they write anything, so a bad address fails first."""
     try:
         import ray
     except ImportError as e:
@@ -412,21 +443,33 @@ def _connect_ray(address: str) -> Any:
     return ray
 
 
-def _run_ray(cells: list[tuple[int, Cell]], address: str, finished: Callable[[int, dict[str, Any]], None]) -> None:
-    ray = _connect_ray(address)
-    remote = ray.remote(num_cpus=1)(run_cell)
-    refs = [remote.remote(cell) for _, cell in cells]
-    index = {ref: i for ref, (i, _) in zip(refs, cells)}
+def _run_ray(
+    fn: Callable[[Any], Any], jobs: list[tuple[int, Any]], address: str, finished: Callable[[int, Any], None]
+) -> None:
+    """One Ray task per job (1 CPU each), submitted at once; ``finished`` is called in this process
+    (the driver) as each task's result arrives, in any order, so a caller keeping rows
+    (:func:`clustergym.runner.journal.run_kept`) journals them on the driver.
+
+    A task whose worker process or node dies (a lost node, an out-of-memory kill) is run again by
+    Ray, up to :data:`RAY_MAX_RETRIES` times (``max_retries``), on any node left: an episode
+    depends only on its cell, so the retried row is the one the first attempt would have given (a
+    training run resumes from its last checkpoint).  Exceptions raised by ``fn`` itself are not
+    retried (``retry_exceptions=False``: a bad agent fails the same way on every node); the first
+    one reaches the caller (a :class:`~clustergym.errors.ClusterGymError` as itself)."""
+    ray = connect_ray(address)
+    remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES, retry_exceptions=False)(fn)
+    refs = [remote.remote(job) for _, job in jobs]
+    index = {ref: i for ref, (i, _) in zip(refs, jobs)}
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         for ref in ready:
             try:
-                row = ray.get(ref)
+                result = ray.get(ref)
             except Exception as e:  # RayTaskError wraps the worker's exception
                 cause = getattr(e, "cause", None)
                 raise (cause if isinstance(cause, ClusterGymError) else e) from None
-            finished(index[ref], row)
+            finished(index[ref], result)
 
 
 # ========================================================================================= agents: all

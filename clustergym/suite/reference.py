@@ -271,10 +271,12 @@ def build_reference(
     progress: Callable[[str, str, int], None] | None = None,
     log: Callable[[str], None] | None = None,
     split: str = DEFAULT_SPLIT,
+    ray: str | None = None,
 ) -> dict[str, Any]:
     """Run the reference of ``tasks`` (default: all; trace tasks need the traces) on the first
     ``seeds`` seeds of ``split`` and return the document (:func:`plan_reference`, then
-    :func:`summarize_reference`; each task's ``wall_seconds`` is the time its episodes took here)."""
+    :func:`summarize_reference`; each task's ``wall_seconds`` is the time its episodes took here).
+    ``workers`` local processes, or ``ray`` (a Ray address) for a cluster: the same document."""
     ref = plan_reference(tasks, seeds=seeds, split=split)
     rows: list[dict[str, Any]] = []
     walls: dict[str, float] = {}
@@ -287,7 +289,7 @@ def build_reference(
             if progress is not None:
                 progress(name, agent, seed)
 
-        rows += run_rows(ref.cells[start:stop], workers=workers, progress=tick)
+        rows += run_rows(ref.cells[start:stop], workers=workers, ray=ray, progress=tick)
         walls[name] = time.perf_counter() - t0
     return summarize_reference(ref, rows, walls=walls)
 

@@ -205,6 +205,7 @@ def evaluate(
     progress: Callable[[str, str, int], None] | None = None,
     decoding: str | None = None,
     split: str = DEFAULT_SPLIT,
+    ray: str | None = None,
 ) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
@@ -214,6 +215,7 @@ def evaluate(
         tasks: task names (default: all that can run here).
         seeds: the first ``seeds`` evaluation seeds of ``split``.
         workers: worker processes (``None``: the available cores).
+        ray: a Ray address (``auto``, ``HOST:PORT``): the episodes run there instead, with the same rows.
         reference: the reference document (default: the shipped one of ``split``).
         progress: called with ``(task, spec, seed)`` as episodes finish.
         split: ``validation`` (develop and select there) or ``test`` (held out: final claims).
@@ -234,7 +236,7 @@ def evaluate(
         if progress is not None:
             progress("", agent, seed)
 
-    return summarize_evaluation(ev, run_rows(ev.cells, workers=workers, progress=tick))
+    return summarize_evaluation(ev, run_rows(ev.cells, workers=workers, ray=ray, progress=tick))
 
 
 def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -255,3 +255,59 @@ def test_autoscale_trace_settings_reach_the_runs():
     assert r["passed"] is True and all(
         v < m["reward_rate"]["upper-bound"] for k, v in m["reward_rate"].items() if k != "upper-bound"
     )
+
+
+def test_paper_scale_sets_every_size_to_the_papers_and_set_still_wins():
+    from clustergym.reproduce.lotes import _phi_cell
+
+    paper = ReproduceConfig(paper_scale=True, settings={"lotes.instances": 3})
+    assert [paper.get(n) for n in ("lotes.machines", "lotes.horizon", "lotes.instances")] == [1000, 100.0, 3]
+    assert paper.get("rms.google_n") == 0 and paper.get("rms.google_scalings") == (0.5, 0.75, 1.0, 1.25, 1.5)
+    assert paper.get("autoscale.google_servers") == 1000 and paper.get("autoscale.google_n") == 0
+    params = dict(_phi_cell(paper, "lotes", 0.015, 0).params)  # the Fig. 11 cells at the paper's size
+    assert params["machines_per_config"] == 1000 and params["horizon"] == 100.0
+    default = ReproduceConfig()
+    assert all(default.get(n) == SETTINGS[n].default for n in SETTINGS)
+    code, out, _ = _cli("reproduce", "--paper-scale", "--json")  # no claim: the listing, nothing runs
+    assert code == 0 and any(c["id"] == "lotes-phi-ordering" for c in json.loads(out))
+
+
+def test_kept_rows_come_back_exactly_as_the_episode_gave_them():
+    import numpy as np
+
+    from clustergym.reproduce.kept import decode, encode
+
+    row = {
+        "a": np.float32(1.5),
+        "b": np.array([[1, 2], [3, 4]], dtype=np.int16),
+        "c": (1, 2.0, "x", None),
+        (0, 1): [float("nan"), float("inf"), True],
+        3: {"d": np.bool_(True), "e": np.int64(7), "f": np.zeros(0)},
+    }
+    back = decode(json.loads(json.dumps(encode(row))))
+    assert list(back) == list(row) and back["a"].dtype == np.float32 and back["a"] == 1.5
+    assert back["b"].dtype == np.int16 and back["b"].shape == (2, 2) and (back["b"] == row["b"]).all()
+    assert back["c"] == (1, 2.0, "x", None) and isinstance(back["c"], tuple)
+    assert np.isnan(back[(0, 1)][0]) and back[(0, 1)][1:] == [float("inf"), True]
+    assert type(back[3]["d"]) is np.bool_ and type(back[3]["e"]) is np.int64 and back[3]["f"].shape == (0,)
+    with pytest.raises(TypeError):
+        encode({"env": object()})  # not kept: its episode would run again
+
+
+def test_out_keeps_every_episode_and_a_rerun_runs_only_the_missing_ones(tmp_path, capsys):
+    import clustergym.reproduce as rp
+
+    ids = ["rms-prop1", "rms-fig6"]
+    config = ReproduceConfig(workers=1, scale=0.05, progress=True, out=str(tmp_path))
+    RUNS.clear()
+    first = run_claims(ids, config)
+    ran = capsys.readouterr().err.count("[reproduce] episode")
+    lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert ran >= 3 and len(lines) >= 3  # the episodes of preset cells (Scenario objects run again)
+    (tmp_path / "episodes.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])  # a driver killed mid-write
+    RUNS.clear()
+    rp._KEPT.clear()  # a new process
+    again = run_claims(ids, config)
+    assert capsys.readouterr().err.count("[reproduce] episode") == ran - 2  # only the missing ones ran
+    assert [r["measured"] for r in again] == [r["measured"] for r in first]
+    assert len((tmp_path / "episodes.jsonl").read_text().splitlines()) == len(lines)  # the cut line dropped

@@ -312,6 +312,19 @@ def test_ray_unreachable_address_is_a_clear_error(monkeypatch):
         run_cells(plan("bf-trap", ["first-fit"], seeds=[0], horizon=1), ray="127.0.0.1:1")
 
 
+@pytest.mark.parametrize(
+    ("address", "message"), [("not an address", "expected 'auto', 'HOST:PORT'"), ("127.0.0.1:1", "no Ray cluster")]
+)
+def test_benchmark_with_a_bad_ray_address_exits_2_before_writing(monkeypatch, tmp_path, address, message):
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'clustergym[ray]')")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # even if a test of this process started Ray
+    out = tmp_path / "b"
+    code, _, err = _cli(
+        "benchmark", "first-fit", "--tasks", "rms-trap", "--seeds", "2", "--ray", address, "--out", str(out)
+    )
+    assert code == 2 and message in err.replace("\n", "") and not out.exists()
+
+
 def test_ray_missing_is_a_clear_error(monkeypatch):
     import sys
 

@@ -1,0 +1,120 @@
+"""``clustergym train --seeds``: a sweep of runs, one folder per seed, whose models are the sequential runs'.
+
+Budgets are tiny (2 envs x 32-step rollouts, 128 steps, 4 servers, episodes of 3 time units): these
+tests check where runs go, that parallel runs equal sequential ones, and what a resume keeps.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("stable_baselines3", reason="needs the train extra")
+
+from clustergym.cli import app
+from clustergym.errors import ConfigError
+from clustergym.training.sweep import parse_seeds
+from clustergym.training.train import train
+
+runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
+SETS = {"algo.n_steps": 32, "algo.batch_size": 32, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4}
+TINY = ["--timesteps", "128", "--envs", "2", *[a for k, v in SETS.items() for a in ("--set", f"{k}={v}")]]
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    res = runner.invoke(app, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, " ".join(res.stderr.split())
+
+
+def _params(model: Path) -> dict:
+    import torch
+
+    with zipfile.ZipFile(model) as z:
+        return torch.load(io.BytesIO(z.read("policy.pth")), map_location="cpu")
+
+
+def _same(a: Path, b: Path) -> bool:
+    import torch
+
+    x, y = _params(a), _params(b)
+    return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    """Seeds 0 and 1 trained on two local processes."""
+    out = tmp_path_factory.mktemp("sweep") / "x"
+    rc, _, err = _cli("train", "ec2", "--seeds", "0-1", "--workers", "2", "--out", str(out), *TINY)
+    assert rc == 0, err
+    return out
+
+
+def test_parallel_runs_are_the_sequential_runs(sweep, tmp_path):
+    doc = json.loads((sweep / "sweep.json").read_text())
+    assert doc["status"] == "complete" and doc["sweep"]["seeds"] == [0, 1]
+    assert {k: v["status"] for k, v in doc["runs"].items()} == {"s0": "trained", "s1": "trained"}
+    for seed in (0, 1):
+        alone = train("ec2", timesteps=128, n_envs=2, seed=seed, out=tmp_path / f"seq{seed}", verbose=False, **SETS)
+        assert _same(sweep / f"s{seed}" / "model.zip", alone), f"seed {seed}: the sweep's model is not the run's"
+        meta = json.loads((sweep / f"s{seed}" / "model.json").read_text())
+        assert meta["config"]["seed"] == seed and meta["timesteps"] == 128
+    assert not _same(sweep / "s0" / "model.zip", sweep / "s1" / "model.zip")  # the seed matters
+
+
+def test_resume_keeps_finished_runs_and_continues_the_others_from_their_checkpoint(sweep, tmp_path):
+    import shutil
+
+    out = tmp_path / "x"
+    shutil.copytree(sweep, out)
+    kept = (out / "s0" / "model.zip").read_bytes()
+    # s1 as a run killed after its checkpoint of step 64: no final model, status running
+    for name in ("model.zip", "vecnormalize.npz"):
+        (out / "s1" / name).unlink()
+    meta = json.loads((out / "s1" / "model.json").read_text())
+    (out / "s1" / "model.json").write_text(json.dumps({**meta, "status": "running", "timesteps": 64}))
+    rc, stdout, err = _cli("train", "--resume", str(out), "--workers", "1", "--json")
+    assert rc == 0, err
+    runs = {r["seed"]: r for r in json.loads(stdout)["runs"]}
+    assert runs[0]["status"] == "kept" and runs[1]["status"] == "resumed"
+    assert (out / "s0" / "model.zip").read_bytes() == kept  # not trained again
+    assert json.loads((out / "s1" / "model.json").read_text())["timesteps"] == 128
+    assert json.loads((out / "sweep.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize(
+    ("text", "seeds"), [("0-2", [0, 1, 2]), ("3", [3]), ("0,5,7", [0, 5, 7]), ("0-1,10", [0, 1, 10])]
+)
+def test_seed_lists(text, seeds):
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["", "2-0", "a", "0,0", "-1", "1-"])
+def test_bad_seed_lists_are_refused(text):
+    with pytest.raises(ConfigError, match="--seeds"):
+        parse_seeds(text)
+
+
+def test_bad_sweep_input_exits_2_before_anything_runs(sweep, tmp_path):
+    cases = [
+        (["train", "ec2", "--workers", "2", "--out", str(tmp_path / "a")], "add --seeds"),
+        (["train", "ec2", "--ray", "auto", "--out", str(tmp_path / "a")], "add --seeds"),
+        (["train", "ec2", "--seeds", "0-1", "--seed", "3", "--out", str(tmp_path / "a")], "drop --seed"),
+        (["train", "ec2", "--seeds", "2-0", "--out", str(tmp_path / "a")], "runs upwards"),
+        (["train", "ec2", "--seeds", "0-1", "--out", str(sweep)], "holds an earlier sweep"),
+        (["train", "--resume", str(sweep), "--set", "num_servers=8"], "is a sweep trained with params"),
+        (["train", "--resume", str(sweep), "--seeds", "0-3"], "drop --seeds"),
+        (["train", "ec2", "--seeds", "0-1", "--set", "nope=1", "--out", str(tmp_path / "b")], "nope"),
+    ]
+    for args, message in cases:
+        rc, _, err = _cli(*args, *([] if "--resume" in args else TINY))
+        assert rc == 2, (args, err)
+        assert message in err and "Traceback" not in err, (args, err)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
