@@ -157,6 +157,17 @@ def print_table(t: Any, fmt: str | None = None) -> None:
     sys.stdout.write("\n")
 
 
+def print_note(text: str) -> None:
+    """A line of prose between tables: as it is for ``table`` and ``markdown``, a ``#`` comment line
+    (as the tables' titles) for ``csv``, so that the output stays machine-readable."""
+    if _FORMAT[0] == "csv":
+        sys.stdout.write(f"# {text}\n")
+    elif _FORMAT[0] == "markdown":
+        sys.stdout.write(f"{text}\n\n")
+    else:
+        out.print(text)
+
+
 def print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(jsonable(doc), indent=2) + "\n")
 

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from clustergym.cli._common import err, out, print_json, print_table
+from clustergym.cli._common import err, format_option, print_json, print_note, print_table
 from clustergym.errors import ConfigError
 
 
@@ -38,6 +38,7 @@ def bench_cmd(
     task: str = typer.Option(
         "ec2", "--task", help="with --training: the suite task or scenario preset the learners train on"
     ),
+    table_format: str = format_option(),
 ) -> None:
     """Measure events/s, env steps/s, the replay vs SimPy, PPO's env share and memory, side by side."""
     from clustergym.perf import run_benchmarks
@@ -127,7 +128,7 @@ def _print_env_steps(es: dict[str, Any] | None) -> None:
 def _print_replay(rp: dict[str, Any]) -> None:
     """The Google Best-Fit replay: clustergym against SimPy, then the whole processes."""
     if rp.get("status") != "ok":
-        out.print(f"replay: skipped ({rp.get('reason')})")
+        print_note(f"replay: skipped ({rp.get('reason')})")
         return
     t = Table(
         title=f"Google Best-Fit replay ({rp['clustergym']['jobs']:,} tasks, "
@@ -148,12 +149,12 @@ def _print_replay(rp: dict[str, Any]) -> None:
             )
     print_table(t)
     if "speedup_wall" in rp:
-        out.print(
+        print_note(
             f"clustergym vs SimPy: {rp['speedup_wall']:.1f}x wall, {rp['speedup_cpu']:.1f}x CPU; "
             f"identical metrics: {rp['identical_metrics']}"
         )
     elif "simpy" in rp:
-        out.print(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
+        print_note(f"SimPy reference: skipped ({rp['simpy'].get('reason')})")
     if rp.get("whole_process") is not None:
         _print_whole_process(rp["whole_process"])
 
@@ -164,13 +165,13 @@ def _print_whole_process(wp: dict[str, Any]) -> None:
         if ph in wp:
             r = wp[ph]
             name = "SimPy reference" if ph == "simpy" else f"clustergym run, {ph} trace cache"
-            out.print(
+            print_note(
                 f"whole process, {name}: {r['wall_seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
                 f"peak RSS {r['peak_rss_mb']:.0f} MB"
             )
     if "speedup" in wp:
         q = wp["speedup"]
-        out.print(
+        print_note(
             f"whole process, SimPy / clustergym: cold {q['cold_wall']:.1f}x wall ({q['cold_cpu']:.1f}x "
             f"CPU), warm {q['warm_wall']:.1f}x wall ({q['warm_cpu']:.1f}x CPU)"
         )
@@ -180,7 +181,7 @@ def _print_ppo_and_memory(results: dict[str, Any]) -> None:
     """PPO's share of time in the env, and the memory runs."""
     pp = results.get("ppo")
     if pp is not None:
-        out.print(
+        print_note(
             f"MaskablePPO on ec2, {pp['timesteps']} steps: learn {pp['learn_wall_seconds']:.1f} s wall, "
             f"env {pp['env_wall_seconds']:.1f} s = {100 * pp['env_share']:.1f}% of it"
         )
@@ -188,7 +189,7 @@ def _print_ppo_and_memory(results: dict[str, Any]) -> None:
         mm = results.get(key)
         if mm is not None:
             slope = "n/a" if mm["bytes_per_job"] is None else f"{mm['bytes_per_job']:.1f}"
-            out.print(
+            print_note(
                 f"memory, job_memory={mm['job_memory']}, over {mm['events']:,} events ({mm['arrivals']:,} jobs): "
                 f"RSS {mm['rss_start_mb']:.0f} MB after 10% of the run, {mm['rss_peak_mb']:.0f} MB peak, "
                 f"{mm['rss_end_mb']:.0f} MB at the end; "
@@ -263,8 +264,8 @@ def _bench_scale(json_out: bool, quick: bool, plot: Path | None) -> None:
     print_table(t)
     for label, q in res["ratios_to_200"].items():
         extra = f"; env.step alone {q['env_only']:.2f} (wall), {q['env_only_cpu']:.2f} (CPU)" if "env_only" in q else ""
-        out.print(
+        print_note(
             f"{label}: rate at L={q['servers']:,} / rate at L=200 = {q['wall']:.2f} (wall), {q['cpu']:.2f} (CPU){extra}"
         )
     if "plot" in res:
-        out.print(f"plot: {res['plot']}")
+        print_note(f"plot: {res['plot']}")

@@ -127,9 +127,14 @@ def _fill(frame: np.ndarray, x: int, y: int, w: int, h: int, fraction: float, co
 
 
 def frame_height(num_servers: int, num_resources: int) -> int:
-    """The height of the frames of an environment with these sizes (constant over its episodes)."""
+    """The height of the frames of an environment with these sizes in pixels (constant over its
+    episodes), rounded up to an even number: video encoders' 4:2:0 pixel format (``yuv420p``, what
+    players expect of an MP4) needs even sides, and moviepy, which ``RecordVideo`` and
+    ``VecVideoRecorder`` write with, falls back to another format for odd ones."""
     header = _PAD + 5 * _SCALE + _PAD + 4 + _PAD
-    return header + _queue_height(num_resources) + _PAD + _row_height(num_resources) * min(num_servers, MAX_ROWS) + _PAD
+    rows = _row_height(num_resources) * min(num_servers, MAX_ROWS)
+    height = header + _queue_height(num_resources) + _PAD + rows + _PAD
+    return height + height % 2
 
 
 def _bar_height(num_resources: int) -> int:

@@ -67,19 +67,24 @@ def load_curves(runs: Sequence[str | Path]) -> tuple[pd.DataFrame, str]:
     return pd.concat(frames, ignore_index=True), metric
 
 
-def _ci_bounds(values: pd.Series) -> pd.Series:
-    """The mean's 95% Student-t interval (``ci_low``, ``ci_high``; NaN with fewer than two values)."""
-    from clustergym.runner import mean_ci
+def _ci_bounds(values: pd.Series, metric: str) -> pd.Series:
+    """The mean's 95% Student-t interval within the values ``metric`` can take (a queue length is
+    never below 0), as in the comparison figures (``ci_low``, ``ci_high``; NaN with fewer than two
+    values)."""
+    from clustergym.runner import bounded_ci
+    from clustergym.runner.metric_info import metric_info
 
-    mean, half = mean_ci(values.to_numpy())
-    return pd.Series({"ci_low": mean - half, "ci_high": mean + half})
+    info = metric_info(metric)
+    _, low, high = bounded_ci(values.to_numpy(), info.lower, info.upper)
+    return pd.Series({"ci_low": low, "ci_high": high})
 
 
 def curve_data(curves: pd.DataFrame, metric: str) -> dict[str, pd.DataFrame]:
     """What :func:`plot_learning_curves` draws: ``per_run`` (run, step, wall_seconds, mean over
     evaluation seeds), ``mean`` (step, mean over runs, min and max over runs, and ``ci_low`` /
-    ``ci_high``: the 95% Student-t interval of the mean -- over the runs' means with several runs
-    (training seeds), over the evaluation seeds with one -- named by ``interval_over``) and
+    ``ci_high``: the 95% Student-t interval of the mean within the metric's range -- over the runs'
+    means with several runs (training seeds), over the evaluation seeds with one -- named by
+    ``interval_over``) and
     ``baselines`` (agent, mean over every evaluation)."""
     learned = curves[curves["agent"] == LEARNED]
     per_run = learned.groupby(["run", "step"], sort=True).agg(
@@ -93,7 +98,7 @@ def curve_data(curves: pd.DataFrame, metric: str) -> dict[str, pd.DataFrame]:
     )
     several = per_run["run"].nunique() > 1
     source = per_run.groupby("step")["value"] if several else learned.groupby("step")[metric]
-    ci = source.apply(_ci_bounds).unstack().reset_index()
+    ci = source.apply(_ci_bounds, metric=metric).unstack().reset_index()
     mean = mean.merge(ci, on="step", how="left")
     mean["interval_over"] = "training seeds" if several else "evaluation seeds"
     baselines = curves[curves["agent"] != LEARNED].groupby("agent", sort=False)[metric].mean().reset_index()

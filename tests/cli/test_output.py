@@ -57,3 +57,24 @@ def test_install_hints_keep_the_extras_name(monkeypatch, tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "pip install 'clustergym[plot]'" in " ".join(res.stderr.split())
+
+
+def test_bench_prints_csv_with_its_notes_as_comment_lines(monkeypatch):
+    """bench prints tables and lines of prose: under --format csv the prose is '#' lines, so that
+    every other line parses as CSV (the measurement itself is replaced by fixed numbers)."""
+    import clustergym.perf as perf
+
+    row = {"benchmark": "kernel", "scenario": "ec2", "servers": 20, "events": 1000, "steps": 1500}
+    row.update(wall_seconds=0.5, events_per_second=2000.0, steps_per_second=3000.0)
+    row.update(events_per_cpu_second=2100.0, steps_per_cpu_second=3100.0)
+    ppo = {"timesteps": 512, "learn_wall_seconds": 4.0, "env_wall_seconds": 1.0, "env_share": 0.25}
+    monkeypatch.setattr(perf, "run_benchmarks", lambda **kw: {"benchmarks": [row], "ppo": ppo})
+    res = runner.invoke(app, ["bench", "--no-replay", "--no-env-steps", "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    notes = [ln for ln in lines if ln.startswith("#")]
+    assert notes == ["# clustergym bench", "# MaskablePPO on ec2, 512 steps: learn 4.0 s wall, env 1.0 s = 25.0% of it"]
+    rows = list(csv.DictReader(ln for ln in lines if not ln.startswith("#")))
+    assert len(rows) == 1 and rows[0]["benchmark"] == "kernel" and rows[0]["events_per_second"] == "2,000"
+    md = runner.invoke(app, ["bench", "--no-replay", "--no-env-steps", "--format", "markdown"])
+    assert md.exit_code == 0 and "| benchmark | scenario |" in md.stdout and "= 25.0% of it" in md.stdout

@@ -124,17 +124,61 @@ def test_subproc_vec_env_steps_a_suite_id(tmp_path):
     assert done.stdout.strip().endswith(", 320, 3)")
 
 
+def _placement_trajectory(env, steps: int = 12) -> None:
+    """Reset on seed 1, place the head job at once (a placement changes the server rows), then take
+    ``steps`` random actions."""
+    obs, _ = env.reset(seed=1)
+    env.step(int(np.flatnonzero(obs["action_mask"][:-1])[0]))
+    for _ in range(steps):
+        env.step(env.action_space.sample())
+
+
+def _assert_frames_of(env, frames: list[np.ndarray], lossless: bool) -> None:
+    """Frames read back from a recording of :func:`_placement_trajectory`: the render's shape, even
+    sides (4:2:0 video), and the placement (frame 0 to frame 1) changes the server rows: exactly,
+    or by more than a lossy codec's noise."""
+    view = env.unwrapped.view
+    shape = (frame_height(view.num_servers, view.num_resources), FRAME_WIDTH, 3)
+    assert len(frames) >= 3 and all(f.shape == shape for f in frames) and shape[0] % 2 == 0
+    before, after = (_server_rows(env, f).astype(int) for f in frames[:2])
+    assert np.abs(after - before).max() > (0 if lossless else 60)
+
+
+def test_rendered_frames_write_and_read_back_without_moviepy(tmp_path):
+    """What runs where moviepy is not installed (CI): Gymnasium's ``RenderCollection`` captures the
+    ``rgb_array`` frames after reset and each step, as ``RecordVideo`` does, and Pillow writes them as
+    an animated PNG (lossless); the frames read back are the rendered ones."""
+    Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (pip install -e '.[dev]')")
+    from PIL import ImageSequence
+
+    env = gym.wrappers.RenderCollection(_make("clustergym/rms-trap-v1"))
+    _placement_trajectory(env)
+    rendered = env.render()
+    first, *rest = (Image.fromarray(f) for f in rendered)
+    first.save(tmp_path / "episode.png", save_all=True, append_images=rest, duration=250)
+    with Image.open(tmp_path / "episode.png") as video:
+        frames = [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(video)]
+    # the encoder merges a frame equal to the one before it (a step that changed nothing drawn)
+    distinct = [f for i, f in enumerate(rendered) if i == 0 or not np.array_equal(f, rendered[i - 1])]
+    assert len(frames) == len(distinct) and all(np.array_equal(a, b) for a, b in zip(frames, distinct))
+    _assert_frames_of(env, frames, lossless=True)
+    env.close()
+
+
+# RecordVideo and VecVideoRecorder write with moviepy, which this project does not install: moviepy
+# 2.2.1 caps Pillow below 12 (docs/environments.md, "Rendering and the standard tools")
 NO_MOVIEPY = pytest.mark.skipif(
     importlib.util.find_spec("moviepy") is None,
-    reason="RecordVideo and VecVideoRecorder need moviepy (gymnasium[other]), not installed here; "
-    "the frames they record are env.render()'s, tested above",
+    reason="RecordVideo and VecVideoRecorder need moviepy (pip install moviepy), not installed here: "
+    "test_rendered_frames_write_and_read_back_without_moviepy records the same frames",
 )
 
 
 def _read_back(path: Path) -> list[np.ndarray]:
     from moviepy import VideoFileClip
 
-    return list(VideoFileClip(str(path)).iter_frames())
+    with VideoFileClip(str(path)) as clip:
+        return list(clip.iter_frames())
 
 
 @NO_MOVIEPY
@@ -149,18 +193,16 @@ def test_vec_video_recorder_writes_a_video_whose_frames_read_back(tmp_path):
         rec.step(np.array([venv.action_space.sample()]))
     rec.close()
     frames = _read_back(sorted(tmp_path.glob("*.mp4"))[0])
-    assert frames[0].shape[1] == FRAME_WIDTH and any(not np.array_equal(frames[0], f) for f in frames[1:])
+    view = venv.envs[0].unwrapped.view
+    assert frames[0].shape == (frame_height(view.num_servers, view.num_resources), FRAME_WIDTH, 3)
+    assert any(not np.array_equal(frames[0], f) for f in frames[1:])
 
 
 @NO_MOVIEPY
 def test_record_video_writes_a_video_whose_frames_read_back(tmp_path):
-    env = gym.wrappers.RecordVideo(_make("clustergym/rms-trap-v1"), str(tmp_path), episode_trigger=lambda e: e == 0)
-    env.reset(seed=0)
-    for _ in range(20):
-        env.step(env.action_space.sample())
+    env = gym.wrappers.RecordVideo(_make("clustergym/rms-trap-v1"), str(tmp_path / "videos"))
+    _placement_trajectory(env)
     env.close()
-    videos = sorted(tmp_path.glob("*.mp4"))
-    assert videos
-    frames = _read_back(videos[0])
-    assert frames[0].shape[1] == FRAME_WIDTH and len(frames) >= 2
-    assert any(not np.array_equal(frames[0], f) for f in frames[1:])
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert len(videos) == 1
+    _assert_frames_of(env, _read_back(videos[0]), lossless=False)

@@ -57,6 +57,7 @@ def test_curve_data_averages_seeds_then_runs_and_keeps_the_baselines(tmp_path):
     assert (mean.loc[1536, "low"], mean.loc[1536, "high"]) == (8.5, 12.5)
     # the 95% interval of the mean over the two runs: 10.5 +- t(0.975, 1) * 2 * sqrt(2) / sqrt(2)
     assert mean.loc[1536, "ci_high"] - 10.5 == pytest.approx(12.706 * 2.0, rel=1e-3)
+    assert mean.loc[1536, "ci_low"] == 0.0  # 10.5 - 25.4, cut at the least queue length there is
     assert set(mean["interval_over"]) == {"training seeds"}
     one = curve_data(*load_curves([a]))["mean"].set_index("step")  # one run: over its evaluation seeds
     assert one.loc[1536, "ci_low"] < 12.5 < one.loc[1536, "ci_high"] and set(one["interval_over"]) == {
@@ -88,3 +89,22 @@ def test_curves_command_writes_three_formats_and_refuses_to_overwrite(tmp_path):
     assert all((tmp_path / f"lc.{fmt}").stat().st_size > 0 for fmt in ("png", "svg", "pdf"))
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert again.returncode == 2 and "--overwrite" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_the_committed_learning_curves_figure_data_have_an_interval_over_five_training_seeds():
+    """docs/figures/learning_curves_bftrap/: the data docs/figures/learning_curves_bftrap.png is drawn
+    from (its README has the commands); the numbers docs/reporting.md quotes."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "docs" / "figures" / "learning_curves_bftrap"
+    runs = sorted(p for p in data.iterdir() if p.is_dir())
+    assert [p.name for p in runs] == ["s0", "s1", "s2", "s3", "s4"]
+    curves, metric = load_curves(runs)
+    d = curve_data(curves, metric)
+    m = d["mean"]
+    assert metric == "mean_queue_length" and set(curves["train_seed"]) == {0, 1, 2, 3, 4}
+    assert set(m["runs"]) == {5} and set(m["interval_over"]) == {"training seeds"}
+    assert ((m["ci_low"] < m["value"]) & (m["value"] < m["ci_high"])).all()
+    last = m.iloc[-1]
+    assert (round(last["value"], 1), round(last["ci_low"], 1), round(last["ci_high"], 1)) == (30.5, 24.1, 37.0)
+    assert d["baselines"].set_index("agent")["value"].round(1).to_dict() == {"best-fit": 16.2, "first-fit": 9.7}
