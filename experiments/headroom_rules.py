@@ -35,7 +35,10 @@ machine freed by a completion takes the oldest waiting job that fits it; with ``
 sweeps the first 64 waiting jobs, oldest first, each on its fastest fitting machine.  It reads the machines' speeds, which a learned policy does
 not observe; but they are the task instance's, the same in every episode, so a policy with server
 identities (``policy.server_ids``) could learn them.  It shows what knowing them is worth, and how
-much of it a window keeps.
+much of it a window keeps.  **Fastest estimated** (``FastestEstimatedFit``, the cloning teacher of
+``experiments/round8.md``): the same rule on the speeds *estimated* from the episode's completions so
+far (``ClusterView.speed_estimate``), which every policy may read: what learning them within an
+episode keeps of the oracle's knowledge.
 
 Prints, per rule, the mean score, the normalized score and the paired difference (mean ± 95% t
 half-width) against the best non-oracle baseline on the same seeds, as ``clustergym benchmark``.
@@ -49,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from clustergym.agent_api import AGENTS, make_agent, register_agent
-from clustergym.baselines.greedy import BestFitAdmit, GreedyAgent
+from clustergym.baselines.greedy import BestFitAdmit, FastestEstimatedFit, GreedyAgent
 from clustergym.baselines.mris.bf_exec import tightest_by_norm
 from clustergym.baselines.mris.mris import priority_order
 from clustergym.baselines.mris.priority_queue import PriorityQueue
@@ -144,23 +147,18 @@ class PriorityQueuePower(PriorityQueue):
         return priority_order("wsjf", cand, c.arrival, c.work**self.exponent, c.weight, c.u)
 
 
-class FastestMachine(GreedyAgent):
+class FastestMachine(FastestEstimatedFit):
     """Greedy placement (``random-fit``'s) on the fitting machine fastest for the job's class (``lotes-hetero``).
 
     A machine freed by a completion takes the oldest job that fits it (the job rule), as in every
-    :class:`GreedyAgent`; the speed chooses the machine wherever a job is placed by :meth:`_server_for`.
+    :class:`GreedyAgent`; the speed chooses the machine wherever a job is placed.  The true speeds
+    (an oracle's): :class:`FastestEstimatedFit` is the same rule on the speeds estimated from history.
     """
 
     description = "diagnostic: each job on the fitting machine with the highest speed for its class"
-    server_rule = "first-fit"  # the rule's ties: the lowest index among the fastest
 
-    def _server_for(self, job: int) -> int:
-        v = self.view
-        fits = np.flatnonzero(v.fits(job))
-        if fits.size == 0:
-            return -1
-        speed = v.speed[fits, v.job_type(job)]  # the instance's speeds: the same in every episode
-        return int(fits[np.argmax(speed)])
+    def speeds(self) -> np.ndarray:
+        return self.view.speed  # the instance's speeds: the same in every episode
 
 
 def _random_fit(**params: Any) -> Any:
@@ -178,6 +176,8 @@ RULES = [
     ("lotes-hetero", "random-fit scan=64", _random_fit, {"scan": 64}),
     ("lotes-hetero", "fastest-machine scan=64", FastestMachine, {"scan": 64}),
     ("lotes-hetero", "fastest-machine", FastestMachine, {}),
+    ("lotes-hetero", "fastest-estimated scan=32", FastestEstimatedFit, {"scan": 32}),
+    ("lotes-hetero", "fastest-estimated", FastestEstimatedFit, {}),
 ]
 
 

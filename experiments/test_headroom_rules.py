@@ -131,6 +131,8 @@ def test_the_script_prints_one_row_per_rule(headroom, capsys):
         "random-fit scan=64",
         "fastest-machine scan=64",
         "fastest-machine",
+        "fastest-estimated scan=32",
+        "fastest-estimated",
     ]
     from clustergym.agent_api import AGENTS
 

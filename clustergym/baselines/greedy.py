@@ -57,7 +57,16 @@ from clustergym.core.scores import best_mask
 from clustergym.core.simulator import EpochConfig
 from clustergym.validation import settings
 
-__all__ = ["select_server", "GreedyAgent", "FirstFit", "BestFit", "RandomFit", "BestFitAdmit", "FirstFitAdmit"]
+__all__ = [
+    "select_server",
+    "GreedyAgent",
+    "FirstFit",
+    "BestFit",
+    "RandomFit",
+    "FastestEstimatedFit",
+    "BestFitAdmit",
+    "FirstFitAdmit",
+]
 
 SERVER_RULES = ("first-fit", "best-fit", "random-fit")
 JOB_RULES = ("largest", "fifo", "random")
@@ -213,6 +222,38 @@ class RandomFit(GreedyAgent):
     description = "work-conserving Random-Fit (random server that fits; FIFO refill)"
     server_rule = "random-fit"
     default_job_rule = "fifo"
+
+
+class FastestEstimatedFit(GreedyAgent):
+    """Work-conserving greedy placement on the fitting server *estimated* fastest for the job's type;
+    FIFO refill.  Not an oracle, and not in the registry (no paper's; the suite's reference is left as
+    it is): a teacher for behaviour cloning, by import path
+    (``--warm-start clustergym.baselines.greedy:FastestEstimatedFit``).
+
+    On heterogeneous machines (LoTES's ``mu_jk = omega_jk / u_k``, Sec. 5.4.3) the oracles (``lotes``,
+    ``tetris``) read the machines' speeds; this rule reads what the episode's completions so far say of
+    them, :meth:`~clustergym.core.view.ClusterView.speed_estimate` (the relative speed a policy sees
+    with ``pair_features="speed"``), and otherwise decides as ``random-fit``: an arriving job starts at
+    once where it fits, a freed server takes the oldest waiting job that fits (the ``scan`` window, if
+    any, as every :class:`GreedyAgent`'s).  Ties (every speed 1 before the first completions) go to the
+    lowest index.
+    """
+
+    description = "work-conserving placement on the fitting server estimated fastest for the job's type"
+    server_rule = "first-fit"
+    default_job_rule = "fifo"
+
+    def speeds(self) -> np.ndarray:
+        """``(L, J)`` the speeds the rule ranks the servers by: the estimate (a subclass may read others)."""
+        return self.view.speed_estimate()
+
+    def _server_for(self, job: int) -> int:
+        v = self.view
+        fits = np.flatnonzero(v.fits(job))
+        if fits.size == 0:
+            return -1
+        speed = self.speeds()[fits, v.job_type(job)]
+        return int(fits[best_mask(speed)][0])  # the fastest (ties up to SCORE_RTOL), lowest index
 
 
 class _AdmitAgent(Agent):

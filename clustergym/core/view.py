@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from clustergym.core.estimates import SpeedEstimate
 from clustergym.core.jobs import JobStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +38,7 @@ class ClusterView:
 
     def __init__(self, sim: Simulator, clairvoyant: bool = False):
         self._sim = sim
+        self._speed_estimate: SpeedEstimate | None = None  # made at the first speed_estimate()
         self.clairvoyant = clairvoyant
 
     # --- sizes and static data
@@ -86,6 +88,14 @@ class ClusterView:
     def speed(self) -> np.ndarray:
         """Oracle: ``(L, J)`` service speed of each server for each type."""
         return _ro(self._sim.speed)
+
+    def speed_estimate(self) -> np.ndarray:
+        """Not an oracle: ``(L, J)`` each server's speed for each type relative to the type's pooled
+        rate, estimated from the episode's completions so far (1 where nothing is known;
+        :class:`~clustergym.core.estimates.SpeedEstimate`, what ``pair_features="speed"`` shows a policy)."""
+        if self._speed_estimate is None:
+            self._speed_estimate = SpeedEstimate(self._sim)
+        return _ro(self._speed_estimate.relative())
 
     # --- dynamic state
     @property

@@ -123,7 +123,9 @@ class ClusterEnv(gym.Env):
     * ``pair_features``: add ``obs["pair_scores"]``, ``(K + 1, L, 5)``: for each window job and the
       event's job, and each server, whether it fits, Best-Fit's score, Best-Fit's and First-Fit's
       choices and the free fraction left (:mod:`clustergym.envs.observation`).  Off by default: the
-      observation, and the suite tasks', stay as they were.
+      observation, and the suite tasks', stay as they were.  ``"speed"``: those five and a sixth,
+      ``(K + 1, L, 6)``, the server's speed for the job's type estimated from the episode's
+      completions (:class:`clustergym.core.estimates.SpeedEstimate`; heterogeneous machines, LoTES).
     * ``validate``: check every kernel invariant after every event (slow).
     * ``observe``: build observations (default).  ``False`` is the fast path for
       rule-based agents that read the state through ``env.view`` and never the
@@ -151,7 +153,7 @@ class ClusterEnv(gym.Env):
         reward_timing: Literal["integral", "start", "expected"] = "integral",
         reward_fn: RewardFn | None = None,
         rules: RuleSet | None = None,
-        pair_features: bool = False,
+        pair_features: bool | str = False,
         validate: bool = False,
         observe: bool = True,
         render_mode: str | None = None,
@@ -189,10 +191,11 @@ class ClusterEnv(gym.Env):
         elif not callable(reward_fn):
             raise ConfigError("reward_fn", f"expected a RewardFn (a callable of the simulator), got {reward_fn!r}")
         self.reward_fn = reward_fn
-        self.pair_features = settings.boolean(pair_features, "pair_features")
         self.obs_builder = ObservationBuilder(
-            self.sim, queue_window, self.mode.mask_size, self.scenario.clairvoyant, pair_features=self.pair_features
+            self.sim, queue_window, self.mode.mask_size, self.scenario.clairvoyant, pair_features=pair_features
         )
+        #: ``False``, ``True`` or ``"speed"``, as given (:func:`~clustergym.envs.observation.pair_feature_names`)
+        self.pair_features: bool | str = pair_features if self.obs_builder.pair_features else False
         self.observation_space = self.obs_builder.space
         self.action_space = self.mode.space
         self.view = ClusterView(self.sim, clairvoyant=self.scenario.clairvoyant)

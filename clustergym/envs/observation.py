@@ -20,7 +20,7 @@ key                shape       content
                                for the start (it does not grow with elapsed time)
 ``time``           (1,)        elapsed time / horizon (0 for an infinite horizon)
 ``action_mask``    (M,)        1 for valid actions of the action mode
-``pair_scores``    (K + 1, L,  only with ``pair_features=True``: what the
+``pair_scores``    (K + 1, L,  only with ``pair_features`` (``True`` or ``"speed"``): what the
                    P)          baselines' server rules see of each (job, server)
                                pair, for the K window jobs (rows 0..K-1, zeros
                                below the queue) and the event's job (row K)
@@ -39,6 +39,13 @@ Best-Fit score, so that a policy sees exactly what the rules decide by:
   that is equivariant over servers cannot otherwise tell apart);
 * ``tightest_left``: ``min_r (C_r - u_r - d_r) / C_r``, the smallest free fraction the server would
   keep after the placement, clipped to ``[-1, 1]`` (negative: the job does not fit in free capacity).
+
+With ``pair_features="speed"`` a sixth score follows (``P = 6``, :data:`SPEED_PAIR_FEATURES`):
+
+* ``speed_estimate``: the server's speed for the job's type relative to the type's pooled rate,
+  estimated from the episode's completions so far (:class:`clustergym.core.estimates.SpeedEstimate`:
+  1 where nothing is known, dimensionless, capped at :data:`SCALED_CAP`).  On heterogeneous clusters
+  (``lotes-hetero``) it is what the oracles' machine speeds become when learned from history.
 
 The *scaled* observation (:func:`scaled_observation`; the observation of the suite tasks,
 :mod:`clustergym.suite.env`) has the same keys but ``time``, with counts through ``log1p``, job
@@ -75,16 +82,21 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.core.commands import EventKind
+from clustergym.core.estimates import SpeedEstimate
 from clustergym.core.placement import scan_scores
 from clustergym.core.scores import argbest_rows
 from clustergym.core.simulator import Simulator
+from clustergym.errors import ScenarioError
+from clustergym.validation import describe
 
 __all__ = [
     "INCREMENTAL_MIN_SERVERS",
     "PAIR_FEATURES",
+    "SPEED_PAIR_FEATURES",
     "SCALED_CAP",
     "SCALED_KEYS",
     "ObservationBuilder",
+    "pair_feature_names",
     "scaled_observation",
     "scaled_observation_space",
 ]
@@ -95,6 +107,8 @@ INCREMENTAL_MIN_SERVERS = 1024
 
 #: the pair scores of ``obs["pair_scores"]`` (``pair_features=True``), in order (module docstring)
 PAIR_FEATURES = ("fits", "best_fit_score", "best_fit_choice", "first_fit_choice", "tightest_left")
+#: the pair scores with ``pair_features="speed"``: :data:`PAIR_FEATURES` and the estimated speed
+SPEED_PAIR_FEATURES = (*PAIR_FEATURES, "speed_estimate")
 
 #: the keys of the scaled observation (:func:`scaled_observation`), in order (no ``time``; ``pair_scores``
 #: follows when the observation has it)
@@ -117,6 +131,20 @@ _EVENT_KINDS = (EventKind.COMPLETION, EventKind.ARRIVAL, EventKind.TICK, EventKi
 _EVENT_INDEX = {k: i for i, k in enumerate(_EVENT_KINDS)}
 
 
+def pair_feature_names(value: bool | str) -> tuple[str, ...]:
+    """The pair scores of the env argument ``pair_features``: ``False`` none, ``True`` the baselines'
+    five (:data:`PAIR_FEATURES`), ``"speed"`` those and the estimated speed (:data:`SPEED_PAIR_FEATURES`).
+
+    Raises:
+        ScenarioError: any other value (named, with the accepted ones).
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return PAIR_FEATURES if value else ()
+    if value == "speed":
+        return SPEED_PAIR_FEATURES
+    raise ScenarioError("pair_features", f"expected true, false or 'speed', got {describe(value)}")
+
+
 class ObservationBuilder:
     """Builds observations of one simulator (the dynamics) for the env.
 
@@ -128,12 +156,15 @@ class ObservationBuilder:
     """
 
     def __init__(
-        self, sim: Simulator, queue_window: int, mask_size: int, clairvoyant: bool, pair_features: bool = False
+        self, sim: Simulator, queue_window: int, mask_size: int, clairvoyant: bool, pair_features: bool | str = False
     ):
         self.sim = sim
         self.K = queue_window
         self.clairvoyant = clairvoyant
-        self.pair_features = pair_features
+        #: the pair scores shown, in order (:func:`pair_feature_names`); empty: no ``pair_scores`` key
+        self.pair_names = pair_feature_names(pair_features)
+        self.pair_features = bool(self.pair_names)
+        self._speed = SpeedEstimate(sim) if "speed_estimate" in self.pair_names else None
         L, R, J = sim.num_servers, sim.num_resources, sim.num_types
         self.F = R + J + 3
         cap = sim.cluster.capacity
@@ -164,8 +195,9 @@ class ObservationBuilder:
                 "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
             }
         )
-        if pair_features:
-            high = np.broadcast_to(np.array([1.0, inf, 1.0, 1.0, 1.0], dtype=f32), (self.K + 1, L, len(PAIR_FEATURES)))
+        if self.pair_features:
+            top = [1.0, inf, 1.0, 1.0, 1.0, SCALED_CAP][: len(self.pair_names)]
+            high = np.broadcast_to(np.array(top, dtype=f32), (self.K + 1, L, len(self.pair_names)))
             keys["pair_scores"] = spaces.Box(np.full_like(high, -1.0), high, dtype=f32)
         self.space = spaces.Dict(keys)
         #: the environment's own observation space (:attr:`space` is the scaled one after :meth:`use_scaling`)
@@ -212,10 +244,10 @@ class ObservationBuilder:
         out[R + J + 2] = jobs.work[job] if self.clairvoyant else 0.0
 
     def _pair_scores(self, ids: list[int]) -> np.ndarray:
-        """``(K + 1, L, P)``: :data:`PAIR_FEATURES` of the window jobs ``ids`` (rows 0..) and the event's job (row K)."""
+        """``(K + 1, L, P)``: :attr:`pair_names` of the window jobs ``ids`` (rows 0..) and the event's job (row K)."""
         sim = self.sim
         c, jobs = sim.cluster, sim.jobs
-        out = np.zeros((self.K + 1, sim.num_servers, len(PAIR_FEATURES)), dtype=np.float32)
+        out = np.zeros((self.K + 1, sim.num_servers, len(self.pair_names)), dtype=np.float32)
         at = list(range(len(ids)))
         who = list(ids)
         if sim.event.job >= 0:
@@ -235,6 +267,8 @@ class ObservationBuilder:
         out[rows[bf >= 0], bf[bf >= 0], 2] = 1.0
         out[rows[ff >= 0], ff[ff >= 0], 3] = 1.0
         out[rows, :, 4] = np.clip(left.min(axis=2), -1.0, 1.0)
+        if self._speed is not None:  # (L, J) -> each row's job type's column, (n, L)
+            out[rows, :, 5] = np.minimum(self._speed.relative()[:, jobs.type[who]].T, SCALED_CAP)
         return out
 
     def _server_rows(self, rows) -> None:

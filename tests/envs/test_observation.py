@@ -90,3 +90,42 @@ def test_pair_scores_show_the_fit_and_the_choices_of_best_fit_and_first_fit(scen
             break
     assert checked["window" if mode != "admit" else "event"] >= 20
     assert checked["best_fit_differs_from_first_fit"] >= 3, "the choices never differed: a weak check"
+
+
+# ============================================================== pair_features="speed"
+def test_speed_pair_score_is_the_views_estimate_for_each_jobs_type():
+    """``pair_features="speed"``: the five scores of ``True`` (same values) and a sixth, each window
+    job's row the agents' :meth:`ClusterView.speed_estimate` column of its type (zeros below the queue),
+    which leaves 1 once completions are seen on a heterogeneous cluster (LoTES)."""
+    kw = {"omega": 0.5, "machines_per_config": 1, "load": 0.95, "action_mode": "slot", "queue_window": 8}
+    env = make_env("lotes-omega", horizon=3.0, pair_features="speed", **kw)
+    five = make_env("lotes-omega", horizon=3.0, pair_features=True, **kw)
+    assert env.pair_features == "speed" and five.pair_features is True
+    obs, _ = env.reset(seed=2)
+    obs5, _ = five.reset(seed=2)
+    sim, view = env.unwrapped.sim, env.unwrapped.view
+    rng = np.random.default_rng(0)
+    moved = 0
+    for _ in range(600):
+        assert env.observation_space.contains(obs) and obs["pair_scores"].shape == (9, sim.num_servers, 6)
+        np.testing.assert_array_equal(obs["pair_scores"][..., :5], obs5["pair_scores"])
+        ids = list(sim.queue)[:8]
+        rel = view.speed_estimate()
+        for k, job in enumerate(ids):
+            np.testing.assert_allclose(obs["pair_scores"][k, :, 5], rel[:, sim.jobs.type[job]], rtol=1e-6)
+        assert not obs["pair_scores"][len(ids) : 8].any()
+        moved += bool(ids) and not np.allclose(obs["pair_scores"][0, :, 5], 1.0)
+        a = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        obs, _, term, trunc, _ = env.step(a)
+        obs5, *_ = five.step(a)
+        if term or trunc:
+            break
+    assert moved >= 50, "the estimate never left 1: a weak check"
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, "speeds"])
+def test_pair_features_refuses_other_values_by_name(bad):
+    from clustergym.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match="pair_features.*'speed'"):
+        make_env("ec2", pair_features=bad)

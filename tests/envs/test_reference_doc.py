@@ -26,7 +26,15 @@ def test_observation_table_lists_every_key_in_the_space_order_with_its_shape():
     rows = _table("Observation keys")
     assert [r[0] for r in rows] == list(env.observation_space.spaces) == list(obs)
     L, R, J, K = 20, 3, 3, 4
-    sizes = {"L": L, "R": R, "J": J, "K": K, "F": R + J + 3, "M": obs["action_mask"].shape[0]}
+    sizes = {
+        "L": L,
+        "R": R,
+        "J": J,
+        "K": K,
+        "F": R + J + 3,
+        "M": obs["action_mask"].shape[0],
+        "P": 5,
+    }  # P: pair_features=True
     for key, shape, *_ in rows:
         dims = [d for d in shape.split("`")[0].strip("()").split(",") if d.strip()]  # "(5 + F,)", "(M,)`, `int8"
         want = tuple(eval(d, {"__builtins__": {}}, sizes) for d in dims)
