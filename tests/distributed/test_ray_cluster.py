@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 COMPARE = ["compare", "bf-trap", "--agents", "first-fit,best-fit", "--seeds", "4", "--horizon", "50"]
-BENCHMARK = ["benchmark", "first-fit", "best-fit", "--tasks", "rms-trap", "--seeds", "8"]
+BENCHMARK = ["benchmark", "first-fit", "best-fit", "--tasks", "rms-trap", "--seeds", "4"]
 
 
 @pytest.fixture
