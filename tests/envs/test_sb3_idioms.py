@@ -165,20 +165,20 @@ def test_rendered_frames_write_and_read_back_without_moviepy(tmp_path):
     env.close()
 
 
-# RecordVideo and VecVideoRecorder write with moviepy, which this project does not install: moviepy
-# 2.2.1 caps Pillow below 12 (docs/environments.md, "Rendering and the standard tools")
+# RecordVideo and VecVideoRecorder write with moviepy: the `video` extra (in `dev`), moviepy 1.0.3,
+# because moviepy 2.x caps Pillow below 12 (docs/environments.md, "Rendering and the standard tools")
 NO_MOVIEPY = pytest.mark.skipif(
     importlib.util.find_spec("moviepy") is None,
-    reason="RecordVideo and VecVideoRecorder need moviepy (pip install moviepy), not installed here: "
+    reason="RecordVideo and VecVideoRecorder need moviepy (pip install 'clustergym[video]'), not installed here: "
     "test_rendered_frames_write_and_read_back_without_moviepy records the same frames",
 )
 
 
 def _read_back(path: Path) -> list[np.ndarray]:
-    from moviepy import VideoFileClip
+    import imageio.v2 as imageio  # with imageio-ffmpeg: what moviepy itself writes with
 
-    with VideoFileClip(str(path)) as clip:
-        return list(clip.iter_frames())
+    with imageio.get_reader(str(path), format="ffmpeg") as reader:
+        return [np.asarray(frame) for frame in reader]
 
 
 @NO_MOVIEPY

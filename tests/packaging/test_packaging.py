@@ -94,7 +94,8 @@ def test_core_is_the_env_install_and_training_is_an_extra():
     assert "torch>=2.3,<2.14" in extras["train"]
     assert {"stable-baselines3", "sb3-contrib", "tensorboard", "tqdm"} <= _requirement_names(extras["train"])
     # [all] and [dev] bring every extra (today's full install)
-    assert extras["all"] == ["clustergym[train,plot,parquet,fast,bench]"]
+    assert extras["all"] == ["clustergym[train,plot,parquet,fast,bench,video]"]
+    assert extras["video"] == ["moviepy==1.0.3"]  # 2.x caps Pillow below 12 (pyproject comment)
     assert "clustergym[all]" in extras["dev"]
     assert {"ruff", "mypy", "build", "twine", "pytest"} <= _requirement_names(extras["dev"])
     assert PYPROJECT["project"]["license"] == "MIT" and PYPROJECT["project"]["license-files"] == ["LICENSE"]
