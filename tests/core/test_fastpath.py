@@ -87,9 +87,9 @@ def test_heterogeneous_speeds_and_poisson_with_horizon() -> None:
 
 @needs_numba
 @pytest.mark.parametrize("agent", ["best-fit", "first-fit"])
-def test_block_summaries_of_a_full_scan_skip_only_blocks_where_nothing_fits(agent: str) -> None:
-    """37 servers of mixed capacities (the compiled scan's blocks of 16: two full ones and a partial one, each
-    mixing large and small limits), loaded so that most blocks are full when a job is first examined."""
+def test_full_and_pruned_scans_over_many_mixed_servers(agent: str) -> None:
+    """37 servers of mixed capacities under a long queue: the compiled loop's full scans (a job's first
+    examination) and pruned ones (only servers that completed since) place as the step loop does."""
     rng = np.random.default_rng(11)
     n = 4000
     t = np.sort(rng.integers(0, 300, n)).astype(float)
