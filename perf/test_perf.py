@@ -62,12 +62,8 @@ def test_replay_clustergym(benchmark) -> None:
 @needs_traces
 def test_replay_simpy_reference(benchmark) -> None:
     pytest.importorskip("simpy", reason="simpy is in the 'bench' extra")
-    import importlib.util
-    from pathlib import Path
+    from clustergym.perf import simpy_bestfit as ref
 
-    spec = importlib.util.spec_from_file_location("simpy_bestfit", Path(__file__).with_name("simpy_bestfit.py"))
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
     arrival, duration, demand = ref.load_jobs(REPLAY_N)
     r = benchmark.pedantic(ref.simulate, args=(arrival, duration, demand), rounds=1, iterations=1)
     benchmark.extra_info.update(mean_wait=r["mean_wait"], mean_queue_length=r["mean_queue_length"])

@@ -18,7 +18,14 @@ completion:
 Metrics: mean wait (start - arrival, over all jobs) and the time-average queue length
 (exact integral of the number of waiting jobs, over [0, last completion]).
 
-    python -m clustergym.perf.simpy_bestfit [--servers 420] [--first-n N] [--scan 64] [--json]
+How it scans (:func:`simulate`): a job's first examination is Best-Fit over every server in NumPy;
+after that, a job that fitted nowhere is tried again only once a server completed a job, and only
+on that server -- loads only grow between completions, so no other server can have room for it.
+That is the exact pruning clustergym's compiled loop does (:mod:`clustergym.core.fastpath`), so
+both sides run the same algorithm; ``--no-prune`` scans every server for every job of the window
+at every event instead.
+
+    python -m clustergym.perf.simpy_bestfit [--servers 420] [--first-n N] [--scan 64] [--no-prune] [--json]
 
 It prints the metrics and the simulation's wall time (trace loading excluded) and peak RSS.
 clustergym's equivalent: ``clustergym run google-bf-replay --agent best-fit --set agent.scan=64``.
@@ -45,6 +52,7 @@ import simpy
 from simpy.core import URGENT
 
 RTOL, ATOL = 1e-9, 1e-12  # clustergym.core.cluster.FIT_RTOL and its absolute slack
+LIMIT = 1.0 * (1.0 + RTOL) + ATOL  # clustergym.core.cluster.fit_limit of capacity 1
 SCORE_RTOL = 1e-9  # clustergym.core.cluster.SCORE_RTOL: scores this close are a tie
 
 
@@ -70,64 +78,99 @@ class Completion(simpy.events.Event):
         env.schedule(self, URGENT, delay)
 
 
-def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, servers: int = 420, scan: int = 64) -> dict:
-    """The replay (module docstring) on pre-parsed jobs, written as a careful SimPy user would: one
-    process per job, a ``deque`` as the FIFO queue, Best-Fit as whole-array NumPy operations over the
-    ``(servers, 2)`` load array: the fit test of the scanned jobs on every server at once (then only the
-    column of the server a placement changed), the score of every server at once; scalars as Python
-    floats."""
+def best_server(load0: np.ndarray, load1: np.ndarray, d0: float, d1: float) -> int:
+    """Best-Fit over every server for one job of demand ``(d0, d1)``: the index of the server where it fits
+    with the largest score ``d0 * load0 + d1 * load1`` (ties within SCORE_RTOL: the lowest index), or -1
+    where it fits nowhere.  ``load0``, ``load1``: ``(servers,)`` CPU and memory loads (capacities 1)."""
+    fit = np.flatnonzero((load0 + d0 <= LIMIT) & (load1 + d1 <= LIMIT))
+    if not fit.size:
+        return -1
+    score = d0 * load0[fit] + d1 * load1[fit]
+    top = score.max()
+    return int(fit[np.argmax(score >= top - SCORE_RTOL * abs(top))])
+
+
+def simulate(
+    arrival: np.ndarray,
+    duration: np.ndarray,
+    demand: np.ndarray,
+    servers: int = 420,
+    scan: int = 64,
+    prune: bool = True,
+) -> dict:
+    """The replay (module docstring) on pre-parsed jobs ``arrival`` (n,), ``duration`` (n,) seconds and
+    ``demand`` (n, 2), sorted by arrival, written as a careful SimPy user would (docs/performance.md,
+    "The SimPy reference").
+
+    Every arrival is a SimPy timeout scheduled at time 0 with the arrival time as its delay (so the event
+    time is the trace's, exactly), every completion an URGENT event; a ``deque`` is the FIFO queue; the
+    loads are two ``(servers,)`` NumPy arrays.  Best-Fit at each event: a job's first examination scans
+    every server (:func:`best_server`, whole-array NumPy).  With ``prune`` (the default), a job that fitted
+    nowhere is examined again only after a completion, and only on the server that completed: loads only
+    grow between completions and the fit test is monotone in the load, so nothing else can have room for
+    it (the same exact pruning as clustergym's compiled loop).  ``prune=False`` scans every server for
+    every job of the window at every event (the design the issue describes)."""
     env = simpy.Environment()
     n = len(arrival)
-    limit = np.ones((servers, 2)) * (1.0 + RTOL) + ATOL  # capacities are 1
-    load = np.zeros((servers, 2))
+    load0, load1 = np.zeros(servers), np.zeros(servers)
+    d0s, d1s, durations = demand[:, 0].tolist(), demand[:, 1].tolist(), duration.tolist()
     jobs_on = [0] * servers
     queue: deque[int] = deque()  # FIFO of waiting job ids
-    arrivals, durations = arrival.tolist(), duration.tolist()
     start = [math.nan] * n
-    area = [0.0, 0.0]  # [integral of queue length, time of the last update]
-    minus_inf = -np.inf
+    failed = [-1] * n  # the completion count when the job last fitted nowhere (-1: never examined)
+    st = [0.0, 0.0, 0, False]  # [queue-length integral, time of its last update, completions, settled]
 
     def integrate() -> None:
-        area[0] += len(queue) * (env.now - area[1])
-        area[1] = env.now
+        st[0] += len(queue) * (env.now - st[1])
+        st[1] = env.now
 
-    def best_fit_scan() -> None:
-        if not queue:
-            return
-        ids = list(islice(queue, scan))
-        D = demand[ids]  # (k, 2)
-        fits = (load[None] + D[:, None] <= limit).all(axis=2)  # (k, servers): every scanned job at once
-        for r in np.flatnonzero(fits.any(axis=1)).tolist():  # loads only grow during a scan: no other job fits
-            row = fits[r]
-            if not row.any():  # the servers it fitted on were filled by a job earlier in the scan
+    def best_fit_scan(freed: int) -> None:
+        c, placed = st[2], False
+        l0 = l1 = 0.0
+        if freed >= 0:
+            l0, l1 = float(load0[freed]), float(load1[freed])
+        for j in list(islice(queue, scan)):  # the window when the scan starts
+            f = failed[j]
+            if prune and f == c:
+                continue  # no server has more room than when it last fitted nowhere
+            d0, d1 = d0s[j], d1s[j]
+            if prune and f == c - 1 and freed >= 0:  # one completion since: only that server can have room
+                s = freed if l0 + d0 <= LIMIT and l1 + d1 <= LIMIT else -1
+            else:
+                s = best_server(load0, load1, d0, d1)
+            if s < 0:
+                failed[j] = c
                 continue
-            j, d = ids[r], D[r]
-            score = np.where(row, (d * load).sum(axis=1), minus_inf)  # sum_d demand_d * load_d / capacity_d^2
-            top = score.max()  # ties within clustergym's SCORE_RTOL of the largest score: the lowest index
-            s = int(np.argmax(score >= top - SCORE_RTOL * abs(top)))
             queue.remove(j)  # within the first `scan` entries
-            load[s] += d
-            fits[r + 1 :, s] = (load[s] + D[r + 1 :] <= limit[s]).all(axis=1)  # only server s changed
+            load0[s] += d0
+            load1[s] += d1
+            if s == freed:
+                l0, l1 = float(load0[s]), float(load1[s])
             jobs_on[s] += 1
             start[j] = env.now
+            placed = True
             Completion(env, durations[j]).callbacks.append(lambda _ev, j=j, s=s: complete(j, s))
+        st[3] = prune and not placed  # every job of the window fitted nowhere, and the window is unchanged
 
     def complete(j: int, s: int) -> None:
         integrate()
-        load[s] -= demand[j]
         jobs_on[s] -= 1
         if jobs_on[s] == 0:
-            load[s] = 0.0
-        best_fit_scan()
+            load0[s] = load1[s] = 0.0
+        else:
+            load0[s] -= d0s[j]
+            load1[s] -= d1s[j]
+        st[2] += 1
+        best_fit_scan(s)
 
-    def job(j: int):
-        yield env.timeout(arrivals[j])  # from time 0: the exact arrival time
+    def arrive(ev: simpy.events.Event) -> None:
         integrate()
-        queue.append(j)
-        best_fit_scan()
+        queue.append(ev.value)
+        if not (st[3] and len(queue) > scan):  # else: a settled window, and the job joined behind it
+            best_fit_scan(-1)
 
-    for j in range(n):
-        env.process(job(j))
+    for j, a in enumerate(arrival.tolist()):  # all scheduled at time 0, in trace order (ties keep it)
+        env.timeout(a, value=j).callbacks.append(arrive)
     env.run()
     T = env.now
     waits = np.array(start) - arrival
@@ -136,8 +179,9 @@ def simulate(arrival: np.ndarray, duration: np.ndarray, demand: np.ndarray, serv
         "servers": servers,
         "sim_time": T,
         "mean_wait": float(waits.mean()),
-        "mean_queue_length": area[0] / T,
+        "mean_queue_length": st[0] / T,
         "events": 2 * n,
+        "pruned": prune,
     }
 
 
@@ -148,13 +192,16 @@ def main() -> None:
     ap.add_argument("--scan", type=int, default=64)
     ap.add_argument("--trace-dir", default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--no-prune", action="store_true", help="scan every server for every job of the window at every event"
+    )
     args = ap.parse_args()
     arrival, duration, demand = load_jobs(args.first_n, args.trace_dir)
     with open("/proc/self/status") as f:  # resident memory before the simulation (Linux)
         rss_loaded = next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:")), float("nan"))
     t0 = time.perf_counter()
     c0 = time.process_time()
-    out = simulate(arrival, duration, demand, args.servers, args.scan)
+    out = simulate(arrival, duration, demand, args.servers, args.scan, prune=not args.no_prune)
     out["wall_seconds"] = time.perf_counter() - t0
     out["cpu_seconds"] = time.process_time() - c0
     out["rss_after_load_mb"] = rss_loaded

@@ -86,6 +86,28 @@ def test_heterogeneous_speeds_and_poisson_with_horizon() -> None:
 
 
 @needs_numba
+@pytest.mark.parametrize("agent", ["best-fit", "first-fit"])
+def test_full_and_pruned_scans_over_many_mixed_servers(agent: str) -> None:
+    """37 servers of mixed capacities under a long queue: the compiled loop's full scans (a job's first
+    examination) and pruned ones (only servers that completed since) place as the step loop does."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    t = np.sort(rng.integers(0, 300, n)).astype(float)
+    cap = rng.choice([0.5, 1.0, 2.0], (37, 2))
+    sc = Scenario(
+        name="blocks",
+        capacity=cap,
+        source=ReplaySource(t, rng.uniform(0.02, 0.5, (n, 2)), rng.integers(1, 60, n).astype(float), chunk_size=900),
+        resources=("cpu", "mem"),
+        horizon=math.inf,
+        objective="queue",
+    )
+    slow, fast = _both(sc, agent, scan=16)
+    assert fast["mean_queue_length"] > 50 and fast["completed"] == n
+    _same(slow, fast)
+
+
+@needs_numba
 def test_queue_cap_terminates_identically() -> None:
     slow, fast = _both(_tiny_replay(queue_cap=5), "best-fit", scan=4)
     assert fast["hit_queue_cap"] and fast["unstable"]
@@ -139,6 +161,65 @@ def test_simpy_reference_agrees_on_the_fixture_trace() -> None:
         m["mean_wait"],
         m["mean_queue_length"],
     )
+
+
+@pytest.mark.parametrize("scan", [64, 5])
+def test_simpy_reference_pruned_and_full_scans_agree_with_clustergym(scan: int) -> None:
+    """The reference's pruned scan (a job that fitted nowhere is tried again only on the server that completed
+    since) and its full scans give clustergym's metrics bit for bit, on both clustergym paths: a queue far
+    longer than the window, scores tied (demands on a coarse grid) and completions at arrival times (integer
+    times and durations)."""
+    pytest.importorskip("simpy", reason="simpy is in the 'bench' extra")
+    from clustergym.perf.simpy_bestfit import simulate
+
+    rng = np.random.default_rng(3)
+    n, servers = 2500, 12
+    arrival = np.sort(rng.integers(0, 600, n)).astype(float)
+    duration = rng.integers(1, 40, n).astype(float)
+    demand = rng.integers(1, 9, (n, 2)) / 16.0
+    sc = Scenario(
+        name="replay",
+        capacity=np.ones((servers, 2)),
+        source=ReplaySource(arrival, demand, duration, chunk_size=600),
+        resources=("cpu", "memory"),
+        horizon=math.inf,
+        objective="queue",
+    )
+    pruned = simulate(arrival, duration, demand, servers, scan)
+    full = simulate(arrival, duration, demand, servers, scan, prune=False)
+    assert pruned["mean_queue_length"] > 5 * scan  # the window is full most of the time
+    for on in {False, accel.available()}:
+        with accel.forced(on):
+            m = run_episode(sc, make_agent("best-fit", scan=scan))
+        for ref in (pruned, full):
+            assert (ref["sim_time"], ref["mean_wait"], ref["mean_queue_length"]) == (
+                m["sim_time"],
+                m["mean_wait"],
+                m["mean_queue_length"],
+            )
+
+
+def test_replay_ratio_of_record_is_warm_cpu_against_the_reference() -> None:
+    """bench's replay figures: the ratio of record is the reference's whole-process CPU time over the warm
+    ``clustergym run`` process's, the wall ratio and the first (parsing) run's cost beside it; metrics that
+    differ in the last bit are reported as not identical."""
+    from clustergym.perf.replay import REFERENCE, _side_by_side
+
+    m = {"mean_wait": 2.5, "mean_queue_length": 7.0, "sim_time": 9.0}
+    run = {**m, "wall_seconds": 2.0, "cpu_seconds": 1.0}
+    out = {
+        "clustergym": dict(run),
+        "simpy": {**run, "wall_seconds": 50.0, "cpu_seconds": 40.0},
+        "whole_process": {"cold": {**run, "wall_seconds": 9.0, "cpu_seconds": 6.0}, "warm": dict(run)},
+    }
+    _side_by_side(out, {"wall_seconds": 60.0, "cpu_seconds": 48.0})
+    wp = out["whole_process"]
+    assert (wp["ratio"], wp["ratio_wall"], wp["speedup"]["cold_cpu"]) == (48.0, 30.0, 8.0)
+    assert (wp["first_run_cpu_seconds"], wp["first_run_wall_seconds"], wp["reference"]) == (6.0, 9.0, REFERENCE)
+    assert out["identical_metrics"] and wp["identical_metrics"] and out["speedup_cpu"] == 40.0
+    out["whole_process"]["warm"]["mean_wait"] = math.nextafter(2.5, 3.0)
+    _side_by_side(out, {"wall_seconds": 60.0, "cpu_seconds": 48.0})
+    assert not out["whole_process"]["identical_metrics"]
 
 
 def test_observation_queue_window_rows_match_job_features() -> None:
