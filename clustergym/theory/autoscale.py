@@ -686,7 +686,10 @@ def add_lp_bound(summary: Any, scenario: Any) -> bool:
 
     ``summary`` is a :func:`clustergym.runner.stats.summarize` table (a pandas DataFrame with the
     columns ``reward_rate`` and ``reward_rate_ci95``, cluster totals per time unit); the columns added are
-    ``reward_per_server``, ``reward_per_server_ci95``, ``lp_bound_per_server`` and ``ratio_to_lp_bound``.
+    ``reward_per_server``, ``reward_per_server_ci95``, ``lp_bound_per_server`` and ``ratio_to_lp_bound``,
+    and, when the scenario is Markovian (Poisson arrivals, exponential services), the finite-size bound
+    ``U*_L`` over the run's window ``[warmup, horizon]`` as ``finite_bound_per_server`` and
+    ``ratio_to_finite_bound`` (:func:`finite_bound_per_server`).
 
     Returns whether the columns were added (not for traces without rates, heterogeneous servers or
     objectives other than ``reward``).
@@ -702,6 +705,13 @@ def add_lp_bound(summary: Any, scenario: Any) -> bool:
     summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
     summary["lp_bound_per_server"] = bound
     summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
+    try:
+        window = (float(getattr(scenario, "warmup", 0.0) or 0.0), float(scenario.horizon))
+        finite = finite_bound_per_server(scenario, window if math.isfinite(window[1]) else None)
+    except ScenarioError:
+        return True
+    summary["finite_bound_per_server"] = finite
+    summary["ratio_to_finite_bound"] = summary["reward_per_server"] / finite
     return True
 
 

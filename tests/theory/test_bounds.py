@@ -186,3 +186,17 @@ def test_expected_bound_is_the_mean_of_the_seeds_bounds():
     expected = mris_bound(sc)["score"]
     per_seed = mris_bound(sc, range(100))["scores"]
     assert expected == pytest.approx(np.mean(per_seed), abs=3 * np.std(per_seed) / 10)
+
+
+def test_compare_reports_the_ratio_to_u_star_l():
+    from typer.testing import CliRunner
+
+    from clustergym.cli import app
+
+    args = ["compare", "autoscale-intro", "--set", "num_servers=2", "--set", "horizon=4", "--warmup", "1"]
+    res = CliRunner().invoke(app, [*args, "--agents", "best-fit-admit,random", "--seeds", "2", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "U*_L = 4.58898" in res.output and "ratio to U*_L" in res.output
+    # the window's bound [1, 4] from empty is below the stationary one (4.8 per server)
+    sc = autoscale_intro("a", num_servers=2, horizon=4.0)
+    assert finite_bound_per_server(sc, (1.0, 4.0)) < finite_bound_per_server(sc)
