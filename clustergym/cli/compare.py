@@ -184,15 +184,21 @@ def _print_summary(res: Comparison) -> None:
 
 
 def _print_lp_bound(res: Comparison) -> None:
-    """Each agent's reward per server against the LP upper bound (the auto-scaling scenarios)."""
+    """Each agent's reward per server against the LP upper bound U* and, where it is computed, the
+    finite-size bound U*_L (the auto-scaling scenarios)."""
     summary = res.summary
-    t = Table(title=f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}")
-    for c in ("agent", "reward per server", "ratio to U*"):
+    finite = "ratio_to_finite_bound" in summary.columns
+    title = f"reward per server against the LP upper bound U* = {summary['lp_bound_per_server'].iloc[0]:.6g}"
+    if finite:
+        title += f" and the finite-size bound U*_L = {summary['finite_bound_per_server'].iloc[0]:.6g}"
+    t = Table(title=title)
+    for c in ("agent", "reward per server", "ratio to U*", *(("ratio to U*_L",) if finite else ())):
         t.add_column(c, justify="left" if c == "agent" else "right")
     for _, r in summary.iterrows():
         t.add_row(
             r["agent"],
             f"{r['reward_per_server']:.5g} ± {r['reward_per_server_ci95']:.2g}",
             f"{r['ratio_to_lp_bound']:.4f}",
+            *((f"{r['ratio_to_finite_bound']:.4f}",) if finite else ()),
         )
     print_table(t)

@@ -54,6 +54,7 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("reward_rate", "Reward rate", f"reward / {_T}", False),
         MetricInfo("reward_per_server", "Reward rate per server", f"reward / {_T}", False),
         MetricInfo("ratio_to_lp_bound", "Reward rate / LP bound U*", "", False, 0.0, 1.0),
+        MetricInfo("ratio_to_finite_bound", "Reward rate / finite-size bound U*_L", "", False, 0.0, 1.0),
         MetricInfo("queued_at_end", "Jobs waiting at the end", "jobs", True),
         MetricInfo("completed", "Completed jobs", "jobs", False),
         MetricInfo("rejected", "Rejected jobs", "jobs", True),

@@ -43,6 +43,8 @@ __all__ = ["PROFILE_POINTS", "refresh", "report", "task_bound", "verdict"]
 
 #: thresholds of the performance profile
 PROFILE_POINTS = 41
+#: the key of a per-seed bound among the bootstrap's baselines
+_BOUND = "bound (per seed)"
 
 
 def verdict(paired: dict[str, float], baseline: str) -> str:
@@ -54,13 +56,15 @@ def verdict(paired: dict[str, float], baseline: str) -> str:
     return f"at {baseline}'s level"
 
 
-def task_bound(name: str) -> dict[str, Any] | None:
-    """The paper's bound on a task's score, if its paper has one: ``{"name", "score", "source"}``.
+def task_bound(name: str, seeds: Sequence[int] | None = None) -> dict[str, Any] | None:
+    """The paper's bound on a task's score, if its paper has one: ``{"name", "score", "source"}``, and
+    ``"scores"`` (one per seed of ``seeds``, in order) when the bound is computed seed by seed.
 
-    A paper with a bound on its objective gives it as ``score_bound(scenario)`` in its theory module
-    (``clustergym.theory.<paper>``): the auto-scaling paper's LP bound ``U*`` times the servers
-    (:func:`clustergym.theory.autoscale.score_bound`).  The other papers' modules have none (no lower
-    bound on MRIS's weighted flow time is computed there), so their tasks report only the best oracle.
+    A paper with a bound on its objective gives it as ``score_bound(scenario, seeds)`` in its theory
+    module (``clustergym.theory.<paper>``): the auto-scaling paper's LP (3.2) with finite-size caps
+    ``U*_L`` times the servers (:func:`clustergym.theory.autoscale.score_bound`, one number), MRIS's
+    no-wait bound on the weighted flow time (:func:`clustergym.theory.mris.score_bound`, per seed).
+    The other papers' modules have none, so their tasks report only the best oracle.
     """
     import importlib
 
@@ -72,7 +76,7 @@ def task_bound(name: str) -> dict[str, Any] | None:
     except ModuleNotFoundError:
         return None
     bound = getattr(module, "score_bound", None)
-    return None if bound is None else bound(t.scenario())
+    return None if bound is None else bound(t.scenario(), seeds)
 
 
 def _iv(draws: np.ndarray, level: float) -> dict[str, float]:
@@ -102,8 +106,14 @@ def _headroom(d: TaskDraws, entry: dict[str, Any], bound: dict[str, Any] | None,
         out["oracle_normalized"] = _iv(orc, level)
         out["left_to_oracle"] = _iv(orc - method, level)
     if bound is not None:
-        b = (bound["score"] - lo) / (hi - lo)
-        out["bound"] = {**bound, "normalized": _iv(b, level), "left_to_bound": _iv(b - method, level)}
+        # a bound given seed by seed is resampled with the seeds (a baseline of the bootstrap)
+        score = d.baselines.get(_BOUND, bound["score"])
+        b = (score - lo) / (hi - lo)
+        out["bound"] = {
+            **{k: v for k, v in bound.items() if k != "scores"},
+            "normalized": _iv(b, level),
+            "left_to_bound": _iv(b - method, level),
+        }
     return out
 
 
@@ -115,6 +125,9 @@ def _task_report(
     if not specs or n < 2:
         return None
     best = entry["best"]
+    bound = task_bound(name, [s for s in result["seeds"] if s in set(reference["seeds"])])
+    if bound is not None and "scores" in bound:
+        base[_BOUND] = np.asarray(bound["scores"], dtype=np.float64)
     rng = np.random.default_rng([seed, *name.encode()])
     d = bootstrap_task(runs, base, best=best, resamples=resamples, rng=rng, keep_episodes=True)
     scale = entry["best_score"] - entry["random"]
@@ -146,9 +159,9 @@ def _task_report(
         "paired_vs_best_normalized": _iv(d.paired / scale, level),
         "verdict": verdict(paired, best),
         "probability_of_improvement": {
-            a: {**_iv(w, level), "oracle": bool(entry["agents"][a]["oracle"])} for a, w in d.wins.items()
+            a: {**_iv(w, level), "oracle": bool(entry["agents"][a]["oracle"])} for a, w in d.wins.items() if a != _BOUND
         },
-        "headroom": _headroom(d, entry, task_bound(name), level),
+        "headroom": _headroom(d, entry, bound, level),
         "per_run": per_run,
     }
     return out, d

@@ -52,6 +52,10 @@ from clustergym.theory.configurations import enumerate_configurations
 
 __all__ = [
     "score_bound",
+    "erlang_b",
+    "finite_bound_per_server",
+    "loss_system_mean",
+    "max_per_server",
     "ConfigSpace",
     "GPAStep",
     "GreedyStep",
@@ -682,7 +686,10 @@ def add_lp_bound(summary: Any, scenario: Any) -> bool:
 
     ``summary`` is a :func:`clustergym.runner.stats.summarize` table (a pandas DataFrame with the
     columns ``reward_rate`` and ``reward_rate_ci95``, cluster totals per time unit); the columns added are
-    ``reward_per_server``, ``reward_per_server_ci95``, ``lp_bound_per_server`` and ``ratio_to_lp_bound``.
+    ``reward_per_server``, ``reward_per_server_ci95``, ``lp_bound_per_server`` and ``ratio_to_lp_bound``,
+    and, when the scenario is Markovian (Poisson arrivals, exponential services), the finite-size bound
+    ``U*_L`` over the run's window ``[warmup, horizon]`` as ``finite_bound_per_server`` and
+    ``ratio_to_finite_bound`` (:func:`finite_bound_per_server`).
 
     Returns whether the columns were added (not for traces without rates, heterogeneous servers or
     objectives other than ``reward``).
@@ -698,6 +705,13 @@ def add_lp_bound(summary: Any, scenario: Any) -> bool:
     summary["reward_per_server_ci95"] = summary["reward_rate_ci95"] / L
     summary["lp_bound_per_server"] = bound
     summary["ratio_to_lp_bound"] = summary["reward_per_server"] / bound
+    try:
+        window = (float(getattr(scenario, "warmup", 0.0) or 0.0), float(scenario.horizon))
+        finite = finite_bound_per_server(scenario, window if math.isfinite(window[1]) else None)
+    except ScenarioError:
+        return True
+    summary["finite_bound_per_server"] = finite
+    summary["ratio_to_finite_bound"] = summary["reward_per_server"] / finite
     return True
 
 
@@ -775,15 +789,128 @@ def trace_upper_bound(scenario: Any, *, t0: float = 0.0, t1: float | None = None
     return area / (t1 - t0)
 
 
-def score_bound(scenario: Any) -> dict[str, Any]:
-    """The bound a suite task of this paper reports as its headroom: ``{"name", "score", "source"}``.
+# =============================================================================== finite-size bound
+def erlang_b(servers: int, offered: float) -> float:
+    """Erlang's loss probability ``B(c, a)`` of an M/M/c/c queue with ``c`` servers and offered load
+    ``a = lambda / mu`` (the stable recursion ``B(0) = 1``, ``B(k) = a B(k-1) / (k + a B(k-1))``)."""
+    c = int(servers)
+    if c < 0 or not offered >= 0:
+        raise ScenarioError("erlang_b", f"need c >= 0 and a >= 0, got c = {servers}, a = {offered}")
+    b = 1.0
+    for k in range(1, c + 1):
+        b = offered * b / (k + offered * b)
+    return b
 
-    The LP bound ``U*`` (optimization (3.2)) per server times the servers: a bound on the reward rate
-    of any policy from an empty start at every horizon (:func:`lp_bound_per_server`).
+
+#: the largest M/M/c/c solved exactly from an empty start (a (c+1)-state matrix exponential); larger
+#: ``c`` use the pointwise minimum of the infinite-server mean and the stationary mean
+_EXACT_TRANSIENT_MAX = 200
+
+
+def loss_system_mean(servers: int, offered: float, t0: float | None = None, t1: float | None = None) -> float:
+    """An upper bound on the time-average mean number in an M/M/c/c loss system over ``[t0, t1]``
+    (time in mean service times) from an empty start, under ANY admission policy.
+
+    Greedy admission (admit whenever fewer than ``c`` are in) maximises the count on every sample
+    path (a coupling after uniformisation: an arrival or a potential departure keeps
+    ``N_greedy >= N_policy``, and removing a job only lowers ``N_policy``), so its mean is a bound;
+    from empty it rises towards the stationary mean ``a (1 - B(c, a))``.  ``t1 = None``: the
+    stationary mean (a bound at every window).  With ``c <= 200`` the transient is exact (matrix
+    exponential of the birth-death generator); otherwise the bound is the time average of
+    ``min(a (1 - e^-t), a (1 - B(c, a)))`` (the infinite-server mean, and the stationary one).
     """
-    per_server = float(lp_bound_per_server(scenario))
+    c, a = int(servers), float(offered)
+    stationary = a * (1.0 - erlang_b(c, a))
+    if t1 is None:
+        return stationary
+    t0 = 0.0 if t0 is None else float(t0)
+    if not 0 <= t0 < t1:
+        raise ScenarioError("window", f"need 0 <= t0 < t1, got [{t0}, {t1}]")
+    if c <= _EXACT_TRANSIENT_MAX:
+        from scipy.linalg import expm
+
+        n = np.arange(c + 1, dtype=np.float64)
+        Q = np.diag(np.full(c, a), 1) + np.diag(n[1:], -1)
+        Q -= np.diag(Q.sum(axis=1))
+        # [[Q, I], [0, 0]] exponentiated holds int_0^t e^{Qs} ds in its upper right block
+        big = np.zeros((2 * (c + 1), 2 * (c + 1)))
+        big[: c + 1, : c + 1] = Q
+        big[: c + 1, c + 1 :] = np.eye(c + 1)
+
+        def area(t: float) -> float:
+            return float(expm(big * t)[0, c + 1 :] @ n)
+
+        return (area(t1) - area(t0)) / (t1 - t0)
+    share = stationary / a if a > 0 else 0.0
+    cross = -math.log(1.0 - share) if share < 1.0 else math.inf  # where 1 - e^-t reaches the stationary share
+
+    def area_min(t: float) -> float:  # int_0^t min(1 - e^-s, share) ds
+        s = min(t, cross)
+        return s - (1.0 - math.exp(-s)) + share * max(0.0, t - cross)
+
+    return a * (area_min(t1) - area_min(t0)) / (t1 - t0)
+
+
+def max_per_server(space: ConfigSpace) -> tuple[int, ...]:
+    """``(J,)``: the most jobs of each type one server holds (``max_k k_j`` over the configurations)."""
+    if space.configs is None:
+        return tuple(int(c) for c in space._unit_counts or ())
+    return tuple(int(v) for v in space.configs.max(axis=0))
+
+
+def _check_markovian(scenario: Any) -> None:
+    services = getattr(scenario.source, "services", None)
+    if scenario.queueing != "loss" or scenario.source.arrival_rates() is None:
+        raise ScenarioError("workload", "the finite-size bound needs a loss system with Poisson arrivals")
+    if services is None or not all(getattr(s, "name", None) == "exponential" for s in services):
+        raise ScenarioError("workload.service", "the finite-size bound needs exponential service times")
+    if getattr(scenario, "clairvoyant", False) or getattr(scenario, "speed", None) is not None:
+        raise ScenarioError("scenario", "the finite-size bound needs non-clairvoyant agents and unit speeds")
+
+
+def finite_bound_per_server(scenario: Any, window: tuple[float, float] | None = None) -> float:
+    """``U*_L``: an upper bound on the reward rate per server of ANY policy at this finite ``L``,
+    never above ``U*`` (docs/papers/autoscale.md#finite-size-bound).
+
+    The LP (3.2) with each type's workload cap ``rho_j`` replaced by the mean number of type-``j``
+    jobs an M/M/c_j/c_j loss system holds, per server, with ``c_j = L max_k k_j``: no configuration
+    holds more than ``max_k k_j`` jobs of type ``j`` (Definition 1), so the type-``j`` jobs in service
+    never exceed ``c_j``, and their time-average mean is at most the greedy loss system's
+    (:func:`loss_system_mean`; Poisson arrivals and exponential services of Sec. 2.1).  The
+    time-average configuration mix still lies in ``conv(K)`` (the argument of Sec. 3), so the LP
+    with the smaller caps still bounds the reward, and its caps are ``rho_j`` at most.
+
+    Args:
+        window: ``(t0, t1)`` in the scenario's time unit: the bound on the time average over that
+            window from an empty start; ``None``: the stationary bound (valid at every window).
+    """
+    _check_markovian(scenario)
+    inst = instance_of(scenario)
+    L = inst.num_servers
+    cap = max_per_server(inst.space)
+    means = np.asarray(scenario.source.types.mean_work, dtype=np.float64)
+    caps = []
+    for j, rho in enumerate(inst.rho):
+        w = None if window is None else (window[0] / means[j], window[1] / means[j])
+        m = loss_system_mean(L * cap[j], float(rho) * L, *(w or (None, None)))
+        caps.append(min(float(rho), m / L))
+    return lp_upper_bound(caps, inst.space).value
+
+
+def score_bound(scenario: Any, seeds: Sequence[int] | None = None) -> dict[str, Any]:
+    """The bound a suite task of this paper reports as its headroom: ``{"name", "score", "source"}``
+    (one number for every seed: ``seeds`` is accepted and not used).
+
+    ``U*_L`` (:func:`finite_bound_per_server`) over the scenario's scored window ``[warmup, horizon]``
+    from an empty start, times the servers: a bound on the reward rate of any policy, at most the LP
+    bound ``U*`` (optimization (3.2)) times the servers.
+    """
+    window = (float(getattr(scenario, "warmup", 0.0) or 0.0), float(scenario.horizon))
+    per_server = float(finite_bound_per_server(scenario, window))
     return {
-        "name": "U*",
+        "name": "U*_L",
         "score": per_server * scenario.num_servers,
-        "source": "Auto-scaling paper, LP (3.2): U* per server x servers (clustergym.theory.autoscale)",
+        "source": "Auto-scaling paper, LP (3.2) with each type's cap the mean of its M/M/c/c loss system at this L "
+        "over the window (clustergym.theory.autoscale.finite_bound_per_server); U* = "
+        f"{lp_bound_per_server(scenario) * scenario.num_servers:.0f}",
     }

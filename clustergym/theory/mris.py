@@ -16,6 +16,8 @@ item indices as a sorted ``int64`` array.
   weight >= OPT(ζ), volume <= (1 + ε) ζ.
 * :func:`knapsack_greedy` -- the greedy of Remark 1 (Sec. 6.1) with capacity ``2 ζ``:
   weight >= OPT(ζ) when every ``v_j <= ζ`` (which holds for MRIS's eligible jobs), volume <= 2 ζ.
+* :func:`no_wait_bound` and :func:`score_bound` -- the no-wait lower bound on the weighted flow time
+  over a window (docs/papers/mris.md#no-wait-bound), the bound the suite's ``mris-poisson`` reports.
 
 Capacities are compared with a relative tolerance :data:`KNAP_RTOL` (the Lemma 4.1
 instance fills the knapsack exactly; docs/papers/mris.md#tolerance).
@@ -27,6 +29,7 @@ and volumes of candidate sets) treat values within ``SCORE_RTOL`` as ties
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,9 @@ __all__ = [
     "solve_knapsack",
     "select_batch",
     "KNAPSACKS",
+    "no_wait_bound",
+    "released_jobs",
+    "score_bound",
 ]
 
 #: relative tolerance on the knapsack capacity (the agents' capacity tolerance)
@@ -387,3 +393,91 @@ def knapsack_brute_force(w, v, cap) -> tuple[float, np.ndarray]:
     W = np.where(V <= _limit(cap), W, -1.0)
     m = int(np.argmax(W))
     return float(W[m]), np.flatnonzero(bits[m]).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- bound
+def no_wait_bound(release, work, weight, t0: float, t1: float, speed: float = 1.0) -> float:
+    """A lower bound on ``∫_{t0}^{t1} Σ_j w_j 1[j in the system at t] dt`` for ANY schedule (units:
+    weight x time): ``Σ_j w_j |[r_j, r_j + p_j / speed] ∩ [t0, t1]|``.
+
+    Proof: job ``j`` is in the system from its release ``r_j`` until it completes (Sec. 3: jobs are
+    known at release and leave at completion), and it cannot complete before ``r_j + p_j / speed``
+    (it runs at most at the fastest machine's ``speed``, and at most once at a time), so it is in
+    the system throughout ``[r_j, r_j + p_j / speed)``; summing the parts in the window over the
+    jobs gives the bound.  It is the weighted flow time of a cluster where no job waits.
+
+    Args:
+        release, work, weight: ``(n,)`` release times, processing times (on a speed-1 machine) and
+            weights of the jobs.
+        t0, t1: the window.
+        speed: the fastest machine's speed.
+    """
+    r = np.asarray(release, dtype=np.float64)
+    end = r + np.asarray(work, dtype=np.float64) / float(speed)
+    overlap = np.clip(np.minimum(end, t1) - np.maximum(r, t0), 0.0, None)
+    return float(np.sum(np.asarray(weight, dtype=np.float64) * overlap))
+
+
+def released_jobs(scenario: Any, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(release, work, weight)`` of the jobs an episode of ``scenario`` seeded with ``seed`` releases
+    before its horizon: the kernel's arrival stream drawn again
+    (:meth:`clustergym.core.simulator.Simulator.reset` seeds it with the first of four children of
+    ``SeedSequence(seed)``)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[0])
+    horizon = float(scenario.horizon)
+    if not math.isfinite(horizon):
+        raise ScenarioError("horizon", "the released jobs of an episode need a finite horizon")
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for ch in scenario.source.chunks(rng):
+        keep = ch.time < horizon
+        parts.append((ch.time[keep], ch.work[keep], ch.weight[keep]))
+        if not keep.all():
+            break
+    if not parts:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+
+
+def score_bound(scenario: Any, seeds: Sequence[int] | None = None) -> dict[str, Any]:
+    """The no-wait bound on a weighted-flow scenario's score (minus the mean weighted number of jobs in
+    the system over the window ``[warmup, horizon]``): ``{"name", "score", "source"}``, and with
+    ``seeds`` the bound of each seed's episode as ``"scores"`` (``"score"`` is then their mean).
+
+    Without seeds, ``"score"`` is the bound's expectation over the workload (Poisson arrivals at the
+    source's rate, independent processing times and weights): ``rate E[w] ∫ E[min(p, t1 - r)] dr``
+    over releases ``r`` in the window, less the part of each job before ``t0``, over ``t1 - t0``
+    (:func:`_expected_no_wait`).  Every policy's score is at most the bound, seed by seed.
+    """
+    t0 = float(getattr(scenario, "warmup", 0.0) or 0.0)
+    t1 = float(scenario.horizon)
+    speed = 1.0 if scenario.speed is None else float(np.max(scenario.speed))
+    out: dict[str, Any] = {
+        "name": "no-wait",
+        "source": "weighted flow time with no job waiting: Σ w_j min(p_j, T - r_j) / T, seed by seed "
+        "(clustergym.theory.mris.no_wait_bound)",
+    }
+    if seeds is None:
+        out["score"] = float(-_expected_no_wait(scenario, t0, t1, speed) / (t1 - t0))
+        return out
+    scores = [-no_wait_bound(*released_jobs(scenario, s), t0, t1, speed) / (t1 - t0) for s in seeds]
+    return {**out, "score": float(np.mean(scores)), "scores": scores}
+
+
+def _expected_no_wait(scenario: Any, t0: float, t1: float, speed: float) -> float:
+    """``E[no_wait_bound]`` for Poisson classes with independent processing times and a weight per class:
+    ``Σ_k rate_k w_k ∫_0^{t1} E[|[r, r + p] ∩ [t0, t1]|] dr`` (trapezoid rule over 201 releases), the
+    inner expectation over 20,000 seeded draws of the class's processing time law."""
+    src = scenario.source
+    rates = src.arrival_rates()
+    services = getattr(src, "services", None)
+    if rates is None or services is None:
+        raise ScenarioError("workload", "the expected no-wait bound needs Poisson classes with service laws")
+    rng = np.random.default_rng(0)
+    r = np.linspace(0.0, t1, 201)
+    total = 0.0
+    for k, rate in enumerate(np.asarray(rates, dtype=np.float64)):
+        if rate > 0:
+            p = services[k].sample(rng, 20_000) / speed
+            cover = [float(np.mean(np.clip(np.minimum(x + p, t1) - max(x, t0), 0.0, None))) for x in r]
+            total += rate * float(src.weights[k]) * float(np.trapezoid(cover, r))
+    return total

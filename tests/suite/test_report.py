@@ -110,10 +110,12 @@ def test_a_report_refuses_a_reference_of_another_split():
         report(res, {**ref, "split": "validation"})
 
 
-def test_autoscale_reports_the_lp_bound_and_others_none():
+def test_autoscale_and_mris_report_their_bounds_and_others_none():
     b = task_bound("autoscale-syn4")
-    assert b["name"] == "U*" and b["score"] == pytest.approx(12_360.0)  # U* = 1236 per server, 10 servers
-    assert task_bound("mris-poisson") is None
+    assert b["name"] == "U*_L" and 9_000 < b["score"] < 12_360.0  # below U* = 1236 per server, 10 servers
+    m = task_bound("mris-poisson", [1, 2])
+    assert m["name"] == "no-wait" and len(m["scores"]) == 2 and m["score"] == pytest.approx(np.mean(m["scores"]))
+    assert task_bound("rms-trap") is None
 
 
 def test_the_splits_are_disjoint_and_each_has_its_reference():
