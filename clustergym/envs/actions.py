@@ -41,8 +41,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from gymnasium import spaces
 
+from clustergym.core import accel
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
+from clustergym.envs.kernels import slot_fit_mask
 from clustergym.errors import ConfigError
 from clustergym.validation import settings
 
@@ -244,6 +246,8 @@ class SlotServerMode(ActionMode):
         if sim.queueing != "central":
             raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
+        #: the window's fit test compiled (numba on; decided once): one loop instead of _fit_matrix's NumPy calls
+        self._compiled = accel.enabled()
 
     def nothing_to_decide(self) -> bool:
         return not self.sim.queue  # an empty window: the mask is WAIT alone
@@ -259,10 +263,16 @@ class SlotServerMode(ActionMode):
     def mask(self) -> np.ndarray:
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
+        sim = self.sim
+        if not sim.queue:
+            return m
+        c = sim.cluster
+        if self._compiled and not c.indexed and not c.any_slots:  # _fit_matrix's broadcast test, compiled
+            ids = np.fromiter(islice(sim.queue, self.queue_window), dtype=np.int64)
+            slot_fit_mask(c.load, c._limit, sim.jobs.demand, ids, m)
+            return m
         win = self.window()
-        if win:
-            L = self.sim.num_servers
-            m[: len(win) * L] = _fit_matrix(self.sim, win).ravel()
+        m[: len(win) * sim.num_servers] = _fit_matrix(sim, win).ravel()
         return m
 
     def decode(self, action) -> Command:
