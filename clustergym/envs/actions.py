@@ -79,6 +79,12 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
     return ok
 
 
+def _allowed_before_last(action: Any, mask: np.ndarray) -> bool:
+    """Whether ``action`` is one of the mask's entries before the last (WAIT / reject) and allowed by it."""
+    a = int(action)
+    return 0 <= a < mask.size - 1 and bool(mask[a])
+
+
 #: integer types whose membership in a ``Discrete`` space is a range test (``bool`` is not one of them)
 _INTS = frozenset({int, np.int64, np.int32, np.intp})
 
@@ -191,8 +197,7 @@ class _OneJobMode(ActionMode):
     def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
         # a server action allowed by the mask: the job exists, waits (head of the central queue,
         # or the pending arrival) and fits on that server by Cluster.fits, the test check() repeats
-        a = int(action)
-        return 0 <= a < mask.size - 1 and bool(mask[a])
+        return _allowed_before_last(action, mask)
 
     @property
     def space(self) -> spaces.Space:
@@ -252,6 +257,11 @@ class SlotServerMode(ActionMode):
     def nothing_to_decide(self) -> bool:
         return not self.sim.queue  # an empty window: the mask is WAIT alone
 
+    def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
+        # a (window job, server) pair allowed by the mask: the job is in the central queue (queued, not a
+        # dummy, its row kept) and fits on the server by Cluster.fits, the tests check() repeats
+        return _allowed_before_last(action, mask)
+
     @property
     def space(self) -> spaces.Space:
         return self._space
@@ -281,8 +291,7 @@ class SlotServerMode(ActionMode):
         if a == self.queue_window * L:
             return Command.wait()
         k, server = divmod(a, L)
-        win = self.window()
-        return Command.place(win[k] if k < len(win) else -1, server)
+        return Command.place(next(islice(self.sim.queue, k, None), -1), server)  # the window's k-th job, or -1
 
     def encode(self, command: Command) -> int | None:
         L = self.sim.num_servers
