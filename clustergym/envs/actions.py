@@ -180,6 +180,7 @@ class _OneJobMode(ActionMode):
                 "action_mode", f"{self.name!r} needs queueing={self.queueing!r}, the scenario has {sim.queueing!r}"
             )
         self._space = spaces.Discrete(sim.num_servers + 1)
+        self._compiled = accel.enabled()  # the fit test compiled (numba on; decided once)
 
     @abstractmethod
     def job(self) -> int:
@@ -217,6 +218,8 @@ class _OneJobMode(ActionMode):
             jt, d = int(sim.jobs.type[job]), sim.jobs.demand[job]
             if c.indexed and not c.any_slots:
                 c.placement.fit_mask(jt, d, out=m[:-1])
+            elif self._compiled and not c.any_slots:  # Cluster.fits_free's test, compiled
+                slot_fit_mask(c.load, c._limit, sim.jobs.demand, np.array([job], dtype=np.int64), m)
             else:
                 m[:-1] = c.fits(jt, d)
         return m
