@@ -41,10 +41,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import accel
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
-from clustergym.envs.kernels import slot_fit_mask
+from clustergym.envs import kernels
 from clustergym.errors import ConfigError
 from clustergym.validation import settings
 
@@ -180,7 +179,7 @@ class _OneJobMode(ActionMode):
                 "action_mode", f"{self.name!r} needs queueing={self.queueing!r}, the scenario has {sim.queueing!r}"
             )
         self._space = spaces.Discrete(sim.num_servers + 1)
-        self._compiled = accel.enabled()  # the fit test compiled (numba on; decided once)
+        self._compiled = kernels.ready()  # the fit test compiled (numba on; decided once)
 
     @abstractmethod
     def job(self) -> int:
@@ -219,7 +218,7 @@ class _OneJobMode(ActionMode):
             if c.indexed and not c.any_slots:
                 c.placement.fit_mask(jt, d, out=m[:-1])
             elif self._compiled and not c.any_slots:  # Cluster.fits_free's test, compiled
-                slot_fit_mask(c.load, c._limit, sim.jobs.demand, np.array([job], dtype=np.int64), m)
+                kernels.slot_fit_mask(c.load, c._limit, sim.jobs.demand, np.array([job], dtype=np.int64), m)
             else:
                 m[:-1] = c.fits(jt, d)
         return m
@@ -255,7 +254,7 @@ class SlotServerMode(ActionMode):
             raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
         #: the window's fit test compiled (numba on; decided once): one loop instead of _fit_matrix's NumPy calls
-        self._compiled = accel.enabled()
+        self._compiled = kernels.ready()
 
     def nothing_to_decide(self) -> bool:
         return not self.sim.queue  # an empty window: the mask is WAIT alone
@@ -282,7 +281,7 @@ class SlotServerMode(ActionMode):
         c = sim.cluster
         if self._compiled and not c.indexed and not c.any_slots:  # _fit_matrix's broadcast test, compiled
             ids = np.fromiter(islice(sim.queue, self.queue_window), dtype=np.int64)
-            slot_fit_mask(c.load, c._limit, sim.jobs.demand, ids, m)
+            kernels.slot_fit_mask(c.load, c._limit, sim.jobs.demand, ids, m)
             return m
         win = self.window()
         m[: len(win) * sim.num_servers] = _fit_matrix(sim, win).ravel()

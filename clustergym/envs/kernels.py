@@ -4,7 +4,9 @@ A suite task's step used to cost some forty NumPy calls on arrays of 1 to 80 ele
 of the queue window against every server, the per-server rows, the queue window's job rows, the
 event, the task's scaling), each paying NumPy's per-call overhead.  Here each is one loop compiled by
 numba (:mod:`clustergym.core.accel`, the ``fast`` extra) over the kernel's own arrays, writing into
-the builder's buffers.  Without numba (or with ``CLUSTERGYM_NO_NUMBA=1``) the callers keep their
+the builder's buffers.  Importing this module does not import numba (``import clustergym`` stays light):
+:func:`ready` compiles the routines, or loads them from numba's disk cache, and puts the compiled
+versions in this module's namespace, so callers use them as ``kernels.fill_raw(...)``.  Without numba (or with ``CLUSTERGYM_NO_NUMBA=1``) the callers keep their
 NumPy path; both give bit-identical values: the same IEEE operations on the same types (``float64``
 arithmetic cast to ``float32`` once, as NumPy's assignment casts; numba compiles without fast-math).
 The one operation left to NumPy is the scaled observation's ``log1p``: NumPy's ``float32`` ``log1p``
@@ -18,14 +20,11 @@ environment's own order (``free``, ``running``, ``dummies``, ``queue_counts``, `
 
 from __future__ import annotations
 
-from clustergym.core.accel import njit
-
-__all__ = ["fill_raw", "scale_gather", "scale_scatter", "slot_fit_mask"]
+__all__ = ["fill_raw", "ready", "scale_gather", "scale_scatter", "slot_fit_mask"]
 
 _N_EVENT_KINDS = 5  # the event's one-hot kinds before its job's features (observation._EVENT_KINDS)
 
 
-@njit
 def slot_fit_mask(load, limit, demand, ids, out):  # pragma: no cover - compiled
     """``out[k * L + s] = True`` where window job ``ids[k]`` fits on server ``s``: ``load[s] + demand[j]
     <= limit[s]`` in every resource (``Cluster.fits`` without reservation slots; ``load``, ``limit``
@@ -43,7 +42,6 @@ def slot_fit_mask(load, limit, demand, ids, out):  # pragma: no cover - compiled
             out[k * L + s] = ok
 
 
-@njit
 def _job_row(buf, at, j, J, jobs_f, jtype, now, scale, clairvoyant, check_status):  # pragma: no cover - compiled
     """Job ``j``'s ``F = R + J + 3`` features at ``buf[at:]`` (zeroed before), as
     ``ObservationBuilder._job_features`` writes them: demand / ``scale`` (``R``), the one-hot type
@@ -62,7 +60,6 @@ def _job_row(buf, at, j, J, jobs_f, jtype, now, scale, clairvoyant, check_status
     buf[at + R + J + 2] = work[j] if clairvoyant else 0.0
 
 
-@njit
 def _server_rows(buf, off, load, cap, count_real, count_dummy, slots, dummy_rows):  # pragma: no cover - compiled
     """``free``, ``running`` (and ``dummies`` when ``dummy_rows``) of every server (``_server_rows``)."""
     L, R = load.shape
@@ -76,7 +73,6 @@ def _server_rows(buf, off, load, cap, count_real, count_dummy, slots, dummy_rows
                 buf[off[2] + s * J + t] = count_dummy[s, t] + slots[s, t]
 
 
-@njit
 def fill_raw(buf, off, servers, queue, event, counts):  # pragma: no cover - compiled
     """The environment's features in ``buf`` (``ObservationBuilder._fill_raw`` on a small cluster).
 
@@ -125,7 +121,6 @@ def fill_raw(buf, off, servers, queue, event, counts):  # pragma: no cover - com
     buf[off[9]] = min(t, 1.0)
 
 
-@njit
 def scale_gather(raw, out, idx, t0, t1, time_unit, rate_factor, g):  # pragma: no cover - compiled
     """The first half of ``Scaler``: ``out[:] = raw[:size]`` and ``g = out[idx]`` with the times
     (``g[t0:t1]``) divided by ``time_unit`` and the rates (``g[t1:]``) multiplied by ``rate_factor``,
@@ -141,7 +136,6 @@ def scale_gather(raw, out, idx, t0, t1, time_unit, rate_factor, g):  # pragma: n
         g[i] = v
 
 
-@njit
 def scale_scatter(out, idx, g, lo, hi, cap):  # pragma: no cover - compiled
     """The second half of ``Scaler``: ``out[idx] = g``, then ``out[lo:hi] = min(out[lo:hi], cap)``."""
     for i in range(idx.shape[0]):
@@ -149,3 +143,26 @@ def scale_scatter(out, idx, g, lo, hi, cap):  # pragma: no cover - compiled
     for i in range(lo, hi):
         if out[i] > cap:
             out[i] = cap
+
+
+_ROUTINES = ("slot_fit_mask", "_job_row", "_server_rows", "fill_raw", "scale_gather", "scale_scatter")
+_loaded = False
+
+
+def ready() -> bool:
+    """Whether the compiled routines serve an environment made now (:func:`clustergym.core.accel.enabled`:
+    numba installed and not switched off); if so, replace this module's routines by their compiled
+    versions first (``numba.njit(cache=True)`` through :func:`clustergym.core.accel.njit`, compiled or
+    loaded from numba's disk cache at the first call; the helpers before the routines calling them).
+    numba is imported here, not when ``clustergym`` is."""
+    global _loaded
+    from clustergym.core import accel
+
+    if not accel.enabled():
+        return False
+    if not _loaded:
+        g = globals()
+        for name in _ROUTINES:
+            g[name] = accel.njit(g[name])
+        _loaded = True
+    return True

@@ -81,7 +81,6 @@ from itertools import islice
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import accel
 from clustergym.core.commands import EventKind
 from clustergym.core.estimates import SpeedEstimate
 from clustergym.core.placement import scan_scores
@@ -213,7 +212,7 @@ class ObservationBuilder:
         self._scaler: Scaler | None = None
         #: the compiled fill (:mod:`clustergym.envs.kernels`) when numba is on: small clusters (a large one
         #: keeps its rows from the journal), decided once, as :func:`clustergym.core.accel.enabled` is now
-        self._compiled = accel.enabled() and not self._incremental
+        self._compiled = not self._incremental and kernels.ready()
         self._offsets = np.array([a for a, _, _ in self._raw.slices.values()], dtype=np.int64)  # in the table's order
 
     # per-server features (views of the buffer): kept from the cluster's journal of changed servers on large clusters
