@@ -43,6 +43,7 @@ from gymnasium import spaces
 
 from clustergym.core.commands import Cmd, Command
 from clustergym.core.simulator import Simulator
+from clustergym.envs import kernels
 from clustergym.errors import ConfigError
 from clustergym.validation import settings
 
@@ -75,6 +76,12 @@ def _fit_matrix(sim: Simulator, jobs: list[int]) -> np.ndarray:
         for i, j in enumerate(jobs):
             ok[i] |= c.slot_usable(int(sim.jobs.type[j]), sim.jobs.demand[j])
     return ok
+
+
+def _allowed_before_last(action: Any, mask: np.ndarray) -> bool:
+    """Whether ``action`` is one of the mask's entries before the last (WAIT / reject) and allowed by it."""
+    a = int(action)
+    return 0 <= a < mask.size - 1 and bool(mask[a])
 
 
 #: integer types whose membership in a ``Discrete`` space is a range test (``bool`` is not one of them)
@@ -172,6 +179,7 @@ class _OneJobMode(ActionMode):
                 "action_mode", f"{self.name!r} needs queueing={self.queueing!r}, the scenario has {sim.queueing!r}"
             )
         self._space = spaces.Discrete(sim.num_servers + 1)
+        self._compiled = kernels.ready()  # the fit test compiled (numba on; decided once)
 
     @abstractmethod
     def job(self) -> int:
@@ -189,8 +197,7 @@ class _OneJobMode(ActionMode):
     def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
         # a server action allowed by the mask: the job exists, waits (head of the central queue,
         # or the pending arrival) and fits on that server by Cluster.fits, the test check() repeats
-        a = int(action)
-        return 0 <= a < mask.size - 1 and bool(mask[a])
+        return _allowed_before_last(action, mask)
 
     @property
     def space(self) -> spaces.Space:
@@ -210,6 +217,8 @@ class _OneJobMode(ActionMode):
             jt, d = int(sim.jobs.type[job]), sim.jobs.demand[job]
             if c.indexed and not c.any_slots:
                 c.placement.fit_mask(jt, d, out=m[:-1])
+            elif self._compiled and not c.any_slots:  # Cluster.fits_free's test, compiled
+                kernels.slot_fit_mask(c.load, c._limit, sim.jobs.demand, np.array([job], dtype=np.int64), m)
             else:
                 m[:-1] = c.fits(jt, d)
         return m
@@ -244,9 +253,16 @@ class SlotServerMode(ActionMode):
         if sim.queueing != "central":
             raise ConfigError("action_mode", "'slot' needs a central queue (queueing='central')")
         self._space = spaces.Discrete(queue_window * sim.num_servers + 1)
+        #: the window's fit test compiled (numba on; decided once): one loop instead of _fit_matrix's NumPy calls
+        self._compiled = kernels.ready()
 
     def nothing_to_decide(self) -> bool:
         return not self.sim.queue  # an empty window: the mask is WAIT alone
+
+    def mask_proves_valid(self, action, mask: np.ndarray) -> bool:
+        # a (window job, server) pair allowed by the mask: the job is in the central queue (queued, not a
+        # dummy, its row kept) and fits on the server by Cluster.fits, the tests check() repeats
+        return _allowed_before_last(action, mask)
 
     @property
     def space(self) -> spaces.Space:
@@ -259,10 +275,16 @@ class SlotServerMode(ActionMode):
     def mask(self) -> np.ndarray:
         m = np.zeros(self.mask_size, dtype=bool)
         m[-1] = True
+        sim = self.sim
+        if not sim.queue:
+            return m
+        c = sim.cluster
+        if self._compiled and not c.indexed and not c.any_slots:  # _fit_matrix's broadcast test, compiled
+            ids = np.fromiter(islice(sim.queue, self.queue_window), dtype=np.int64)
+            kernels.slot_fit_mask(c.load, c._limit, sim.jobs.demand, ids, m)
+            return m
         win = self.window()
-        if win:
-            L = self.sim.num_servers
-            m[: len(win) * L] = _fit_matrix(self.sim, win).ravel()
+        m[: len(win) * sim.num_servers] = _fit_matrix(sim, win).ravel()
         return m
 
     def decode(self, action) -> Command:
@@ -271,8 +293,7 @@ class SlotServerMode(ActionMode):
         if a == self.queue_window * L:
             return Command.wait()
         k, server = divmod(a, L)
-        win = self.window()
-        return Command.place(win[k] if k < len(win) else -1, server)
+        return Command.place(next(islice(self.sim.queue, k, None), -1), server)  # the window's k-th job, or -1
 
     def encode(self, command: Command) -> int | None:
         L = self.sim.num_servers

@@ -86,6 +86,7 @@ from clustergym.core.estimates import SpeedEstimate
 from clustergym.core.placement import scan_scores
 from clustergym.core.scores import argbest_rows
 from clustergym.core.simulator import Simulator
+from clustergym.envs import kernels
 from clustergym.errors import ScenarioError
 from clustergym.validation import describe
 
@@ -209,6 +210,10 @@ class ObservationBuilder:
         self._out = self._raw  # the layout handed out (the scaled one after use_scaling)
         self._time_unit = 0.0
         self._scaler: Scaler | None = None
+        #: the compiled fill (:mod:`clustergym.envs.kernels`) when numba is on: small clusters (a large one
+        #: keeps its rows from the journal), decided once, as :func:`clustergym.core.accel.enabled` is now
+        self._compiled = not self._incremental and kernels.ready()
+        self._offsets = np.array([a for a, _, _ in self._raw.slices.values()], dtype=np.int64)  # in the table's order
 
     # per-server features (views of the buffer): kept from the cluster's journal of changed servers on large clusters
     @property
@@ -230,7 +235,7 @@ class ObservationBuilder:
         self.space = scaled_observation_space(self.raw_space)
         self._time_unit = float(time_unit)
         self._out = _FlatLayout(self.space)
-        self._scaler = Scaler(self.sim, self.K, self._time_unit)
+        self._scaler = Scaler(self.sim, self.K, self._time_unit, compiled=self._compiled)
         return self.space
 
     def _job_features(self, job: int, out: np.ndarray) -> None:
@@ -334,6 +339,8 @@ class ObservationBuilder:
 
     def _fill_raw(self) -> list[int]:
         """Bring the environment's observation buffer up to the current state; returns the window's ids."""
+        if self._compiled:
+            return self._fill_raw_compiled()
         sim = self.sim
         v = self._raw.views
         if self._incremental:
@@ -363,6 +370,37 @@ class ObservationBuilder:
         horizon = sim.horizon
         t = sim.now / horizon if math.isfinite(horizon) else 0.0
         v["time"][0] = min(t, 1.0)
+        return ids
+
+    def _fill_raw_compiled(self) -> list[int]:
+        """:meth:`_fill_raw` of a small cluster in one compiled call (:func:`clustergym.envs.kernels.fill_raw`:
+        the same values, bit for bit)."""
+        sim = self.sim
+        c, jobs, ev = sim.cluster, sim.jobs, sim.event
+        servers, self._cursor = c.changes_since(self._cursor)
+        changed = servers is None or len(servers) > 0
+        if changed:  # the dummy rows stay all zero until a dummy or a slot appears (then kept, sticky)
+            self._dummy_rows = self._dummy_rows or bool(c.had_dummies or c.any_slots)
+        ids = list(islice(sim.queue, self.K))
+        now, horizon = float(sim.now), sim.horizon
+        kernels.fill_raw(
+            self._raw.buf,
+            self._offsets,
+            (changed, c.load, self._cap, c.count_real, c.count_dummy, c.slots, self._dummy_rows),
+            (
+                np.array(ids, dtype=np.int64),
+                self._q_rows,
+                (jobs.demand, jobs.weight, jobs.arrival, jobs.work, jobs.status),
+                jobs.type,
+                now,
+                self._scale,
+                self.clairvoyant,
+            ),
+            (_EVENT_INDEX.get(ev.kind, -1), int(ev.job), int(ev.server), self._ev_server),
+            (sim.queued_by_type, sim.arrival_rate_estimate(), now / horizon if math.isfinite(horizon) else 0.0),
+        )
+        self._q_rows = len(ids)
+        self._ev_server = int(ev.server)
         return ids
 
     def bind(self, row: np.ndarray) -> None:
@@ -423,11 +461,22 @@ class Scaler:
         batch: the leading dimensions of the views it is given (``()``: one observation).
     """
 
-    def __init__(self, sim: Simulator, queue_window: int, time_unit: float, batch: tuple[int, ...] = ()):
+    def __init__(
+        self,
+        sim: Simulator,
+        queue_window: int,
+        time_unit: float,
+        batch: tuple[int, ...] = (),
+        compiled: bool = False,
+    ):
         self.time_unit = float(time_unit)
         self.a = sim.num_resources + sim.num_types  # the weight column; waited time and work follow
         self.rate_factor = self.time_unit / sim.num_servers
         self._plan: tuple[np.ndarray, int, int, int, int] | None = None
+        #: one observation through :func:`~clustergym.envs.kernels.scale_gather` / ``scale_scatter`` (numba on)
+        self.compiled = compiled and not batch
+        self._g = np.zeros(0, dtype=np.float32)  # the gathered log1p cells (the compiled path's scratch)
+        self._units = (np.float32(self.time_unit), np.float32(self.rate_factor), np.float32(SCALED_CAP))
 
     def _make_plan(self, out: _FlatLayout) -> tuple[np.ndarray, int, int, int, int]:
         """``(idx, t0, t1, lo, hi)``: the flat positions of the ``log1p`` cells (counts, weights, then times
@@ -450,6 +499,14 @@ class Scaler:
             self._plan = self._make_plan(out)
         idx, t0, t1, lo, hi = self._plan
         buf = out.buf
+        if self.compiled:  # the same operations: float32 division and product, NumPy's log1p, the cap
+            if self._g.size != idx.size:
+                self._g = np.zeros(idx.size, dtype=np.float32)
+            g, (unit, factor, cap) = self._g, self._units
+            kernels.scale_gather(raw.buf, buf, idx, t0, t1, unit, factor, g)
+            np.log1p(g, out=g)
+            kernels.scale_scatter(buf, idx, g, lo, hi, cap)
+            return
         buf[...] = raw.buf[..., : out.size]  # free, queue_mask, event_server, demands and one-hots as they are
         g = buf[..., idx]
         np.divide(g[..., t0:t1], self.time_unit, out=g[..., t0:t1])
