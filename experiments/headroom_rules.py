@@ -181,16 +181,16 @@ RULES = [
 ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=30, help="the first N reference evaluation seeds")
-    args = ap.parse_args(argv)
+def print_rows(rules: list[tuple[str, str, Any, dict[str, Any]]], seeds: int) -> None:
+    """Print the Markdown table of ``rules`` (task, name, factory, parameters): each rule's mean score,
+    normalized score and paired difference against the task's best non-oracle baseline, on the first
+    ``seeds`` reference seeds; each rule is registered for its own evaluation only."""
     print("| task | rule | score | normalized | paired Δ vs best non-oracle | best non-oracle |")
     print("|---|---|---|---|---|---|")
-    for task, name, cls, params in RULES:
+    for task, name, cls, params in rules:
         register_agent(name, lambda cls=cls, params=params, **p: cls(**params, **p))
         try:
-            out = evaluate([name], [task], seeds=args.seeds, workers=1)
+            out = evaluate([name], [task], seeds=seeds, workers=1)
         finally:  # registered for this evaluation only: a diagnostic, not a baseline of the registry
             AGENTS.pop(name, None)
         entry = out["tasks"][task]
@@ -199,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
             f"| `{task}` | {name} | {r['mean']:.4g} | {r['normalized']:.3f} | "
             f"{r['paired_vs_best']:+.3g} ± {r['paired_vs_best_ci95']:.2g} | `{entry['best']}` {entry['best_score']:.4g} |"
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=30, help="the first N reference evaluation seeds")
+    args = ap.parse_args(argv)
+    print_rows(RULES, args.seeds)
     return 0
 
 

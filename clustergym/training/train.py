@@ -793,17 +793,63 @@ def learn(s: Setup, model: Any, venv: Any, meta: dict[str, Any], stage_params: d
 
 
 # ---------------------------------------------------------------------------------------- 6. the saved run
-def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], wall: float, cpu: float) -> Path:
+class RunClock:
+    """The seconds of one ``clustergym train`` process, part by part: ``setup`` (the configuration, the
+    environments, the model), ``warm_start`` (the teacher's demonstrations and the cloning), ``learn``
+    (the RL updates, periodic evaluations included) and ``save``.  CPU is user + system of this process
+    and of its worker processes once they have ended (``subproc`` environments are counted when
+    :func:`save` closes them)."""
+
+    def __init__(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), _cpu_now()
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+
+    def mark(self, part: str) -> None:
+        """End ``part`` now: the seconds since the previous mark (or the start) are its."""
+        wall, cpu = time.perf_counter(), _cpu_now()
+        self.wall[part], self.cpu[part] = wall - self._wall, cpu - self._cpu
+        self._wall, self._cpu = wall, cpu
+
+    def wall_total(self) -> float:
+        """Wall seconds of the parts marked so far."""
+        return float(sum(self.wall.values()))
+
+    def cpu_total(self) -> float:
+        """CPU seconds of the parts marked so far."""
+        return float(sum(self.cpu.values()))
+
+    def parts(self) -> dict[str, dict[str, float]]:
+        """``{part: {"wall_seconds": ..., "cpu_seconds": ...}}`` in the order the parts ran."""
+        return {k: {"wall_seconds": self.wall[k], "cpu_seconds": self.cpu[k]} for k in self.wall}
+
+
+def _cpu_now() -> float:
+    """CPU seconds (user + system) so far of this process and of its child processes that have ended."""
+    own = time.process_time()
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return own
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own + ch.ru_utime + ch.ru_stime
+
+
+def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], clock: RunClock) -> Path:
     """``OUT/model.zip`` with its normalisation statistics, and ``model.json`` marked finished with
-    the steps taken and this process's seconds (CPU: the learner and in-process envs)."""
+    the steps taken and the run's seconds, wall and CPU (:class:`RunClock`: the whole run, cloning
+    included, and its parts); closes ``venv`` first so that its worker processes' CPU is counted."""
     path = s.out / "model.zip"
     save_model(model, venv, path)
+    venv.close()
+    clock.mark("save")
     meta.update(
         timesteps=int(model.num_timesteps),
         status="finished",
         policy_class=type(model.policy).__name__,
-        wall_seconds_last_run=wall,
-        cpu_seconds_last_run=cpu,
+        wall_seconds_last_run=clock.wall_total(),
+        cpu_seconds_last_run=clock.cpu_total(),
+        seconds_last_run_parts=clock.parts(),
     )
     write_meta(s.out, meta)
     return path
@@ -842,6 +888,7 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     from clustergym.training.threads import env_workers, set_torch_threads
 
+    clock = RunClock()
     s = setup(config)
     # never more torch threads than the cores the environment processes leave (a warning says so)
     set_torch_threads(s.config.torch_threads, env_workers(s.n_envs, s.config.vec_env))
@@ -855,11 +902,12 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
     if s.config.curriculum != asked:
         meta["curriculum_asked"] = [st.to_json() for st in asked]
     write_meta(s.out, meta)
+    clock.mark("setup")
     if s.config.warm_start and s.resume is None:  # a resumed run continues its warm-started policy
         meta["warm_start"] = warm_start(s, model, venv, stage_params)
+        clock.mark("warm_start")
+        meta["warm_start"]["cpu_seconds"] = clock.cpu["warm_start"]
         write_meta(s.out, meta)
-    t0, c0 = time.perf_counter(), time.process_time()
     model, venv = learn(s, model, venv, meta, stage_params)
-    path = save(s, model, venv, meta, time.perf_counter() - t0, time.process_time() - c0)
-    venv.close()
-    return path
+    clock.mark("learn")
+    return save(s, model, venv, meta, clock)

@@ -140,8 +140,16 @@ def test_train_with_warm_start_records_it_and_starts_at_the_teachers_level(tmp_p
         ],
     )
     assert res.exit_code == 0, res.output
-    ws = json.loads((out / "model.json").read_text())["warm_start"]
+    meta = json.loads((out / "model.json").read_text())
+    ws = meta["warm_start"]
     assert ws["teacher"] == "first-fit-admit" and ws["samples"] == 2000 and ws["accuracy"] > 0.9
+    # the run's CPU is the whole process's, the cloning included, and model.json says which parts
+    parts = meta["seconds_last_run_parts"]
+    assert list(parts) == ["setup", "warm_start", "learn", "save"]
+    assert parts["warm_start"]["cpu_seconds"] == ws["cpu_seconds"] > 0
+    assert meta["cpu_seconds_last_run"] == pytest.approx(sum(p["cpu_seconds"] for p in parts.values()))
+    assert meta["cpu_seconds_last_run"] > parts["learn"]["cpu_seconds"] + ws["cpu_seconds"] * 0.99
+    assert meta["wall_seconds_last_run"] >= ws["wall_seconds"]
     sc = make_preset("autoscale-4vm", num_servers=5)
     learned = np.mean(
         [
