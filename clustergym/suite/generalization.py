@@ -42,8 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from clustergym.errors import ClusterGymError, ConfigError
-from clustergym.runner import compatible_agents
-from clustergym.suite.reference import EXCLUDED, task_cells, task_entry, traces_available
 from clustergym.suite.tasks import SUITE_VERSION, TASKS, Task
 
 __all__ = [
@@ -232,6 +230,8 @@ def select_points(tasks: Sequence[str] | None = None, *, explicit_traces: bool =
     Raises:
         ConfigError: a name that is no task of the track, or ``google-tasks`` named without the traces.
     """
+    from clustergym.suite.reference import traces_available
+
     known = [*TRACK_TASKS, GOOGLE_TASKS.name]
     names = list(known) if tasks is None else list(dict.fromkeys(tasks))
     bad = [n for n in names if n not in known]
@@ -250,16 +250,18 @@ def select_points(tasks: Sequence[str] | None = None, *, explicit_traces: bool =
     return [p for p in test_points() if p.base in names], skipped
 
 
-#: agents left out of the trace point, as on azure-vms and for the same reasons (they start from an
-#: empty system, the warm start does not)
-_TRACE_EXCLUDED = {k: v for k, v in EXCLUDED["azure-vms"].items() if not k.startswith("rms")}
-
-
 def point_agents(p: Point) -> tuple[list[str], dict[str, str]]:
     """The agents of the point's reference (random first) and the reason each other one is left out
-    (incompatible with the point's scenario, or left out of its base task's reference)."""
+    (incompatible with the point's scenario, or left out of its base task's reference; on the trace
+    point, those left out of ``azure-vms``'s for starting from an empty system, as its warm start does not)."""
+    from clustergym.runner import compatible_agents
+    from clustergym.suite.reference import EXCLUDED
+
     ok, skipped = compatible_agents(p.task.scenario())
-    excluded = _TRACE_EXCLUDED if p.base == GOOGLE_TASKS.name else EXCLUDED.get(p.base, {})
+    if p.base == GOOGLE_TASKS.name:
+        excluded = {k: v for k, v in EXCLUDED["azure-vms"].items() if not k.startswith("rms")}
+    else:
+        excluded = EXCLUDED.get(p.base, {})
     skipped.update({a: why for a, why in excluded.items() if a in ok})
     ok = [a for a in ok if a not in excluded and a != "random"]
     return ["random", *ok], skipped
@@ -267,6 +269,8 @@ def point_agents(p: Point) -> tuple[list[str], dict[str, str]]:
 
 def point_cells(p: Point, agents: Sequence[str], seeds: int | None = None) -> list[Any]:
     """The point's episodes: every agent on its first ``seeds`` (default: its own count) track seeds."""
+    from clustergym.suite.reference import task_cells
+
     n = p.seeds if seeds is None else min(seeds, p.seeds)
     return task_cells(p.task, agents, TRACK_SEEDS[:n])
 
@@ -274,7 +278,7 @@ def point_cells(p: Point, agents: Sequence[str], seeds: int | None = None) -> li
 def point_entry(p: Point, rows: Sequence[dict[str, Any]], skipped: dict[str, str]) -> dict[str, Any]:
     """A point's entry of the track's reference: the main reference's entry (:func:`task_entry`) plus
     the point's base task, load and size factors, parameters and seeds."""
-    from clustergym.suite.reference import summarize_task
+    from clustergym.suite.reference import summarize_task, task_entry
 
     seeds = sorted({int(r["seed"]) for r in rows})
     wall = sum(float(r.get("wall_seconds", 0.0)) for r in rows)
