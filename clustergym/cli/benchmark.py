@@ -322,7 +322,7 @@ def _track(track: str, opts: dict[str, Any], resumed: Any) -> None:
     from clustergym.validation import settings
 
     check_track(track)
-    if opts["plot"] is not None or opts["split"] is not None:
+    if opts["plot"] is not None or (opts["split"] is not None and resumed is None):  # a resumed run: its own
         bad = "--plot" if opts["plot"] is not None else "--split"
         raise ConfigError(bad, f"does not apply to --track {track} (its points have their own seeds and table)")
     if opts["decoding"] is not None:

@@ -26,8 +26,8 @@ parameters of the scenario; not ``bfjs-uniform`` (five servers: half is not a wh
 instance changes, not its size) nor ``azure-vms`` (a trace: its load is the trace's; the second trace
 stands for it).
 
-Seeds per point (:func:`point_seeds`): 10 at the loads and at sizes 0.5 and 2, 3 at size 10 (an
-episode there costs ten times the task's): the whole reference in minutes on 2 cores.  The track's
+Seeds per point (:func:`point_seeds`): 5 at the loads and at sizes 0.5 and 2, 2 at size 10 (an
+episode there costs ten times the task's): the whole reference in about 20 CPU minutes.  The track's
 reference (``generalization.json``, :func:`build_track_reference`) is the main reference's
 document per point, with the track's version stamp (:data:`TRACK_VERSION`).
 """
@@ -81,8 +81,8 @@ TEST_SIZES: tuple[float, ...] = (0.5, 2.0, 10.0)
 #: the track's evaluation seeds (each point runs the first :func:`point_seeds` of them)
 TRACK_SEEDS = range(3_000_000, 3_000_100)
 #: seeds per point, and at the largest size (an episode there costs ten times the task's)
-SEEDS_PER_POINT = 10
-SEEDS_LARGEST = 3
+SEEDS_PER_POINT = 5
+SEEDS_LARGEST = 2
 
 
 def _rms(load: float, size: float) -> dict[str, Any]:

@@ -177,3 +177,18 @@ def plan_cells_of(sc):
     from clustergym.runner import plan
 
     return plan(sc, ["best-fit"], seeds=[0, 1])
+
+
+def test_the_shipped_general_policy_runs_at_every_size_of_its_task():
+    """The equivariant policy's weights do not depend on the number of servers: an episode at half the
+    task's size completes (the CLI's table has it at every size)."""
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[2] / "models" / "general-autoscale-syn4-s0"
+    if not (model / "model.zip").is_file():
+        pytest.skip("the shipped models are not in this checkout")
+    from clustergym.suite.generalization import point_cells
+
+    small = next(p for p in test_points() if p.name == "autoscale-syn4-size0.5")
+    (row,) = run_rows(point_cells(small, [str(model)], 1), workers=1)
+    assert row["task"]["complete"] and row["task"]["score"] > 0 and row["seed"] == TRACK_SEEDS[0]
