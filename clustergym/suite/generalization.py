@@ -437,7 +437,7 @@ def summarize_track_scores(
         out["points"][p.name] = {
             **{k: entry[k] for k in ("base", "load", "size", "metric", "random", "best", "best_score")},
             **{k: entry[k] for k in ("best_oracle", "best_oracle_score")},
-            "seeds": len(mine) if plan.agents[p.name] else 0,
+            "seeds": min((len(r["scores"]) for r in runs.values()), default=0),
             "runs": runs,
         }
     out["skipped"] = dict(plan.skipped)
