@@ -261,7 +261,7 @@ def benchmark_cmd(
     from clustergym.runner import connect_ray, worker_count
 
     check_plot(plot)
-    if update_packaged is not None:
+    if update_packaged is not None and track is None:
         _update_packaged(update_packaged, specs, reference, json_out)
         return
     resumed = None
