@@ -213,6 +213,14 @@ _UPDATE_PACKAGED = typer.Option(
     "(refused if it would lose tasks or seeds)",
 )
 
+_TRACK = typer.Option(
+    None,
+    "--track",
+    help="generalization: score zero-shot at the track's test points (other loads and cluster sizes, a second "
+    "real trace), each against its own reference; with --reference, regenerate that reference "
+    "(docs/generalization.md)",
+)
+
 _MARKDOWN = typer.Option(False, "--markdown", help="print the reference scores as Markdown (docs/benchmark.md)")
 
 _DECODING = typer.Option(
@@ -239,6 +247,7 @@ def benchmark_cmd(
     update_packaged: Path | None = _UPDATE_PACKAGED,
     markdown: bool = _MARKDOWN,
     decoding: str | None = _DECODING,
+    track: str | None = _TRACK,
     table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
 ) -> None:
@@ -252,7 +261,7 @@ def benchmark_cmd(
     from clustergym.runner import connect_ray, worker_count
 
     check_plot(plot)
-    if update_packaged is not None:
+    if update_packaged is not None and track is None:
         _update_packaged(update_packaged, specs, reference, json_out)
         return
     resumed = None
@@ -266,10 +275,15 @@ def benchmark_cmd(
                 "--overwrite and --reference",
             )
         given = {"specs": specs or None, "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
+        given["track"] = track
         resumed, rec = recorded_settings(resume, given)
+        track = rec.get("track")
         specs, tasks, seeds = rec.get("specs") or [], rec["tasks"], rec["seeds"]
         split, decoding = rec.get("split") or "validation", rec.get("decoding")
         reference = bool(rec.get("reference"))
+    if track is not None:
+        _track(track, locals(), resumed)
+        return
     seeds = 30 if seeds is None else seeds
     split = split or "validation"
     task_names = _check_inputs(tasks, seeds, specs, reference, plot, markdown, decoding, split)
@@ -298,6 +312,27 @@ def benchmark_cmd(
         _benchmark(
             settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, table_format, ray_address
         )
+
+
+def _track(track: str, opts: dict[str, Any], resumed: Any) -> None:
+    """``--track``: the track's own branch (:mod:`clustergym.cli.benchmark_track`), every input checked first."""
+    from clustergym.cli.benchmark_track import check_track, track_cmd
+    from clustergym.learned.model_agent import DECODINGS
+    from clustergym.runner import connect_ray, worker_count
+    from clustergym.validation import settings
+
+    check_track(track)
+    if opts["plot"] is not None or (opts["split"] is not None and resumed is None):  # a resumed run: its own
+        bad = "--plot" if opts["plot"] is not None else "--split"
+        raise ConfigError(bad, f"does not apply to --track {track} (its points have their own seeds and table)")
+    if opts["decoding"] is not None:
+        settings.choice(opts["decoding"], "--decoding", DECODINGS)
+    names = _tasks(opts["tasks"])
+    opts = {**opts, "tasks_text": opts["tasks"], "tasks": names, "workers": worker_count(opts["workers"], "--workers")}
+    opts["ray"] = opts["ray_address"]
+    if opts["ray"] is not None:
+        connect_ray(opts["ray"])
+    track_cmd(opts, resumed, _err)
 
 
 def _check_inputs(

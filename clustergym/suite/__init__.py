@@ -86,6 +86,17 @@ def make_task_env(task: str | Task, **kwargs):
 SUITE_IDS: list[str] = register_suite()
 
 
+def _register_track() -> list[str]:
+    """Register the generalization track's test points (:mod:`.generalization`): not suite tasks, but
+    worker processes build their environments by id."""
+    from clustergym.suite.generalization import register_track
+
+    return register_track()
+
+
+_register_track()
+
+
 def score(
     agent: Any,
     tasks: Sequence[str] | None = None,

@@ -619,6 +619,7 @@ def test_other_presets_on_fixtures():
         "google-bf-replay",
         "mris-alibaba",
         "azure-vms",
+        "google-tasks",
     }
     for p in trace_presets.values():
         assert callable(p.build) and p.description and "\n" not in p.description
@@ -632,6 +633,7 @@ TRACE_PRESET_ARGS = {  # arguments that fit the small fixture traces
     "autoscale-google": {"num_servers": 2},
     "alibaba-gpu": {"clip_before": None},
     "google-bf-replay": {"num_servers": 2},
+    "google-tasks": {"num_servers": 2, "window_hours": 0.5, "start_hour": 0},
 }
 
 

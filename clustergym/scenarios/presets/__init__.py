@@ -145,6 +145,12 @@ register_preset(
     needs_traces=True,
 )
 register_preset(
+    "google-tasks",
+    f"{_P}.traces:google_tasks",
+    "Google 2011 tasks (CPU, memory): a random thinned 4-hour window of the trace per seed, on 12 unit servers",
+    needs_traces=True,
+)
+register_preset(
     "google-bf-replay",
     f"{_P}.traces:google_bf_replay",
     "Google 2011 completed tasks (CPU, memory) on 420 unit servers: the performance benchmark's Best-Fit replay",

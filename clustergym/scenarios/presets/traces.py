@@ -303,3 +303,73 @@ def azure_vms(
             scope, table, steps, dropped_vms=int((~sel).sum()), flavors=kept, flavor_demand=type_demand.tolist()
         ),
     )
+
+
+def google_tasks(
+    num_servers: int = 12,
+    thin: int = 40,
+    window_hours: float = 4.0,
+    start_hour: float = 1.0,
+    trace_dir: str | None = None,
+) -> Scenario:
+    """Google 2011 tasks (the shared 19.5 h slice of the cluster data 2011-2): each seed replays a random
+    thinned window of the trace on a few unit servers, as :func:`azure_vms` does for the Azure VMs.
+
+    Preprocessing: the completed tasks of :func:`google_bf_replay` (first SUBMIT inside the slice, the
+    last non-UPDATE event a FINISH; arrival = first SUBMIT, duration = FINISH - last SCHEDULE, in
+    seconds; demand = (CPU request, memory request) normalised to the largest machine: continuous
+    demands, no job types).  Episodes (:class:`~clustergym.workloads.windows.TraceWindowSource`): a
+    window of ``window_hours`` starting uniformly between ``start_hour`` hours (the slice starts
+    empty: the tasks submitted before it are missing) and the last arrival minus the window; every
+    ``thin``-th task (random phase), so ``num_servers`` servers of capacity (1, 1) see the load that
+    ``thin x num_servers`` machines of the largest size saw; the tasks still running at the window
+    start arrive at time 0 with their remaining duration.  The slice offers 334 largest-machine
+    CPUs on average (142 to 634 over its two-hour stretches), so ``thin`` 40 on 12 servers is a
+    mean CPU load of 0.70, from idle windows to bursts of 1.3.  Time in seconds; central queue; mean queue length.
+
+    Args:
+        num_servers: L servers of capacity (1, 1).
+        thin: keep every ``thin``-th task.
+        window_hours: the episode's window (hours).
+        start_hour: the earliest window start (hours from the slice's first kept arrival).
+        trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES``, then the user data folder).
+    """
+    scope = dict(locals())  # the arguments, before the imports below add names
+    from clustergym.workloads.windows import TraceWindowSource
+
+    L = positive(num_servers, "params.num_servers", integer=True)
+    k = positive(thin, "params.thin", integer=True)
+    W = positive(window_hours, "params.window_hours") * 3600.0
+    start = positive(start_hour, "params.start_hour", allow_zero=True) * 3600.0
+    replay = google_bf_replay(num_servers=1, trace_dir=trace_dir)  # its table of every completed task
+    tab = replay.source
+    assert isinstance(tab, ReplaySource)
+    end = float(tab.time[-1])
+    if start > end - W:
+        from clustergym.errors import ScenarioError
+
+        raise ScenarioError(
+            "params.start_hour",
+            f"windows of {W / 3600:g} h starting after hour {start / 3600:g} do not fit the {end / 3600:.2f}-hour slice",
+        )
+    src = TraceWindowSource(tab, W, start_low=start, start_high=end - W, thin=k)
+    steps = [
+        f"episodes: a {W / 3600:g} h window from hour {start / 3600:g} on, every {k}-th task, the tasks running "
+        "at its start at time 0 with their remaining duration",
+    ]
+    return Scenario(
+        name="google-tasks",
+        capacity=np.ones((L, 2)),
+        source=src,
+        resources=("cpu", "memory"),
+        horizon=W,
+        objective="queue",
+        queue_cap=None,
+        description="Google 2011 tasks: random thinned windows of the trace, (CPU, memory), on L unit servers",
+        params={
+            **scope,
+            "jobs": replay.params["jobs"],
+            "preprocessing": [*replay.params["preprocessing"], *steps],
+            "trace_report": replay.params["trace_report"],
+        },
+    )

@@ -1,0 +1,194 @@
+"""The generalization track: its declared train distribution and test points (never the same), the
+points' environments, the shipped reference (every point, its own seeds, regenerated to the same
+scores), ``clustergym benchmark --track generalization`` on a tiny track, and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import gymnasium as gym
+import pytest
+from typer.testing import CliRunner
+
+from clustergym.cli import app
+from clustergym.runner import run_rows
+from clustergym.suite.generalization import (
+    GOOGLE_TASKS,
+    SEEDS_LARGEST,
+    SEEDS_PER_POINT,
+    TEST_LOADS,
+    TEST_SIZES,
+    TRACK_SEEDS,
+    TRACK_TASKS,
+    TRACK_VERSION,
+    TRAIN_LOADS,
+    TRAIN_SIZES,
+    load_track_reference,
+    plan_track,
+    summarize_track_reference,
+    test_points,
+    train_points,
+    train_stages,
+)
+from clustergym.suite.reference import normalized
+from clustergym.suite.tasks import EVAL_SEEDS, TASKS, TEST_SEEDS
+
+runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("quiet_warnings")
+
+
+def test_the_declared_test_points_are_every_load_and_size_of_every_track_task_and_the_trace():
+    pts = test_points()
+    assert len(pts) == 7 * len(TRACK_TASKS) + 1 and pts[-1].task is GOOGLE_TASKS
+    for base in TRACK_TASKS:
+        mine = [p for p in pts if p.base == base]
+        assert [(p.load, p.size) for p in mine] == [(lf, 1.0) for lf in TEST_LOADS] + [(1.0, s) for s in TEST_SIZES]
+        for p in mine:  # the servers scale with the size; the task's other settings are its own
+            assert dict(p.task.params)["num_servers"] == round(
+                dict(TASKS[base].scenario().params)["num_servers"] * p.size
+            )
+            assert p.task.horizon == TASKS[base].horizon and p.task.action_mode == TASKS[base].action_mode
+            assert p.seeds == (SEEDS_LARGEST if p.size == 10 else SEEDS_PER_POINT)
+    # the track's seeds are neither the suite's evaluation seeds nor clustergym train's (10_000 + 100 x seed + i)
+    assert not set(TRACK_SEEDS) & (set(EVAL_SEEDS) | set(TEST_SEEDS)) and min(TRACK_SEEDS) > 10_000 + 100 * 10_000
+
+
+def test_the_train_distribution_never_holds_a_test_point():
+    """Loads: train on even tenths (0.8, 1.0, 1.2), test on odd ones; sizes: train inside [0.8, 1.5],
+    test outside it; and no test point's preset parameters are any train point's."""
+    assert not {round(x * 10) % 2 for x in TRAIN_LOADS} & {round(x * 10) % 2 for x in TEST_LOADS}
+    assert all(s < min(TRAIN_SIZES) or s > max(TRAIN_SIZES) for s in TEST_SIZES)
+    for base in TRACK_TASKS:
+        train = {p.task.params for p in train_points(base)}
+        assert len(train) == len(TRAIN_LOADS) * len(TRAIN_SIZES) and TASKS[base].params in {
+            tuple((k, v) for k, v in p if k in dict(TASKS[base].params)) for p in train
+        }
+        assert not train & {p.task.params for p in test_points() if p.base == base}
+
+
+def test_train_stages_visit_every_train_point_but_the_task_itself_which_ends_the_run():
+    stages = train_stages("autoscale-syn4", 28_000)
+    assert len(stages) == 8 and all(s.startswith("28000:") for s in stages)
+    got = set()
+    for s in stages:
+        kv = dict(x.split("=") for x in s.split(":", 1)[1].split(","))
+        got.add((float(kv.get("load", 1.0)), int(kv.get("num_servers", 10))))
+    grid = {(lf, round(10 * sf)) for lf in TRAIN_LOADS for sf in TRAIN_SIZES}
+    assert got == grid - {(1.0, 10)}
+    with pytest.raises(Exception, match="not a task of the generalization track"):
+        train_stages("bfjs-uniform", 10)
+
+
+def test_a_points_id_builds_its_scenario_in_the_tasks_environment():
+    p = next(p for p in test_points() if p.name == "autoscale-syn4-size0.5")
+    env = gym.make(p.task.id)
+    obs, _ = env.reset(seed=TRACK_SEEDS[0])
+    assert env.unwrapped.scenario.num_servers == 5 and obs["free"].shape == (5, 2)
+    assert env.spec.max_episode_steps == p.task.max_episode_steps
+    env.close()
+
+
+def test_the_shipped_reference_has_every_point_on_its_own_seeds_normalized_per_point():
+    doc = load_track_reference()
+    assert doc["track_version"] == TRACK_VERSION and doc["train"]["loads"] == list(TRAIN_LOADS)
+    for p in test_points():
+        e = doc["points"][p.name]
+        assert e["seeds"] == list(TRACK_SEEDS[: p.seeds]) and e["params"] == dict(p.task.params)
+        assert "random" in e["agents"] and not e["agents"][e["best"]]["oracle"]
+        assert all(len(a["scores"]) == p.seeds for a in e["agents"].values())
+        assert normalized(e["random"], e) == 0 and normalized(e["best_score"], e) == 1
+        if e["best_oracle"]:
+            assert e["agents"][e["best_oracle"]]["oracle"]
+
+
+def test_the_reference_of_a_point_regenerates_to_the_shipped_scores():
+    """One point on its first seed, through the plan the CLI runs: the same scores as the shipped table."""
+    plan = plan_track(None, ["autoscale-syn4"], seeds=1)
+    name = "autoscale-syn4-load0.7"
+    a, b = plan.spans[name]
+    rows: list = [None] * len(plan.cells)
+    rows[a:b] = run_rows(plan.cells[a:b], workers=1)
+    doc = summarize_track_reference(plan, rows)
+    assert list(doc["points"]) == [name]
+    shipped = load_track_reference()["points"][name]["agents"]
+    for agent, got in doc["points"][name]["agents"].items():
+        assert got["scores"] == [pytest.approx(shipped[agent]["scores"][0], rel=1e-9)], agent
+
+
+def test_benchmark_scores_an_agent_at_every_point_with_the_paired_comparison(tmp_path):
+    res = runner.invoke(
+        app,
+        ["benchmark", "best-fit-admit", "--track", "generalization", "--tasks", "autoscale-syn4", "--seeds", "2"]
+        + ["--workers", "1", "--json", "--out", str(tmp_path / "run")],
+    )
+    assert res.exit_code == 0, res.stdout
+    doc = json.loads(res.stdout)
+    assert list(doc["points"]) == [p.name for p in test_points() if p.base == "autoscale-syn4"]
+    ref = load_track_reference()["points"]
+    for name, v in doc["points"].items():
+        r = v["runs"]["best-fit-admit"]
+        assert len(r["scores"]) == 2 and r["scores"] == pytest.approx(
+            ref[name]["agents"]["best-fit-admit"]["scores"][:2]
+        )
+        assert math.isfinite(r["normalized"]) and r["paired_seeds"] == 2
+        if v["best"] == "best-fit-admit":  # the same agent on the same seeds: no difference
+            assert r["paired_vs_best"] == pytest.approx(0.0, abs=1e-9)
+    assert (tmp_path / "run" / "cells.jsonl").read_text().count("\n") == 2 * 7
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["random", "--track", "nope"], "unknown track 'nope'"),
+        (["random", "--track", "generalization", "--tasks", "bfjs-uniform"], "not a task of the generalization track"),
+        (["random", "--track", "generalization", "--seeds", "11"], "--seeds"),
+        (["--track", "generalization", "--reference"], "--out"),
+        (["random", "--track", "generalization", "--plot", "x.png"], "does not apply to --track"),
+        (["random", "--track", "generalization", "--split", "test"], "does not apply to --track"),
+        (["--track", "generalization"], "give an agent or model"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message_before_any_episode(argv, words, tmp_path):
+    res = runner.invoke(app, ["benchmark", *argv, "--json"])
+    assert res.exit_code == 2, res.stdout
+    doc = json.loads(res.stdout)
+    assert words in doc["error"]["message"] or words == doc["error"].get("field"), doc
+    assert "Traceback" not in res.stdout
+
+
+def test_the_google_trace_preset_replays_thinned_windows_and_names_a_window_that_does_not_fit():
+    """On the small fixture slice (165 completed tasks over 1.2 hours): each seed a window of its own."""
+    from pathlib import Path
+
+    from clustergym.errors import ScenarioError
+    from clustergym.scenarios import make_preset
+
+    fix = str(Path(__file__).resolve().parents[1] / "fixtures" / "traces")
+    sc = make_preset("google-tasks", trace_dir=fix, num_servers=2, thin=2, window_hours=0.5, start_hour=0)
+    assert sc.resources == ("cpu", "memory") and sc.num_servers == 2 and sc.horizon == 1800.0
+    rows = run_rows(plan_cells_of(sc), workers=1)
+    assert rows[0]["arrivals"] != rows[1]["arrivals"] or rows[0]["mean_queue_length"] != rows[1]["mean_queue_length"]
+    with pytest.raises(ScenarioError, match="params.start_hour"):
+        make_preset("google-tasks", trace_dir=fix, window_hours=0.5, start_hour=1.0)
+
+
+def plan_cells_of(sc):
+    from clustergym.runner import plan
+
+    return plan(sc, ["best-fit"], seeds=[0, 1])
+
+
+def test_the_shipped_general_policy_runs_at_every_size_of_its_task():
+    """The equivariant policy's weights do not depend on the number of servers: an episode at half the
+    task's size completes (the CLI's table has it at every size)."""
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[2] / "models" / "general-autoscale-syn4-s0"
+    if not (model / "model.zip").is_file():
+        pytest.skip("the shipped models are not in this checkout")
+    from clustergym.suite.generalization import point_cells
+
+    small = next(p for p in test_points() if p.name == "autoscale-syn4-size0.5")
+    (row,) = run_rows(point_cells(small, [str(model)], 1), workers=1)
+    assert row["task"]["complete"] and row["task"]["score"] > 0 and row["seed"] == TRACK_SEEDS[0]
