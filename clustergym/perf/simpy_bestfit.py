@@ -90,6 +90,14 @@ def best_server(load0: np.ndarray, load1: np.ndarray, d0: float, d1: float) -> i
     return int(fit[np.argmax(score >= top - SCORE_RTOL * abs(top))])
 
 
+# The reference's design: every arrival is a SimPy timeout scheduled at time 0 with the arrival time as
+# its delay (so the event time is the trace's, exactly), every completion an URGENT event; a ``deque`` is
+# the FIFO queue; the loads are two ``(servers,)`` NumPy arrays.  Best-Fit at each event: a job's first
+# examination scans every server (:func:`best_server`, whole-array NumPy).  With ``prune`` (the default),
+# a job that fitted nowhere is examined again only after a completion, and only on the server that
+# completed: loads only grow between completions and the fit test is monotone in the load, so nothing
+# else can have room for it (the same exact pruning as clustergym's compiled loop).  ``prune=False``
+# scans every server for every job of the window at every event (the design the issue describes).
 def simulate(
     arrival: np.ndarray,
     duration: np.ndarray,
@@ -100,16 +108,7 @@ def simulate(
 ) -> dict:
     """The replay (module docstring) on pre-parsed jobs ``arrival`` (n,), ``duration`` (n,) seconds and
     ``demand`` (n, 2), sorted by arrival, written as a careful SimPy user would (docs/performance.md,
-    "The SimPy reference").
-
-    Every arrival is a SimPy timeout scheduled at time 0 with the arrival time as its delay (so the event
-    time is the trace's, exactly), every completion an URGENT event; a ``deque`` is the FIFO queue; the
-    loads are two ``(servers,)`` NumPy arrays.  Best-Fit at each event: a job's first examination scans
-    every server (:func:`best_server`, whole-array NumPy).  With ``prune`` (the default), a job that fitted
-    nowhere is examined again only after a completion, and only on the server that completed: loads only
-    grow between completions and the fit test is monotone in the load, so nothing else can have room for
-    it (the same exact pruning as clustergym's compiled loop).  ``prune=False`` scans every server for
-    every job of the window at every event (the design the issue describes)."""
+    "The SimPy reference"; its design is in the comment above this function)."""
     env = simpy.Environment()
     n = len(arrival)
     load0, load1 = np.zeros(servers), np.zeros(servers)
@@ -172,14 +171,19 @@ def simulate(
     for j, a in enumerate(arrival.tolist()):  # all scheduled at time 0, in trace order (ties keep it)
         env.timeout(a, value=j).callbacks.append(arrive)
     env.run()
-    T = env.now
+    return _metrics(arrival, start, st[0], env.now, servers, prune)
+
+
+def _metrics(arrival: np.ndarray, start: list, queue_area: float, T: float, servers: int, prune: bool) -> dict:
+    """The run's summary: mean wait over all jobs, time-average queue length over [0, T]."""
+    n = len(arrival)
     waits = np.array(start) - arrival
     return {
         "jobs": n,
         "servers": servers,
         "sim_time": T,
         "mean_wait": float(waits.mean()),
-        "mean_queue_length": st[0] / T,
+        "mean_queue_length": queue_area / T,
         "events": 2 * n,
         "pruned": prune,
     }
