@@ -11,7 +11,6 @@ puts it in the package.  ``--markdown`` prints the shipped reference (docs/gener
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -35,13 +34,10 @@ def check_track(track: str) -> str:
     return track
 
 
-def _f(x: Any, d: int = 4) -> str:
-    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}g}"
-
-
 def track_markdown(doc: dict[str, Any]) -> str:
     """The track's reference as Markdown: one row per point (random, best non-oracle baseline, best
     oracle), then every agent of every point, oracles marked (docs/generalization.md)."""
+    from clustergym.suite.reference import cell as _f
     from clustergym.suite.reference import normalized
 
     lines = [
@@ -227,6 +223,8 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _print_scores(res: dict[str, Any], table_format: str, err: Any) -> None:
+    from clustergym.suite.reference import cell as _f
+
     for k, why in res["skipped"].items():
         err.print(f"skipped {k}: {why}", highlight=False)
     t = Table(title="generalization track: zero-shot scores at every test point (mean ± 95% CI), normalized per point")

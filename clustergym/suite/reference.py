@@ -440,11 +440,14 @@ def reference_table(doc: dict[str, Any], top: int | None = None) -> list[dict[st
     return rows
 
 
+def cell(x: Any, d: int = 4) -> str:
+    """A number for a Markdown table: ``d`` significant digits, an en dash for a missing or non-finite one."""
+    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}g}"
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """The reference as Markdown: a summary table, then every agent of every task (docs/benchmark.md)."""
-
-    def f(x: Any, d: int = 4) -> str:
-        return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}g}"
+    f = cell
 
     lines = [
         (

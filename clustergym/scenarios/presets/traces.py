@@ -57,6 +57,28 @@ def trace_params(scope: dict[str, Any], table: TraceTable, steps: list[str], **e
     return p
 
 
+def window_source(
+    tab: ReplaySource, window: float, start: float, thin: int, *, field: str, unit: tuple[str, float], span: str
+) -> Any:
+    """The episodes of a windowed trace preset: a :class:`~clustergym.workloads.windows.TraceWindowSource`
+    of ``window`` seconds starting uniformly between ``start`` and the last arrival minus the window,
+    every ``thin``-th job; a :class:`ScenarioError` on ``field`` when no such window fits (``unit``: the
+    name and seconds of the unit ``field`` is given in, ``span``: what the trace is called)."""
+    from clustergym.workloads.windows import TraceWindowSource
+
+    end = float(tab.time[-1])
+    if start > end - window:
+        from clustergym.errors import ScenarioError
+
+        name, seconds = unit
+        raise ScenarioError(
+            field,
+            f"windows of {window / 3600:g} h starting after {name} {start / seconds:g} "
+            f"do not fit the {end / seconds:.2f}-{name} {span}",
+        )
+    return TraceWindowSource(tab, window, start_low=start, start_high=end - window, thin=thin)
+
+
 def unit_server_scenario(
     name: str,
     description: str,
@@ -253,7 +275,6 @@ def azure_vms(
     """
     scope = dict(locals())  # the arguments, before the imports below add names
     from clustergym.traces.azure import load_azure_v1
-    from clustergym.workloads.windows import TraceWindowSource
 
     L = positive(num_servers, "params.num_servers", integer=True)
     cap = np.array([positive(host_vcpu, "params.host_vcpu"), positive(host_memory, "params.host_memory")])
@@ -274,16 +295,7 @@ def azure_vms(
         source=table.source,
         columns={"time": "arrival", "work": "duration", "type": "flavor", "demand": ["vcpu", "memory"]},
     )
-    end = float(tab.time[-1])
-    if start > end - W:
-        from clustergym.errors import ScenarioError
-
-        raise ScenarioError(
-            "params.start_day",
-            f"windows of {W / 3600:g} h starting after day {start / 86400:g} "
-            f"do not fit the {end / 86400:.2f}-day trace",
-        )
-    src = TraceWindowSource(tab, W, start_low=start, start_high=end - W, thin=k)
+    src = window_source(tab, W, start, k, field="params.start_day", unit=("day", 86400.0), span="trace")
     steps = [
         f"flavours kept: {''.join(kept)} (each >= {share:g} of the VMs); {int((~sel).sum())} VMs of other "
         f"flavours dropped",
@@ -334,8 +346,7 @@ def google_tasks(
         start_hour: the earliest window start (hours from the slice's first kept arrival).
         trace_dir: the trace directory (default ``$CLUSTERGYM_TRACES``, then the user data folder).
     """
-    scope = dict(locals())  # the arguments, before the imports below add names
-    from clustergym.workloads.windows import TraceWindowSource
+    scope = dict(locals())  # the arguments
 
     L = positive(num_servers, "params.num_servers", integer=True)
     k = positive(thin, "params.thin", integer=True)
@@ -344,15 +355,7 @@ def google_tasks(
     replay = google_bf_replay(num_servers=1, trace_dir=trace_dir)  # its table of every completed task
     tab = replay.source
     assert isinstance(tab, ReplaySource)
-    end = float(tab.time[-1])
-    if start > end - W:
-        from clustergym.errors import ScenarioError
-
-        raise ScenarioError(
-            "params.start_hour",
-            f"windows of {W / 3600:g} h starting after hour {start / 3600:g} do not fit the {end / 3600:.2f}-hour slice",
-        )
-    src = TraceWindowSource(tab, W, start_low=start, start_high=end - W, thin=k)
+    src = window_source(tab, W, start, k, field="params.start_hour", unit=("hour", 3600.0), span="slice")
     steps = [
         f"episodes: a {W / 3600:g} h window from hour {start / 3600:g} on, every {k}-th task, the tasks running "
         "at its start at time 0 with their remaining duration",
