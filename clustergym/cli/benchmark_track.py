@@ -255,4 +255,37 @@ def _print_scores(res: dict[str, Any], table_format: str, err: Any) -> None:
                 _f(r["vs_oracle"], 3),
             )
     print_table(t, table_format)
+    if len(res["specs"]) > 1:
+        print_table(_method_table(res), table_format)
     err.print(f"{len(res['rows'])} episodes in {res['wall_seconds']:.0f} s")
+
+
+def _method_table(res: dict[str, Any]) -> Table:
+    """The specs as the runs of one method at every point: intervals over runs and episodes together."""
+    from clustergym.suite.reference import cell as _f
+
+    def iv(x: dict[str, float], digits: int = 3) -> str:
+        return f"{_f(x['value'], digits)} [{_f(x['low'], digits)}, {_f(x['high'], digits)}]"
+
+    t = Table(
+        title=f"the {len(res['specs'])} specs as the runs of one method: 95% intervals over runs and evaluation "
+        "seeds (two-level bootstrap), paired with the point's best non-oracle baseline"
+    )
+    for c in ("point", "runs", "seeds", "normalized", "paired Δ vs best", "verdict", "runs on their own"):
+        t.add_column(c, justify="left" if c in ("point", "verdict", "runs on their own") else "right")
+    for name, v in res["points"].items():
+        m = v.get("method")
+        if m is None:
+            continue
+        own = [r["verdict"].split(" ")[0] for r in m["per_run"].values()]
+        counts = ", ".join(f"{own.count(w)} {w}" for w in ("above", "at", "below") if own.count(w))
+        t.add_row(
+            name,
+            str(len(m["runs"])),
+            str(m["seeds"]),
+            iv(m["normalized"]),
+            iv(m["paired_vs_best"], 3),
+            m["verdict"],
+            counts,
+        )
+    return t

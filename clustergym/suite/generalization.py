@@ -404,12 +404,29 @@ def summarize_track_reference(plan: TrackPlan, rows: Sequence[dict[str, Any] | N
     return track_document(entries)
 
 
+def _method(
+    name: str, rows: list[dict[str, Any]], specs: Sequence[str], entry: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The specs at one point as the runs (training seeds) of one method, as the main report reads the
+    specs benchmarked together (:func:`clustergym.suite.report.method_report`): the normalized score and
+    the paired difference with the point's best non-oracle baseline, their intervals from the two-level
+    bootstrap over runs and evaluation seeds, the verdict, and each run on its own.  No bound: the papers'
+    bounds are the main tasks'.  ``None`` when the point's episodes do not cover two seeds for a run."""
+    from clustergym.suite.report import method_report
+
+    done = {int(r["seed"]) for r in rows}
+    result = {"seeds": [s for s in entry["seeds"] if s in done], "specs": list(specs), "rows": rows}
+    one = method_report(name, result, entry, entry["seeds"], None)
+    return None if one is None else one[0]
+
+
 def summarize_track_scores(
     plan: TrackPlan, rows: Sequence[dict[str, Any]], specs: Sequence[str], reference: dict[str, Any]
 ) -> dict[str, Any]:
     """The specs' scores at every point, each normalized against the point's own reference, with the
     main report's interval and paired difference with the point's best non-oracle baseline on the
-    same seeds (:func:`clustergym.suite.scoring._run_summary`)."""
+    same seeds (:func:`clustergym.suite.scoring._run_summary`); and, per point, the specs as the runs of
+    one method (``"method"``, :func:`_method`): intervals over training seeds and episodes together."""
     from clustergym.suite.scoring import _run_summary
 
     out: dict[str, Any] = {"track": TRACK, "track_version": TRACK_VERSION, "specs": list(specs), "points": {}}
@@ -439,6 +456,7 @@ def summarize_track_scores(
             **{k: entry[k] for k in ("best_oracle", "best_oracle_score")},
             "seeds": min((len(r["scores"]) for r in runs.values()), default=0),
             "runs": runs,
+            "method": _method(p.name, prow, plan.agents[p.name], entry),
         }
     out["skipped"] = dict(plan.skipped)
     return out

@@ -39,7 +39,7 @@ import numpy as np
 from clustergym.suite.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from clustergym.suite.intervals import TaskDraws, aggregate_draws, bootstrap_task, interval
 
-__all__ = ["PROFILE_POINTS", "refresh", "report", "task_bound", "verdict"]
+__all__ = ["PROFILE_POINTS", "method_report", "refresh", "report", "task_bound", "verdict"]
 
 #: thresholds of the performance profile
 PROFILE_POINTS = 41
@@ -120,12 +120,28 @@ def _headroom(d: TaskDraws, entry: dict[str, Any], bound: dict[str, Any] | None,
 def _task_report(
     name: str, result: dict[str, Any], reference: dict[str, Any], level: float, resamples: int, seed: int
 ) -> tuple[dict[str, Any], TaskDraws] | None:
-    entry = reference["tasks"][name]
-    specs, runs, base, n = _task_scores(result, name, entry, reference["seeds"])
+    bound = task_bound(name, [s for s in result["seeds"] if s in set(reference["seeds"])])
+    return method_report(name, result, reference["tasks"][name], reference["seeds"], bound, level, resamples, seed)
+
+
+def method_report(
+    name: str,
+    result: dict[str, Any],
+    entry: dict[str, Any],
+    ref_seeds: Sequence[int],
+    bound: dict[str, Any] | None,
+    level: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[dict[str, Any], TaskDraws] | None:
+    """One task's report of a method (the result's specs, its runs) against the task's reference
+    ``entry`` on the seeds ``ref_seeds`` (in the order of the entry's per-seed scores), with ``bound``
+    (:func:`task_bound`'s document, or ``None``) as its headroom; ``None`` when no spec has every
+    shared seed or fewer than two seeds are shared.  The generalization track calls it per test point."""
+    specs, runs, base, n = _task_scores(result, name, entry, ref_seeds)
     if not specs or n < 2:
         return None
     best = entry["best"]
-    bound = task_bound(name, [s for s in result["seeds"] if s in set(reference["seeds"])])
     if bound is not None and "scores" in bound:
         base[_BOUND] = np.asarray(bound["scores"], dtype=np.float64)
     rng = np.random.default_rng([seed, *name.encode()])

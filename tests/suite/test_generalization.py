@@ -117,10 +117,11 @@ def test_the_reference_of_a_point_regenerates_to_the_shipped_scores():
 
 
 def test_benchmark_scores_an_agent_at_every_point_with_the_paired_comparison(tmp_path):
+    """Each spec on its own at every point, and the specs together as the runs of one method."""
     res = runner.invoke(
         app,
-        ["benchmark", "best-fit-admit", "--track", "generalization", "--tasks", "autoscale-syn4", "--seeds", "2"]
-        + ["--workers", "1", "--json", "--out", str(tmp_path / "run")],
+        ["benchmark", "best-fit-admit", "random", "--track", "generalization", "--tasks", "autoscale-syn4"]
+        + ["--seeds", "2", "--workers", "1", "--json", "--out", str(tmp_path / "run")],
     )
     assert res.exit_code == 0, res.stdout
     doc = json.loads(res.stdout)
@@ -134,7 +135,20 @@ def test_benchmark_scores_an_agent_at_every_point_with_the_paired_comparison(tmp
         assert math.isfinite(r["normalized"]) and r["paired_seeds"] == 2
         if v["best"] == "best-fit-admit":  # the same agent on the same seeds: no difference
             assert r["paired_vs_best"] == pytest.approx(0.0, abs=1e-9)
-    assert (tmp_path / "run" / "cells.jsonl").read_text().count("\n") == 2 * 7
+        # the two specs as two runs, normalized as the main report does: against random and the best
+        # baseline on the same seeds (here the specs are those two: 1 and 0, their mean one half)
+        m = v["method"]
+        assert m["runs"] == ["best-fit-admit", "random"] and m["seeds"] == 2
+        agents, mean = ref[name]["agents"], (lambda xs: sum(xs) / len(xs))
+        lo, hi = mean(agents["random"]["scores"][:2]), mean(agents[v["best"]]["scores"][:2])
+        want = (mean(v["runs"]["best-fit-admit"]["scores"] + v["runs"]["random"]["scores"]) - lo) / (hi - lo)
+        assert m["normalized"]["value"] == pytest.approx(want)
+        assert m["normalized"]["low"] <= want <= m["normalized"]["high"]
+        own = m["per_run"]["best-fit-admit"]
+        if v["best"] == "best-fit-admit":
+            assert own["paired_vs_best"]["value"] == pytest.approx(0.0, abs=1e-9)
+            assert own["verdict"] == "at best-fit-admit's level"
+    assert (tmp_path / "run" / "cells.jsonl").read_text().count("\n") == 2 * 7 * 2
 
 
 @pytest.mark.parametrize(
