@@ -118,6 +118,26 @@ def table_rows(t: Any) -> tuple[list[str], list[list[str]]]:
 
 _FORMAT = ["table"]  # the --format of the command being run (set by its option's callback)
 
+#: the columns of one spec's row in a scores table (the suite's and the generalization track's), after
+#: the row's own first columns; :func:`score_cells` fills them
+SCORE_COLUMNS = ("score", "random", "best baseline", "normalized", "paired Δ vs best", "vs best oracle")
+
+
+def score_cells(ref: dict[str, Any], r: dict[str, Any], f: Any) -> list[str]:
+    """One spec's cells under :data:`SCORE_COLUMNS`: ``r`` is its summary on a task or a track point
+    (``mean``, ``ci95``, ``normalized``, ``normalized_ci95``, ``paired_vs_best``, ``paired_vs_best_ci95``,
+    ``paired_seeds``, ``vs_oracle``), ``ref`` the task's or point's reference (``random``, ``best``,
+    ``best_score``), ``f(x, digits)`` the number formatter of the table."""
+    paired = f"{f(r['paired_vs_best'], 3)} ± {f(r['paired_vs_best_ci95'], 2)}" if r["paired_seeds"] else "n/a"
+    return [
+        f"{r['mean']:.4g} ± {f(r['ci95'], 2)}",
+        f"{ref['random']:.4g}",
+        f"{ref['best']} {f(ref['best_score'])}",
+        f"{f(r['normalized'], 3)} ± {f(r['normalized_ci95'], 2)}",
+        paired,
+        f(r["vs_oracle"], 3),
+    ]
+
 
 def _set_format(value: str) -> str:
     if value not in FORMATS:

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clustergym._json import jsonable as _jsonable
-from clustergym.cli._common import format_option, print_table
+from clustergym.cli._common import SCORE_COLUMNS, format_option, print_table, score_cells
 from clustergym.errors import ConfigError
 
 __all__ = ["benchmark_cmd", "plot_normalized", "report_figure_path"]
@@ -538,31 +538,11 @@ def _print_results(res: dict[str, Any], specs: list[str], table_format: str) -> 
     for k, why in res["skipped"].items():
         _err.print(f"skipped {k}: {why}", highlight=False)
     t = Table(title=f"clustergym suite, {res['split']} split, {len(res['seeds'])} evaluation seeds (mean ± 95% CI)")
-    for c in (
-        "task",
-        "agent",
-        "score",
-        "random",
-        "best baseline",
-        "normalized",
-        "paired Δ vs best",
-        "vs best oracle",
-        "complete",
-    ):
+    for c in ("task", "agent", *SCORE_COLUMNS, "complete"):
         t.add_column(c, justify="left" if c in ("task", "agent", "best baseline") else "right")
     for name, v in res["tasks"].items():
         for spec, r in v["runs"].items():
-            t.add_row(
-                name,
-                spec,
-                f"{r['mean']:.4g} ± {_fmt(r['ci95'], 2)}",
-                f"{v['random']:.4g}",
-                f"{v['best']} {v['best_score']:.4g}",
-                f"{_fmt(r['normalized'], 3)} ± {_fmt(r['normalized_ci95'], 2)}",
-                f"{_fmt(r['paired_vs_best'], 3)} ± {_fmt(r['paired_vs_best_ci95'], 2)}" if r["paired_seeds"] else "n/a",
-                _fmt(r["vs_oracle"], 3),
-                f"{r['complete']}/{len(res['seeds'])}",
-            )
+            t.add_row(name, spec, *score_cells(v, r, _fmt), f"{r['complete']}/{len(res['seeds'])}")
     print_table(t, table_format)
     t = Table(title="normalized score over tasks: IQM and mean [95% stratified bootstrap CI]")
     for c in ("runs", "tasks", "IQM", "mean"):

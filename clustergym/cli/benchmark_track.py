@@ -19,7 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from clustergym._json import jsonable
-from clustergym.cli._common import print_table
+from clustergym.cli._common import SCORE_COLUMNS, print_table, score_cells
 from clustergym.errors import ConfigError
 
 __all__ = ["check_track", "track_cmd", "track_markdown"]
@@ -228,32 +228,11 @@ def _print_scores(res: dict[str, Any], table_format: str, err: Any) -> None:
     for k, why in res["skipped"].items():
         err.print(f"skipped {k}: {why}", highlight=False)
     t = Table(title="generalization track: zero-shot scores at every test point (mean ± 95% CI), normalized per point")
-    cols = (
-        "point",
-        "agent",
-        "seeds",
-        "score",
-        "random",
-        "best baseline",
-        "normalized",
-        "paired Δ vs best",
-        "vs best oracle",
-    )
-    for c in cols:
+    for c in ("point", "agent", "seeds", *SCORE_COLUMNS):
         t.add_column(c, justify="left" if c in ("point", "agent", "best baseline") else "right")
     for name, v in res["points"].items():
         for spec, r in v["runs"].items():
-            t.add_row(
-                name,
-                spec,
-                str(len(r["scores"])),
-                f"{r['mean']:.4g} ± {_f(r['ci95'], 2)}",
-                f"{v['random']:.4g}",
-                f"{v['best']} {_f(v['best_score'])}",
-                f"{_f(r['normalized'], 3)} ± {_f(r['normalized_ci95'], 2)}",
-                f"{_f(r['paired_vs_best'], 3)} ± {_f(r['paired_vs_best_ci95'], 2)}" if r["paired_seeds"] else "n/a",
-                _f(r["vs_oracle"], 3),
-            )
+            t.add_row(name, spec, str(len(r["scores"])), *score_cells(v, r, _f))
     print_table(t, table_format)
     if len(res["specs"]) > 1:
         print_table(_method_table(res), table_format)
