@@ -119,14 +119,15 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from clustergym.training.threads import env_workers, set_torch_threads
+    from clustergym.training.threads import env_workers, no_distribution_checks, set_torch_threads
 
     threads = torch.get_num_threads()
     set_torch_threads(cfg.torch_threads, env_workers(cfg.n_envs, cfg.vec_env))  # cut to the cores left
     try:
         model, venv = _learner(cfg, seed)
         per_rollout = cfg.n_envs * cfg.n_steps
-        model.learn(per_rollout)  # warm-up, untimed
+        with no_distribution_checks():  # as `clustergym train` learns
+            model.learn(per_rollout)  # warm-up, untimed
 
         class Clock(BaseCallback):
             def __init__(self) -> None:
@@ -146,7 +147,8 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
         clock = Clock()
         c0 = time.process_time()
         t0 = time.perf_counter()
-        model.learn(rollouts * per_rollout, callback=clock, reset_num_timesteps=False)
+        with no_distribution_checks():
+            model.learn(rollouts * per_rollout, callback=clock, reset_num_timesteps=False)
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
         venv.close()

@@ -42,3 +42,39 @@ def test_set_torch_threads_sets_torch():
         assert n == torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("policy", ["mlp", "equivariant"])
+def test_no_distribution_checks_trains_the_same_weights(policy):
+    """Skipping torch's distribution checks changes no number: same seed, same weights after a short
+    MaskablePPO run (batched envs, as `clustergym train`), and the previous default is restored."""
+    import torch
+    from torch.distributions import Distribution
+
+    from clustergym.training.threads import no_distribution_checks
+    from clustergym.training.throughput import TrainingConfig, _learner
+
+    cfg = TrainingConfig("tiny", policy=policy, n_envs=2, vec_env="batched", n_steps=32, batch_size=32, n_epochs=2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        weights = []
+        for off in (False, True):
+            model, venv = _learner(cfg, seed=3)
+            start = {k: v.clone() for k, v in model.policy.state_dict().items()}
+            before = Distribution._validate_args
+            if off:
+                with no_distribution_checks():
+                    assert Distribution._validate_args is False
+                    model.learn(128)
+            else:
+                model.learn(128)
+            assert Distribution._validate_args == before
+            venv.close()
+            weights.append({k: v.clone() for k, v in model.policy.state_dict().items()})
+            assert any(not torch.equal(start[k], v) for k, v in weights[-1].items())  # it did learn
+    finally:
+        torch.set_num_threads(threads)
+    assert weights[0].keys() == weights[1].keys()
+    for k in weights[0]:
+        assert torch.equal(weights[0][k], weights[1][k]), k
