@@ -114,6 +114,9 @@ def _print_env_steps(es: dict[str, Any] | None) -> None:
     for c in ("task", "steps_per_s", "ratio_to_cartpole", "ratio_min", "batched_steps_per_s", "batched_ratio"):
         t.add_column(c, justify="left" if c == "task" else "right")
     for r in es["tasks"]:
+        if r.get("status") == "skipped":
+            t.add_row(r["task"], "skipped: " + r["reason"], "", "", "", "")
+            continue
         t.add_row(
             r["task"],
             f"{r['steps_per_s']:,.0f}",

@@ -78,3 +78,24 @@ def test_bench_prints_csv_with_its_notes_as_comment_lines(monkeypatch):
     assert len(rows) == 1 and rows[0]["benchmark"] == "kernel" and rows[0]["events_per_second"] == "2,000"
     md = runner.invoke(app, ["bench", "--no-replay", "--no-env-steps", "--format", "markdown"])
     assert md.exit_code == 0 and "| benchmark | scenario |" in md.stdout and "= 25.0% of it" in md.stdout
+
+
+def test_bench_env_steps_skips_a_trace_task_without_its_traces_and_measures_the_others(monkeypatch, tmp_path):
+    """Without the trace files, the trace task's row says why it was skipped, the other tasks are
+    measured, and the table prints both (the run is not lost to one missing trace)."""
+    import clustergym.perf as perf
+    from clustergym.perf.envspeed import bench_env_steps
+
+    monkeypatch.setenv("CLUSTERGYM_TRACES", str(tmp_path / "no-traces-here"))
+    doc = bench_env_steps(["azure-vms", "rms-trap"], steps=30, rounds=1, n_envs=0)
+    skipped, measured = doc["tasks"]
+    assert skipped["task"] == "azure-vms" and skipped["status"] == "skipped"
+    assert "no-traces-here" in skipped["reason"] and "CLUSTERGYM_TRACES" in skipped["reason"]
+    assert measured["task"] == "rms-trap" and measured["steps_per_s"] > 0 and "status" not in measured
+    monkeypatch.setattr(perf, "run_benchmarks", lambda **kw: {"benchmarks": [], "env_steps": doc})
+    res = runner.invoke(app, ["bench", "--no-replay", "--no-ppo", "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    table = lines[next(i for i, ln in enumerate(lines) if ln.startswith("# env steps/s")) + 1 :]
+    rows = {r["task"]: r for r in csv.DictReader(table)}
+    assert rows["azure-vms"]["steps_per_s"].startswith("skipped: ") and float(rows["rms-trap"]["ratio_min"]) > 0
