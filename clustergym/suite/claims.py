@@ -1,12 +1,13 @@
 """Claims generated, not typed: Markdown blocks rendered from the results files ``clustergym benchmark --json`` wrote.
 
 A *claims index* (JSON; the repository's is ``docs/results/claims.json``) lists the methods whose
-results the documentation states: for each, its task, its models, the results file of each split (a
-``clustergym benchmark MODELS --split SPLIT --json`` document, with its ``report``) and the training
-CPU per run.  :func:`render_blocks` renders, from those files alone:
+results the documentation states: for each, its task, its models and the results file of each split (a
+``clustergym benchmark MODELS --split SPLIT --json`` document, with its ``report``).
+:func:`render_blocks` renders, from those files and the models' own ``model.json``:
 
 - ``claims:table``: one row per method: the test split's normalized score, paired difference with
-  the best non-oracle baseline and verdict, the validation split's for comparison, the headroom;
+  the best non-oracle baseline and verdict, the validation split's for comparison, the headroom, the
+  training CPU of each run as its ``model.json`` records it (:func:`training_cpu`);
 - ``claims:run <model>``: one model's own line (its run alone: the interval over episodes).
 
 A block sits between ``<!-- claims:NAME -->`` and ``<!-- /claims -->`` in a Markdown file.
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fmt_interval", "load_index", "render_blocks", "rewrite", "run_line", "table"]
+__all__ = ["fmt_interval", "load_index", "render_blocks", "rewrite", "run_line", "table", "training_cpu"]
 
 _BLOCK = re.compile(r"(<!-- claims:(?P<name>[^>]+?) -->\n)(?P<body>.*?)(<!-- /claims -->)", re.S)
 
@@ -44,7 +45,38 @@ def load_index(path: str | Path) -> dict[str, Any]:
     root = p.parent
     for m in index["methods"]:
         m["docs"] = {split: json.loads((root / f).read_text()) for split, f in m["results"].items()}
+    index.setdefault("models_root", str(root / index.get("models_from", ".")))
     return index
+
+
+def _run_cpu(meta: dict[str, Any]) -> tuple[float | None, bool]:
+    """``(CPU seconds, whole)`` of a training run from its ``model.json``: the sum over its processes
+    (``cpu_seconds_total``; ``None`` when one was not recorded) or, for a file written before processes
+    were, its one process's ``cpu_seconds_last_run``; ``whole`` is False when a process's record timed
+    the RL updates only (``"counted": "learn"``, or a file without ``seconds_last_run_parts``)."""
+    processes = meta.get("processes")
+    if processes:
+        return meta.get("cpu_seconds_total"), all(p.get("counted", "process") == "process" for p in processes)
+    return meta.get("cpu_seconds_last_run"), "seconds_last_run_parts" in meta
+
+
+def training_cpu(runs: list[str], root: str | Path) -> str:
+    """The "training CPU per run" cell: the range over ``runs`` (model folders under ``root``) of the CPU
+    seconds each ``model.json`` records (every ``clustergym train`` process of the run, cloning and
+    resumed runs included), with a note when a record covers the RL updates only."""
+    values, partial = [], 0
+    for run in runs:
+        cpu, whole = _run_cpu(json.loads((Path(root) / run / "model.json").read_text()))
+        if cpu is None:
+            return "not recorded"
+        values.append(cpu)
+        partial += not whole
+    lo, hi = min(values), max(values)
+    cell = f"{lo:,.0f} s" if round(lo) == round(hi) else f"{lo:,.0f}–{hi:,.0f} s"
+    if partial:
+        some = "" if partial == len(runs) else f" in {partial} of {len(runs)} runs"
+        cell += f" (setup and cloning not timed{some}: recorded before model.json counted the whole process)"
+    return cell
 
 
 def _task(doc: dict[str, Any], task: str) -> dict[str, Any]:
@@ -76,7 +108,7 @@ def table(index: dict[str, Any]) -> str:
             f"{fmt_interval(test['normalized'])} | "
             f"{fmt_interval(paired, _digits(paired['units']), signed=True)} ({paired['units']}) | "
             f"**{test['verdict']}** | {fmt_interval(val['normalized']) + ', ' + val['verdict'] if val else '–'} | "
-            f"{room} | {m['cpu']} |"
+            f"{room} | {training_cpu(test['runs'], index['models_root'])} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -51,6 +51,8 @@ __all__ = [
     "write_meta",
     "check_resume",
     "take_over",
+    "earlier_processes",
+    "record_process",
 ]
 
 #: the final model's normalisation statistics (:func:`clustergym.learned.files.save_vecnormalize`)
@@ -288,3 +290,51 @@ def take_over(point: ResumePoint) -> ResumePoint:
         model = kept
     last_eval, wall = _evaluations_until(run_dir, step)
     return ResumePoint(model, run_dir, step, point.meta, last_eval, wall)
+
+
+# ---------------------------------------------------------------------------------------- the run's processes
+def earlier_processes(previous: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``clustergym train`` processes of the run a resumed run continues (``previous``: its
+    ``model.json``), one entry each (:func:`record_process`), oldest first.
+
+    A ``model.json`` written before ``processes`` was recorded has its last process's seconds only
+    (``cpu_seconds_last_run``); when that process had itself resumed the run, the processes before it
+    are an entry whose seconds are ``None`` (not recorded), so that no total counts them as zero.  A
+    record without ``seconds_last_run_parts`` timed the RL updates only (the setup and a warm start
+    were not counted then): its entry says so, ``"counted": "learn"``.
+    """
+    if "processes" in previous:
+        return [dict(p) for p in previous["processes"]]
+    if "cpu_seconds_last_run" not in previous:
+        return []
+    out: list[dict[str, Any]] = []
+    if previous.get("resumed_from"):
+        out.append(
+            {"steps_from": 0, "steps_to": None, "status": "not recorded", "wall_seconds": None, "cpu_seconds": None}
+        )
+    last = {
+        "steps_from": None if out else 0,
+        "steps_to": previous.get("timesteps"),
+        "status": previous.get("status", "finished"),
+        "wall_seconds": previous.get("wall_seconds_last_run"),
+        "cpu_seconds": previous["cpu_seconds_last_run"],
+    }
+    if "seconds_last_run_parts" not in previous:  # recorded when only the RL updates were timed
+        last["counted"] = "learn"
+    return [*out, last]
+
+
+def record_process(meta: dict[str, Any], steps: tuple[int, int], status: str, wall: float, cpu: float) -> None:
+    """Add this process to ``meta["processes"]`` (``steps``: the steps it started and ended at;
+    ``status``: ``finished`` or ``interrupted``; seconds: the whole process, :class:`RunClock`) and
+    set ``wall_seconds_total`` and ``cpu_seconds_total``: the sums over every process of the run,
+    an abandoned one (``--resume`` of an earlier checkpoint with ``--overwrite``) included, or
+    ``None`` when one of them was not recorded.  What a model cost is these totals, not the last
+    process's seconds."""
+    processes = meta.setdefault("processes", [])
+    processes.append(
+        {"steps_from": steps[0], "steps_to": steps[1], "status": status, "wall_seconds": wall, "cpu_seconds": cpu}
+    )
+    for key in ("wall_seconds", "cpu_seconds"):
+        values = [p[key] for p in processes]
+        meta[f"{key}_total"] = None if any(v is None for v in values) else float(sum(values))

@@ -66,8 +66,10 @@ from clustergym.training.run_folder import (
     TrainingWarning,
     check_resume,
     checkpoint_path,
+    earlier_processes,
     load_stats,
     prepare_out,
+    record_process,
     resume_point,
     save_model,
     take_over,
@@ -581,6 +583,7 @@ def metadata(s: Setup) -> dict[str, Any]:
         "config": c.to_json(),
         "status": "running",
         "resumed_from": str(c.resume or ""),
+        "processes": earlier_processes(previous),
     }
 
 
@@ -786,6 +789,7 @@ def learn(s: Setup, model: Any, venv: Any, meta: dict[str, Any], stage_params: d
         if calls[0].in_rollout:  # the steps of an unfinished rollout taught the policy nothing yet
             model.num_timesteps = calls[0].start
         meta["status"] = "interrupted"
+        meta["interrupted_at"] = int(model.num_timesteps)
         kept = checkpoint(s, meta, model)
         venv.close()
         raise KeyboardInterrupt(
@@ -840,8 +844,10 @@ def _cpu_now() -> float:
 
 def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], clock: RunClock) -> Path:
     """``OUT/model.zip`` with its normalisation statistics, and ``model.json`` marked finished with
-    the steps taken and the run's seconds, wall and CPU (:class:`RunClock`: the whole run, cloning
-    included, and its parts); closes ``venv`` first so that its worker processes' CPU is counted."""
+    the steps taken and the process's seconds, wall and CPU (:class:`RunClock`: the whole process,
+    cloning included, and its parts), added to the run's processes and totals
+    (:func:`.run_folder.record_process`); closes ``venv`` first so that its worker processes' CPU is
+    counted."""
     path = s.out / "model.zip"
     save_model(model, venv, path)
     venv.close()
@@ -854,8 +860,21 @@ def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], clock: RunClock)
         cpu_seconds_last_run=clock.cpu_total(),
         seconds_last_run_parts=clock.parts(),
     )
+    start = s.resume.step if s.resume is not None else 0
+    record_process(meta, (start, meta["timesteps"]), "finished", clock.wall_total(), clock.cpu_total())
     write_meta(s.out, meta)
     return path
+
+
+def _record_interrupted(s: Setup, meta: dict[str, Any], clock: RunClock) -> None:
+    """After Ctrl-C (the checkpoint is saved): this process's seconds in ``model.json``, so that the
+    resumed run's totals count them."""
+    clock.mark("interrupted")
+    start = s.resume.step if s.resume is not None else 0
+    record_process(
+        meta, (start, meta.get("interrupted_at", start)), "interrupted", clock.wall_total(), clock.cpu_total()
+    )
+    write_meta(s.out, meta)
 
 
 def describe_run(run_dir: str | Path) -> str:
@@ -911,6 +930,11 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
         clock.mark("warm_start")
         meta["warm_start"]["cpu_seconds"] = clock.cpu["warm_start"]
         write_meta(s.out, meta)
-    model, venv = learn(s, model, venv, meta, stage_params)
+    try:
+        model, venv = learn(s, model, venv, meta, stage_params)
+    except KeyboardInterrupt:
+        if meta.get("status") == "interrupted":  # learn kept a checkpoint
+            _record_interrupted(s, meta, clock)
+        raise
     clock.mark("learn")
     return save(s, model, venv, meta, clock)

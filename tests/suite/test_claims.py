@@ -72,3 +72,33 @@ def test_check_mode_flags_a_block_that_drifted(tmp_path, index):
     assert main([str(INDEX), str(f), "--check"]) == 1 and "typed by hand" in f.read_text()
     assert main([str(INDEX), str(f)]) == 0 and main([str(INDEX), str(f), "--check"]) == 0
     assert "typed by hand" not in f.read_text() and f.read_text().startswith("before\n")
+
+
+def test_each_claimed_run_records_its_training_cpu_within_the_hour(index):
+    """The issue's budget, as the models' own ``model.json`` records it: every run of a claim at most
+    one CPU-hour (all its ``clustergym train`` processes, a resumed run's earlier ones included)."""
+    from clustergym.suite.claims import _run_cpu
+
+    for m in index["methods"]:
+        for run in m["docs"]["test"]["report"]["tasks"][m["task"]]["runs"]:
+            cpu, _ = _run_cpu(json.loads((ROOT / run / "model.json").read_text()))
+            assert cpu is not None and 0 < cpu <= 3600, f"{run}: {cpu} CPU-s"
+
+
+def test_the_cpu_cell_is_the_range_of_the_records_and_says_what_they_cover(tmp_path):
+    from clustergym.suite.claims import training_cpu
+
+    def run(name: str, meta: dict) -> str:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.json").write_text(json.dumps(meta))
+        return name
+
+    whole = {"cpu_seconds_last_run": 150.4, "seconds_last_run_parts": {}}
+    resumed = {"processes": [{"cpu_seconds": 100.0}, {"cpu_seconds": 1210.0}], "cpu_seconds_total": 1310.0}
+    assert training_cpu([run("a", whole), run("b", resumed)], tmp_path) == "150–1,310 s"
+    old = run("c", {"cpu_seconds_last_run": 9.0})  # recorded when only the RL updates were timed
+    assert training_cpu(["a", old], tmp_path) == (
+        "9–150 s (setup and cloning not timed in 1 of 2 runs: recorded before model.json counted the whole process)"
+    )
+    lost = run("d", {"processes": [{"cpu_seconds": None}, {"cpu_seconds": 5.0}], "cpu_seconds_total": None})
+    assert training_cpu(["a", lost], tmp_path) == "not recorded"

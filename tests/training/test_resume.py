@@ -82,11 +82,18 @@ def test_ctrl_c_then_resume_gives_the_asked_total_with_every_evaluation(tmp_path
     kept = max(int(p.stem.split("_")[2]) for p in (out / "checkpoints").glob("rl_model_*_steps.zip"))
     assert 256 <= kept < 2048 and kept % 128 == 0  # a policy update's step: whole rollouts
     assert not (out / "model.zip").exists()
+    (first,) = meta["processes"]  # the interrupted process's seconds are kept for the run's totals
+    assert (first["steps_from"], first["steps_to"], first["status"]) == (0, kept, "interrupted")
+    assert first["cpu_seconds"] > 0 and meta["cpu_seconds_total"] == first["cpu_seconds"]
 
     rc, stdout, err = _cli("train", "--resume", str(out), "--no-progress")
     assert rc == 0, err
     meta = json.loads((out / "model.json").read_text())
     assert meta["status"] == "finished" and meta["timesteps"] == 2048 and meta["config"]["timesteps"] == 2048
+    assert meta["processes"][0] == first and meta["processes"][1]["steps_from"] == kept
+    assert (meta["processes"][1]["steps_to"], meta["processes"][1]["status"]) == (2048, "finished")
+    assert meta["cpu_seconds_last_run"] == meta["processes"][1]["cpu_seconds"]
+    assert meta["cpu_seconds_total"] == pytest.approx(first["cpu_seconds"] + meta["cpu_seconds_last_run"])
     ev = pd.read_csv(out / "eval.csv")
     assert list(ev.groupby("step").size().index) == list(range(256, 2049, 256))
     assert (ev.groupby(["step", "agent"]).size() == 1).all()  # every evaluation once, both agents
@@ -106,6 +113,9 @@ def test_a_finished_run_is_continued_only_to_a_larger_total(finished, tmp_path):
     assert rc == 0, err
     meta = json.loads((run / "model.json").read_text())
     assert meta["timesteps"] == 768 and meta["config"]["eval_agents"] == ["best-fit"]
+    steps = [(p["steps_from"], p["steps_to"], p["status"]) for p in meta["processes"]]
+    assert steps == [(0, 512, "finished"), (512, 768, "finished")]
+    assert meta["wall_seconds_total"] == pytest.approx(sum(p["wall_seconds"] for p in meta["processes"]))
     # the earlier final model is kept as the checkpoint of its step
     assert (run / "checkpoints" / "rl_model_512_steps.zip").read_bytes() == before
     assert sorted(set(pd.read_csv(run / "eval.csv")["step"])) == [256, 512, 768]
@@ -290,3 +300,19 @@ def test_resume_of_a_run_missing_its_statistics_is_refused(finished, tmp_path):
     rc, _, err = _cli("train", "--resume", str(run), "--no-progress")
     assert rc == 2 and "normalisation statistics" in err and "missing" in err
     assert zipfile.is_zipfile(run / "checkpoints" / "rl_model_384_steps.zip")
+
+
+def test_a_run_recorded_before_its_processes_were_counts_what_it_recorded_and_no_more():
+    """``model.json`` files written before ``processes`` have the last process's seconds only: a fresh
+    run's are its whole cost; a resumed run's earlier processes are unknown, so no total is given."""
+    from clustergym.training.run_folder import earlier_processes, record_process
+
+    fresh = {"timesteps": 1000, "status": "finished", "wall_seconds_last_run": 20.0, "cpu_seconds_last_run": 15.0}
+    meta = {"processes": earlier_processes({**fresh, "resumed_from": ""})}
+    record_process(meta, (1000, 2000), "finished", 30.0, 25.0)
+    assert meta["cpu_seconds_total"] == 40.0 and meta["wall_seconds_total"] == 50.0
+    assert [p["steps_from"] for p in meta["processes"]] == [0, 1000]
+    meta = {"processes": earlier_processes({**fresh, "resumed_from": "runs/x/model.zip"})}
+    record_process(meta, (1000, 2000), "finished", 30.0, 25.0)
+    assert meta["cpu_seconds_total"] is None and meta["processes"][0]["status"] == "not recorded"
+    assert earlier_processes({"timesteps": 5}) == []  # no seconds recorded at all: nothing to carry
