@@ -100,6 +100,13 @@ _RAY = typer.Option(
     "filesystem every node mounts (docs/distributed.md)",
 )
 
+_CPU_BUDGET = typer.Option(
+    None,
+    "--cpu-budget",
+    help="CPU seconds the whole run may take, every process of it (model.json's cpu_seconds_total): once "
+    "spent, the run ends at the next policy update and that policy is the model; --resume may give another",
+)
+
 _JSON_OUT = typer.Option(
     False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
 )
@@ -130,6 +137,7 @@ def train_cmd(
     seeds: str | None = _SEEDS,
     workers: int | None = _WORKERS,
     ray_address: str | None = _RAY,
+    cpu_budget: float | None = _CPU_BUDGET,
     json_out: bool = _JSON_OUT,
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does.
@@ -167,6 +175,7 @@ def train_cmd(
         warm_start=warm_start,
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
+        cpu_budget=cpu_budget,
         out=None if sweep else out_dir,
         overwrite=overwrite,
         resume=resume,

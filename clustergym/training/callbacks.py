@@ -18,7 +18,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from clustergym.learned.model_agent import ModelAgent
 
-__all__ = ["LiveStats", "PeriodicEval", "UpdateCheckpoint", "RolloutPosition", "episode_runner"]
+__all__ = ["CpuBudget", "LiveStats", "PeriodicEval", "UpdateCheckpoint", "RolloutPosition", "episode_runner"]
 
 
 def episode_runner(meta: dict[str, Any], eval_horizon: float | None) -> tuple[Callable[..., dict[str, Any]], str]:
@@ -172,3 +172,29 @@ class RolloutPosition(BaseCallback):
 
     def _on_step(self) -> bool:
         return True
+
+
+class CpuBudget(BaseCallback):
+    """Ends the run once its CPU budget is spent, at a policy update: at the first step of each rollout
+    (the policy of the last update acting), ``spent()`` (the run's CPU seconds so far, every process) is
+    compared with ``limit``; when it is reached the step count goes back to the update's (that step
+    taught nothing), ``exhausted`` is set and the learner stops."""
+
+    def __init__(self, limit: float, spent: Callable[[], float]) -> None:
+        super().__init__()
+        self.limit, self.spent = float(limit), spent
+        self.exhausted = False
+        self._first = False
+
+    def _on_rollout_start(self) -> None:
+        self._first, self._start = True, int(self.model.num_timesteps)
+
+    def _on_step(self) -> bool:
+        if not self._first:
+            return True
+        self._first = False
+        if self.spent() < self.limit:
+            return True
+        self.exhausted = True
+        self.model.num_timesteps = self._start
+        return False

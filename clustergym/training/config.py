@@ -87,6 +87,10 @@ class TrainConfig:
     warm_start_epochs: int = 10
     #: torch CPU threads of the learner
     torch_threads: int = 1
+    #: CPU seconds the whole run may take, every ``clustergym train`` process of it (``model.json``'s
+    #: ``cpu_seconds_total``); once spent, the run ends at the next policy update, whose policy is the
+    #: final model (``None``: no budget).  A resumed run may be given another one
+    cpu_budget: float | None = None
     #: output folder (``None``: ``runs/train``; with ``resume``: the run's own folder)
     out: str | Path | None = None
     #: a new run may write into a folder that holds files (the earlier run's are removed); a resume
@@ -115,6 +119,7 @@ class TrainConfig:
         settings.number(self.eval_every, "eval_every", lo=0, integer=True)
         settings.number(self.checkpoint_every, "checkpoint_every", lo=1, integer=True, allow_none=True)
         settings.number(self.eval_horizon, "eval_horizon", lo=0, lo_open=True, allow_none=True)
+        settings.number(self.cpu_budget, "cpu_budget", lo=0, lo_open=True, allow_none=True)
         for name in ("normalize_reward", "overwrite", "progress_bar", "verbose"):
             settings.boolean(getattr(self, name), name)
         object.__setattr__(self, "eval_seeds", tuple(self.eval_seeds))
@@ -214,7 +219,7 @@ def _same_scenario(given: str, recorded: Any) -> bool:
 
 def resumed_config(given: TrainConfig, meta: Mapping[str, Any], where: str) -> TrainConfig:
     """The recorded configuration of the run ``given.resume`` continues (``meta``: its
-    ``model.json``), with ``given``'s run fields and total.  A field of ``given`` left at its default
+    ``model.json``), with ``given``'s run fields, total and CPU budget (when given).  A field of ``given`` left at its default
     takes the recorded value; one given with another value is refused, naming both (``--set`` pairs
     are compared with every value the run trained with, defaults included)."""
     if given.warm_start is not None:
@@ -224,7 +229,12 @@ def resumed_config(given: TrainConfig, meta: Mapping[str, Any], where: str) -> T
     defaults = _defaults()
     for f in dataclasses.fields(TrainConfig):
         name, value, was = f.name, getattr(given, f.name), getattr(recorded, f.name)
-        if name in RUN_FIELDS or name in ("timesteps", "params") or value == defaults[name] or value == was:
+        if (
+            name in RUN_FIELDS
+            or name in ("timesteps", "params", "cpu_budget")
+            or value == defaults[name]
+            or value == was
+        ):
             continue
         if name == "scenario" and _same_scenario(value, was):
             continue
@@ -249,4 +259,5 @@ def resumed_config(given: TrainConfig, meta: Mapping[str, Any], where: str) -> T
                 f"{key} (--resume restores the run's settings) or start a new run",
             )
     total = given.timesteps if given.timesteps is not None else recorded.timesteps
-    return dataclasses.replace(recorded, timesteps=total)
+    budget = given.cpu_budget if given.cpu_budget is not None else recorded.cpu_budget
+    return dataclasses.replace(recorded, timesteps=total, cpu_budget=budget)

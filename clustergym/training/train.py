@@ -49,7 +49,7 @@ import json
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -722,16 +722,20 @@ def warm_start(s: Setup, model: Any, venv: Any, stage_params: dict[str, Any]) ->
 
 
 # ---------------------------------------------------------------------------------------- 4. the callbacks
-def callbacks(s: Setup, meta: dict[str, Any]) -> list[Any]:
-    """The learner's position (first: Ctrl-C keeps the last update's policy), checkpoints every
+def callbacks(s: Setup, meta: dict[str, Any], spent: Callable[[], float] | None = None) -> list[Any]:
+    """The learner's position (first: Ctrl-C keeps the last update's policy), the CPU budget (second,
+    with ``cpu_budget``: ``spent()`` is the run's CPU seconds so far), checkpoints every
     ``checkpoint_every`` steps (default a tenth of the run), the semi-Markov discount's durations,
     and the periodic evaluation; a resumed run continues the schedules where the run left them."""
-    from clustergym.training.callbacks import PeriodicEval, RolloutPosition, UpdateCheckpoint
+    from clustergym.training.callbacks import CpuBudget, PeriodicEval, RolloutPosition, UpdateCheckpoint
 
     c, point = s.config, s.resume
     every = c.checkpoint_every or max(c.total // 10, 1)
     save = functools.partial(checkpoint, s, meta)
-    out: list[Any] = [RolloutPosition(), UpdateCheckpoint(every, save, point.step if point is not None else 0)]
+    out: list[Any] = [RolloutPosition()]
+    if c.cpu_budget is not None and spent is not None:
+        out.append(CpuBudget(c.cpu_budget, spent))
+    out.append(UpdateCheckpoint(every, save, point.step if point is not None else 0))
     if s.time_unit is not None:
         from clustergym.training.semi_markov import SemiMarkovCallback
 
@@ -754,15 +758,26 @@ def checkpoint(s: Setup, meta: dict[str, Any], model: Any) -> Path:
 
 
 # ---------------------------------------------------------------------------------------- 5. the run
-def learn(s: Setup, model: Any, venv: Any, meta: dict[str, Any], stage_params: dict[str, Any]) -> tuple[Any, Any]:
+def learn(
+    s: Setup,
+    model: Any,
+    venv: Any,
+    meta: dict[str, Any],
+    stage_params: dict[str, Any],
+    spent: Callable[[], float] | None = None,
+) -> tuple[Any, Any]:
     """Train to ``timesteps``, a phase at a time (one without a curriculum; each stage, then the
-    scenario itself, with one); return the model and its envs.  Ctrl-C saves a checkpoint of the
-    policy's last update and marks the run interrupted (``--resume`` continues it)."""
+    scenario itself, with one); return the model and its envs.  With ``cpu_budget`` (``spent()``: the
+    run's CPU seconds so far) the run ends at the first policy update after the budget is spent,
+    ``meta["stopped_by"] = "cpu_budget"``.  Ctrl-C saves a checkpoint of the policy's last update and
+    marks the run interrupted (``--resume`` continues it)."""
     from stable_baselines3.common.callbacks import CallbackList
 
+    from clustergym.training.callbacks import CpuBudget
     from clustergym.training.threads import no_distribution_checks
 
-    c, calls = s.config, callbacks(s, meta)
+    c, calls = s.config, callbacks(s, meta, spent)
+    budget = next((cb for cb in calls if isinstance(cb, CpuBudget)), None)
     fresh = s.resume is None
     try:
         for end, params_of_phase in phases(c.curriculum, c.total):
@@ -785,6 +800,9 @@ def learn(s: Setup, model: Any, venv: Any, meta: dict[str, Any], stage_params: d
                     tb_log_name=c.algo,
                 )
             fresh = False
+            if budget is not None and budget.exhausted:  # the rest of the run, later stages too, is not trained
+                meta["stopped_by"] = "cpu_budget"
+                break
     except KeyboardInterrupt:
         if calls[0].in_rollout:  # the steps of an unfinished rollout taught the policy nothing yet
             model.num_timesteps = calls[0].start
@@ -825,6 +843,10 @@ class RunClock:
     def cpu_total(self) -> float:
         """CPU seconds of the parts marked so far."""
         return float(sum(self.cpu.values()))
+
+    def cpu_now(self) -> float:
+        """CPU seconds of this process so far, the part not yet marked included."""
+        return self.cpu_total() + _cpu_now() - self._cpu
 
     def parts(self) -> dict[str, dict[str, float]]:
         """``{part: {"wall_seconds": ..., "cpu_seconds": ...}}`` in the order the parts ran."""
@@ -883,9 +905,15 @@ def describe_run(run_dir: str | Path) -> str:
     meta = json.loads((Path(run_dir) / "model.json").read_text(encoding="utf-8"))
     on = f"suite task {meta['scenario']}" if meta.get("task") else f"scenario {meta['scenario']}"
     policy = f"the {meta['policy']} policy ({meta.get('policy_class', '?')})"
+    stopped = ""
+    if meta.get("stopped_by") == "cpu_budget":
+        stopped = (
+            f" (its CPU budget of {meta['config']['cpu_budget']:g} s spent: "
+            f"{meta.get('cpu_seconds_total') or 0:.0f} s, before the {meta['config']['timesteps']:,} steps asked)"
+        )
     return (
         f"trained {meta['algo']} with {policy} on {on} for {meta['timesteps']:,} steps in "
-        f"{meta.get('wall_seconds_last_run', 0):.0f} s -> {Path(run_dir) / 'model.zip'}"
+        f"{meta.get('wall_seconds_last_run', 0):.0f} s{stopped} -> {Path(run_dir) / 'model.zip'}"
     )
 
 
@@ -912,6 +940,13 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
 
     clock = RunClock()
     s = setup(config)
+    earlier = [p["cpu_seconds"] for p in earlier_processes(s.resume.meta)] if s.resume is not None else []
+    if s.config.cpu_budget is not None and None in earlier:
+        raise ConfigError(
+            "cpu_budget",
+            f"{s.out}: the CPU of an earlier process of this run was not recorded; a budget cannot count it",
+        )
+    spent_before = float(sum(earlier))
     # never more torch threads than the cores the environment processes leave (a warning says so)
     set_torch_threads(s.config.torch_threads, env_workers(s.n_envs, s.config.vec_env))
     at = s.resume.step if s.resume is not None else 0
@@ -931,7 +966,7 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
         meta["warm_start"]["cpu_seconds"] = clock.cpu["warm_start"]
         write_meta(s.out, meta)
     try:
-        model, venv = learn(s, model, venv, meta, stage_params)
+        model, venv = learn(s, model, venv, meta, stage_params, lambda: spent_before + clock.cpu_now())
     except KeyboardInterrupt:
         if meta.get("status") == "interrupted":  # learn kept a checkpoint
             _record_interrupted(s, meta, clock)

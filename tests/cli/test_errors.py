@@ -105,6 +105,8 @@ CASES = [
     ("train: nan reward scale", TRAIN + ["--set", "reward_scale=nan", "--out", "{tmp}/t3"], "reward_scale", True),
     ("train: inf penalty", TRAIN + ["--set", "invalid_penalty=inf", "--out", "{tmp}/t4"], "invalid_penalty", True),
     ("train: zero timesteps", ["train", "ec2", "--timesteps", "0", "--out", "{tmp}/t5"], "timesteps", True),
+    ("train: negative cpu budget", ["train", "ec2", "--cpu-budget", "-1", "--out", "{tmp}/t5b"], "cpu_budget", True),
+    ("train: nan cpu budget", ["train", "ec2", "--cpu-budget", "nan", "--out", "{tmp}/t5c"], "cpu_budget", True),
     ("train: resume nothing", ["train", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint", True),
     ("train: --out not empty", TRAIN + ["--out", "{tmp}"], "not empty", True),
     ("train: endless horizon", TRAIN + ["--set", "horizon=inf", "--out", "{tmp}/t6"], "inf is only allowed", True),

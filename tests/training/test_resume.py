@@ -316,3 +316,35 @@ def test_a_run_recorded_before_its_processes_were_counts_what_it_recorded_and_no
     record_process(meta, (1000, 2000), "finished", 30.0, 25.0)
     assert meta["cpu_seconds_total"] is None and meta["processes"][0]["status"] == "not recorded"
     assert earlier_processes({"timesteps": 5}) == []  # no seconds recorded at all: nothing to carry
+
+
+def test_a_cpu_budget_ends_the_run_at_an_update_and_a_resume_with_more_budget_finishes_it(tmp_path, monkeypatch):
+    """``--cpu-budget``: once the run's CPU (every process) reaches it, the run ends at the next policy
+    update, that policy saved as the model and the stop recorded; ``--resume`` with a larger budget
+    trains on to the total, counting the first process's seconds.  The CPU clock is a counter here (one
+    second a reading), so where the budget runs out does not depend on the machine's speed."""
+    import itertools
+
+    import clustergym.training.train as train_module
+
+    ticks = itertools.count()
+    monkeypatch.setattr(train_module, "_cpu_now", lambda: float(next(ticks)))
+    out = tmp_path / "run"
+    rc, stdout, err = _cli("train", "ec2", "--timesteps", "1024", "--cpu-budget", "3.5", "--out", str(out), *TINY, *EC2)
+    assert rc == 0, err
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["stopped_by"] == "cpu_budget" and meta["status"] == "finished"
+    assert 0 < meta["timesteps"] < 1024 and meta["timesteps"] % 128 == 0  # whole rollouts: a policy update's step
+    assert meta["config"]["cpu_budget"] == 3.5 and meta["cpu_seconds_total"] >= 3.5
+    with zipfile.ZipFile(out / "model.zip") as z:  # the saved policy is the one of that update
+        assert json.loads(z.read("data"))["num_timesteps"] == meta["timesteps"]
+    assert "CPU budget of 3.5 s spent" in " ".join(stdout.split())
+
+    rc, _, err = _cli("train", "--resume", str(out), "--cpu-budget", "0", "--no-progress")
+    assert rc == 2 and "cpu_budget" in err  # a budget is a positive number of seconds
+    rc, _, err = _cli("train", "--resume", str(out), "--cpu-budget", "1000000", "--no-progress")
+    assert rc == 0, err
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["timesteps"] == 1024 and "stopped_by" not in meta and meta["config"]["cpu_budget"] == 1e6
+    assert [p["status"] for p in meta["processes"]] == ["finished", "finished"]
+    assert meta["processes"][1]["steps_from"] == meta["processes"][0]["steps_to"]
