@@ -19,6 +19,7 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
     from sb3_contrib import MaskablePPO
 
     from clustergym.envs import ClusterEnv
+    from clustergym.training.callbacks import without_log_folder
 
     class Timed(gym.Wrapper):
         """Accumulates the wall time of reset, step and action_masks."""
@@ -56,6 +57,7 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
         model = MaskablePPO(
             "MlpPolicy", env, seed=0, n_steps=min(2048, timesteps), batch_size=64, verbose=0, device="cpu"
         )
+        without_log_folder(model)
         c0 = time.process_time()
         t0 = time.perf_counter()
         model.learn(timesteps)

@@ -119,12 +119,14 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
+    from clustergym.training.callbacks import without_log_folder
     from clustergym.training.threads import env_workers, no_distribution_checks, set_torch_threads
 
     threads = torch.get_num_threads()
     set_torch_threads(cfg.torch_threads, env_workers(cfg.n_envs, cfg.vec_env))  # cut to the cores left
     try:
         model, venv = _learner(cfg, seed)
+        without_log_folder(model)
         per_rollout = cfg.n_envs * cfg.n_steps
         with no_distribution_checks():  # as `clustergym train` learns
             model.learn(per_rollout)  # warm-up, untimed

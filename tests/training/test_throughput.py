@@ -16,11 +16,15 @@ pytestmark = pytest.mark.usefixtures("quiet_warnings")
 
 
 @pytest.mark.parametrize(("policy", "vec_env"), [("equivariant", "dummy"), ("mlp", "dummy"), ("mlp", "batched")])
-def test_bench_training_row(policy, vec_env):
+def test_bench_training_row(policy, vec_env, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where SB3 would make its SB3-<time> log folders
     cfg = TrainingConfig(
         "tiny", task="rms-trap", policy=policy, vec_env=vec_env, n_envs=4, n_steps=32, batch_size=64, n_epochs=2
     )
     row = bench_training(cfg, rollouts=2)
+    assert not list(tmp_path.glob("SB3-*"))  # a measurement leaves no empty log folder behind
     assert row["steps"] == 2 * 4 * 32
     assert row["task"] == "rms-trap" and row["policy"] == policy and row["n_envs"] == 4 and row["vec_env"] == vec_env
     assert 0 < row["rollout_seconds"] < row["wall_seconds"]
