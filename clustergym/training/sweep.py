@@ -88,7 +88,8 @@ def is_sweep(path: str | Path) -> bool:
 
 
 def _state(run: Path, total: int) -> str:
-    """``finished`` (its model has ``total`` steps or more), ``checkpoint`` (it can resume) or ``new``."""
+    """``finished`` (its model has ``total`` steps or more, or its run ended on its CPU budget: the
+    sweep's, which a resumed sweep keeps), ``checkpoint`` (it can resume) or ``new``."""
     meta_path = run / META_NAME
     if not meta_path.is_file():
         return "new"
@@ -96,7 +97,8 @@ def _state(run: Path, total: int) -> str:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except ValueError:
         meta = {}
-    if meta.get("status") == "finished" and (run / "model.zip").is_file() and int(meta.get("timesteps", 0)) >= total:
+    done = int(meta.get("timesteps", 0)) >= total or meta.get("stopped_by") == "cpu_budget"
+    if meta.get("status") == "finished" and (run / "model.zip").is_file() and done:
         return "finished"
     return "checkpoint" if checkpoints(run) or (run / "model.zip").is_file() else "new"
 

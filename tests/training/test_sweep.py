@@ -118,3 +118,18 @@ def test_bad_sweep_input_exits_2_before_anything_runs(sweep, tmp_path):
         assert rc == 2, (args, err)
         assert message in err and "Traceback" not in err, (args, err)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_run_that_ended_on_its_cpu_budget_is_finished_for_the_sweep(tmp_path):
+    """A resumed sweep keeps the runs that ended on the sweep's CPU budget (resuming them would spend a
+    process to stop at once); a run short of its total for another reason continues."""
+    from clustergym.training.sweep import _state
+
+    run = tmp_path / "s0"
+    run.mkdir()
+    (run / "model.zip").write_bytes(b"")
+    meta = {"status": "finished", "timesteps": 512, "stopped_by": "cpu_budget"}
+    (run / "model.json").write_text(json.dumps(meta))
+    assert _state(run, 1024) == "finished"
+    (run / "model.json").write_text(json.dumps({**meta, "stopped_by": None}))
+    assert _state(run, 1024) == "checkpoint"
