@@ -31,10 +31,28 @@ from clustergym.errors import ConfigError, require_extra
 from clustergym.learned.observations import ObservationAdapter, observation_adapter
 from clustergym.validation import settings
 
-__all__ = ["ModelAgent", "load_model_agent", "read_metadata", "ALGOS", "META_NAME", "VECNORM_NAME"]
+__all__ = [
+    "ModelAgent",
+    "load_model_agent",
+    "read_metadata",
+    "without_log_folder",
+    "ALGOS",
+    "META_NAME",
+    "VECNORM_NAME",
+]
 
 META_NAME = "model.json"
 VECNORM_NAME = "vecnormalize.npz"
+
+
+def without_log_folder(model: Any) -> Any:
+    """``model`` with a logger that records nothing and makes no folder; returns it.  SB3's ``learn()``
+    without a TensorBoard folder makes an empty ``<tmp>/SB3-<date-time>`` folder at each call: measurements
+    that learn without logging (``clustergym bench``) would leave one behind at every run."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def algo_classes() -> dict[str, Any]:

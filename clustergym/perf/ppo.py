@@ -19,7 +19,7 @@ def bench_ppo_share(timesteps: int = 4096, log: Callable[[str], Any] | None = No
     from sb3_contrib import MaskablePPO
 
     from clustergym.envs import ClusterEnv
-    from clustergym.training.callbacks import without_log_folder
+    from clustergym.learned.model_agent import without_log_folder
 
     class Timed(gym.Wrapper):
         """Accumulates the wall time of reset, step and action_masks."""

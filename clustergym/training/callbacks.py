@@ -21,7 +21,6 @@ from clustergym.learned.model_agent import ModelAgent
 __all__ = [
     "CpuBudget",
     "LiveStats",
-    "without_log_folder",
     "PeriodicEval",
     "UpdateCheckpoint",
     "RolloutPosition",
@@ -206,13 +205,3 @@ class CpuBudget(BaseCallback):
         self.exhausted = True
         self.model.num_timesteps = self._start
         return False
-
-
-def without_log_folder(model: Any) -> Any:
-    """``model`` with a logger that records nothing and makes no folder; returns it.  SB3's ``learn()``
-    without a TensorBoard folder makes an empty ``<tmp>/SB3-<date-time>`` folder at each call: measurements
-    that learn without logging (``clustergym bench``) would leave one behind at every run."""
-    from stable_baselines3.common.logger import Logger
-
-    model.set_logger(Logger(folder=None, output_formats=[]))
-    return model

@@ -119,7 +119,7 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from clustergym.training.callbacks import without_log_folder
+    from clustergym.learned.model_agent import without_log_folder
     from clustergym.training.threads import env_workers, no_distribution_checks, set_torch_threads
 
     threads = torch.get_num_threads()
