@@ -10,6 +10,10 @@ results the documentation states: for each, its task, its models and the results
   training CPU of each run as its ``model.json`` records it (:func:`training_cpu`);
 - ``claims:run <model>``: one model's own line (its run alone: the interval over episodes).
 
+A method whose test-split score was not that split's first look at its task says so in the index
+(``"test_look": k``, the k-th method scored there for the task): its row adds the report at the level
+that counts the k looks (Bonferroni, ``1 - 0.05 / k``), whose verdict is the one that holds.
+
 A block sits between ``<!-- claims:NAME -->`` and ``<!-- /claims -->`` in a Markdown file.
 ``python -m clustergym.suite.claims INDEX FILE...`` rewrites the blocks of the files (``--check``:
 exit 1 if one differs); tests/suite/test_claims.py checks the repository's documents.
@@ -103,14 +107,32 @@ def table(index: dict[str, Any]) -> str:
         if h["bound"]:
             room += f"; {h['bound']['name']} {h['bound']['normalized']['value']:.2f}"
         paired = test["paired_vs_best"]
+        verdict = f"**{test['verdict']}**{_corrected(m)}"
         lines.append(
             f"| `{m['task']}` | {m['label']} (`{m['models']}`, {len(test['runs'])} runs) | "
             f"{fmt_interval(test['normalized'])} | "
             f"{fmt_interval(paired, _digits(paired['units']), signed=True)} ({paired['units']}) | "
-            f"**{test['verdict']}** | {fmt_interval(val['normalized']) + ', ' + val['verdict'] if val else '–'} | "
+            f"{verdict} | {fmt_interval(val['normalized']) + ', ' + val['verdict'] if val else '–'} | "
             f"{room} | {training_cpu(test['runs'], index['models_root'])} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _corrected(m: dict[str, Any]) -> str:
+    """For a method that was the k-th look at its task's test split (``test_look``, k > 1): the paired
+    difference and verdict at the level that counts the k looks, recomputed from the results file."""
+    look = int(m.get("test_look", 1))
+    if look <= 1:
+        return ""
+    from clustergym.suite.report import report
+
+    level = 1 - 0.05 / look
+    t = report(m["docs"]["test"], level=level)["tasks"][m["task"]]
+    p = t["paired_vs_best"]
+    return (
+        f"; the test split's look {look} at this task: at {100 * level:g}% "
+        f"{fmt_interval(p, _digits(p['units']), signed=True)}, **{t['verdict']}**"
+    )
 
 
 def run_line(index: dict[str, Any], model: str) -> str:

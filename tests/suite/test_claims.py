@@ -102,3 +102,22 @@ def test_the_cpu_cell_is_the_range_of_the_records_and_says_what_they_cover(tmp_p
     )
     lost = run("d", {"processes": [{"cpu_seconds": None}, {"cpu_seconds": 5.0}], "cpu_seconds_total": None})
     assert training_cpu(["a", lost], tmp_path) == "not recorded"
+
+
+def test_a_later_look_at_a_test_split_shows_the_verdict_that_counts_every_look(index):
+    """A method scored on its task's test split after another one was (``test_look`` k > 1) shows,
+    beside the 95% verdict, the report at 1 - 0.05 / k: recomputed from its results file here."""
+    from clustergym.suite.claims import fmt_interval, table
+
+    later = [m for m in index["methods"] if m.get("test_look", 1) > 1]
+    assert later, "the index names no later look (the mris-poisson 2.25M models are the second)"
+    rows = table(index).splitlines()
+    for m in later:
+        k = m["test_look"]
+        t = report(m["docs"]["test"], level=1 - 0.05 / k)["tasks"][m["task"]]
+        row = next(r for r in rows if f"`{m['models']}`" in r)
+        assert f"look {k} at this task: at {100 * (1 - 0.05 / k):g}%" in row
+        assert fmt_interval(t["paired_vs_best"], 2, signed=True) in row and f"**{t['verdict']}**" in row
+        # the corrected interval is the wider one
+        low95 = m["docs"]["test"]["report"]["tasks"][m["task"]]["paired_vs_best"]["low"]
+        assert t["paired_vs_best"]["low"] < low95
