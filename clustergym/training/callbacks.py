@@ -181,11 +181,11 @@ class RolloutPosition(BaseCallback):
         return True
 
 
-class CpuBudget(BaseCallback):
+class CpuBudget(RolloutPosition):
     """Ends the run once its CPU budget is spent, at a policy update: at the first step of each rollout
     (the policy of the last update acting), ``spent()`` (the run's CPU seconds so far, every process) is
-    compared with ``limit``; when it is reached the step count goes back to the update's (that step
-    taught nothing), ``exhausted`` is set and the learner stops."""
+    compared with ``limit``; when it is reached the step count goes back to the update's (``start``: that
+    step taught nothing), ``exhausted`` is set and the learner stops."""
 
     def __init__(self, limit: float, spent: Callable[[], float]) -> None:
         super().__init__()
@@ -194,7 +194,8 @@ class CpuBudget(BaseCallback):
         self._first = False
 
     def _on_rollout_start(self) -> None:
-        self._first, self._start = True, int(self.model.num_timesteps)
+        super()._on_rollout_start()
+        self._first = True
 
     def _on_step(self) -> bool:
         if not self._first:
@@ -203,5 +204,5 @@ class CpuBudget(BaseCallback):
         if self.spent() < self.limit:
             return True
         self.exhausted = True
-        self.model.num_timesteps = self._start
+        self.model.num_timesteps = self.start
         return False
