@@ -23,6 +23,19 @@ def _trace_cache_dir(tmp_path_factory):
         os.environ[ENV_VAR] = old
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_log_dir(tmp_path_factory):
+    """SB3's default log folder (an empty ``<tmp>/SB3-<date-time>`` for each ``learn()`` a test makes without
+    a TensorBoard folder) is one folder of the session's temporary directory instead."""
+    old = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    if old is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = old
+
+
 @pytest.fixture
 def quiet_warnings():
     """Silence library warnings (SB3, Gymnasium) for the test; a module opts in with

@@ -20,6 +20,7 @@ def test_bench_training_row(policy, vec_env, tmp_path, monkeypatch):
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where SB3 would make its SB3-<time> log folders
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)  # (the session's conftest points them elsewhere)
     cfg = TrainingConfig(
         "tiny", task="rms-trap", policy=policy, vec_env=vec_env, n_envs=4, n_steps=32, batch_size=64, n_epochs=2
     )
