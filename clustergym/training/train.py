@@ -377,6 +377,11 @@ class Setup:
     eval_horizon: float | None
     resume: ResumePoint | None
 
+    @property
+    def start(self) -> int:
+        """The step this process starts from: the resume point's, or 0 for a new run."""
+        return self.resume.step if self.resume is not None else 0
+
 
 def _resume(config: TrainConfig) -> tuple[TrainConfig, ResumePoint]:
     """The configuration of the run ``config.resume`` names, and the checked point it continues from:
@@ -735,7 +740,7 @@ def callbacks(s: Setup, meta: dict[str, Any], spent: Callable[[], float] | None 
     out: list[Any] = [RolloutPosition()]
     if c.cpu_budget is not None and spent is not None:
         out.append(CpuBudget(c.cpu_budget, spent))
-    out.append(UpdateCheckpoint(every, save, point.step if point is not None else 0))
+    out.append(UpdateCheckpoint(every, save, s.start))
     if s.time_unit is not None:
         from clustergym.training.semi_markov import SemiMarkovCallback
 
@@ -882,8 +887,7 @@ def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], clock: RunClock)
         cpu_seconds_last_run=clock.cpu_total(),
         seconds_last_run_parts=clock.parts(),
     )
-    start = s.resume.step if s.resume is not None else 0
-    record_process(meta, (start, meta["timesteps"]), "finished", clock.wall_total(), clock.cpu_total())
+    record_process(meta, (s.start, meta["timesteps"]), "finished", clock.wall_total(), clock.cpu_total())
     write_meta(s.out, meta)
     return path
 
@@ -892,9 +896,8 @@ def _record_interrupted(s: Setup, meta: dict[str, Any], clock: RunClock) -> None
     """After Ctrl-C (the checkpoint is saved): this process's seconds in ``model.json``, so that the
     resumed run's totals count them."""
     clock.mark("interrupted")
-    start = s.resume.step if s.resume is not None else 0
     record_process(
-        meta, (start, meta.get("interrupted_at", start)), "interrupted", clock.wall_total(), clock.cpu_total()
+        meta, (s.start, meta.get("interrupted_at", s.start)), "interrupted", clock.wall_total(), clock.cpu_total()
     )
     write_meta(s.out, meta)
 
@@ -949,8 +952,7 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
     spent_before = float(sum(earlier))
     # never more torch threads than the cores the environment processes leave (a warning says so)
     set_torch_threads(s.config.torch_threads, env_workers(s.n_envs, s.config.vec_env))
-    at = s.resume.step if s.resume is not None else 0
-    stage_params = next((p for end, p in phases(s.config.curriculum, s.config.total) if end > at), {})
+    stage_params = next((p for end, p in phases(s.config.curriculum, s.config.total) if end > s.start), {})
     venv = training_venv(s, stage_params, s.resume.model if s.resume is not None else None)
     model = load_model(s, venv) if s.resume is not None else model_for(s, venv)
     asked = s.config.curriculum
