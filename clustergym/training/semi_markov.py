@@ -51,6 +51,14 @@ import math
 from typing import Any
 
 import numpy as np
+
+from clustergym.errors import require_extra
+
+# torch, SB3 and sb3-contrib throughout: without the train extra, importing this module names the extra
+require_extra(
+    ("torch", "stable_baselines3", "sb3_contrib"), "train", "the semi-Markov discount (clustergym.training.semi_markov)"
+)
+
 import torch as th
 from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer, MaskableRolloutBuffer
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
