@@ -215,13 +215,14 @@ def _bench_training(json_out: bool, quick: bool, task: str) -> None:
         print_json({"training": rows})
         return
     t = Table(title=f"clustergym bench --training ({rows[0]['task']}; steps/s of one learn run per row)")
-    for c in ("setting", "algo/policy", "envs", "rollout steps/s", "update steps/s", "steps/s", "CPU s"):
+    for c in ("setting", "algo/policy", "envs", "threads", "rollout steps/s", "update steps/s", "steps/s", "CPU s"):
         t.add_column(c, justify="left" if c in ("setting", "algo/policy") else "right")
     for r in rows:
         t.add_row(
             r["name"],
             f"{r['algo']}/{r['policy']}",
             f"{r['n_envs']} {r['vec_env']}",
+            str(r["torch_threads_used"]),
             f"{r['rollout_steps_per_s']:,.0f}",
             f"{r['update_steps_per_s']:,.0f}",
             f"{r['steps_per_s']:,.0f}",

@@ -107,6 +107,13 @@ _CPU_BUDGET = typer.Option(
     "spent, the run ends at the next policy update and that policy is the model; --resume may give another",
 )
 
+_TORCH_THREADS = typer.Option(
+    1,
+    "--torch-threads",
+    help="the learner's torch CPU threads (default 1; more make the equivariant policy's update faster on idle "
+    "cores, cut with a warning to the cores the env processes leave; the weights then depend on the count)",
+)
+
 _JSON_OUT = typer.Option(
     False, "--json", help="print one JSON document: the model's path and its model.json (no progress on stdout)"
 )
@@ -138,13 +145,14 @@ def train_cmd(
     workers: int | None = _WORKERS,
     ray_address: str | None = _RAY,
     cpu_budget: float | None = _CPU_BUDGET,
+    torch_threads: int = _TORCH_THREADS,
     json_out: bool = _JSON_OUT,
 ) -> None:
     """Train an RL agent; the saved OUT/model.zip (or OUT itself) runs anywhere an agent name does.
 
     With --seeds, a sweep: one run per seed, each in OUT/s<seed>, in parallel (--workers) or on Ray (--ray).
     """
-    from clustergym.errors import ConfigError, require_extra
+    from clustergym.errors import require_extra
 
     require_extra(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"), "train", "clustergym train")
     from clustergym.training.curriculum import Stage
@@ -152,10 +160,7 @@ def train_cmd(
     from clustergym.training.train import TrainConfig, describe_run, train
 
     sweep = seeds is not None or (resume is not None and is_sweep(resume))
-    if not sweep and (workers is not None or ray_address is not None):
-        raise ConfigError("--workers" if workers is not None else "--ray", "runs the runs of a sweep: add --seeds")
-    if sweep and seed is not None:
-        raise ConfigError("--seed", "a sweep trains one run per seed of --seeds: drop --seed")
+    _check_sweep_options(sweep, seed, workers, ray_address)
 
     config = TrainConfig(
         scenario=scenario,
@@ -176,6 +181,7 @@ def train_cmd(
         warm_start_steps=warm_start_steps,
         warm_start_epochs=warm_start_epochs,
         cpu_budget=cpu_budget,
+        torch_threads=torch_threads,
         out=None if sweep else out_dir,
         overwrite=overwrite,
         resume=resume,
@@ -191,6 +197,16 @@ def train_cmd(
         print_json({"model": str(path), "metadata": json.loads((path.parent / "model.json").read_text())})
         return
     out.print(describe_run(path.parent), highlight=False)
+
+
+def _check_sweep_options(sweep: bool, seed: int | None, workers: int | None, ray_address: str | None) -> None:
+    """``--workers`` and ``--ray`` run the runs of a sweep; ``--seed`` is one run's."""
+    from clustergym.errors import ConfigError
+
+    if not sweep and (workers is not None or ray_address is not None):
+        raise ConfigError("--workers" if workers is not None else "--ray", "runs the runs of a sweep: add --seeds")
+    if sweep and seed is not None:
+        raise ConfigError("--seed", "a sweep trains one run per seed of --seeds: drop --seed")
 
 
 def _sweep(

@@ -85,7 +85,9 @@ class TrainConfig:
     warm_start_steps: int = 20_000
     #: passes over the teacher's decisions
     warm_start_epochs: int = 10
-    #: torch CPU threads of the learner
+    #: torch CPU threads of the learner, cut (with a warning) to the cores the environment processes
+    #: leave, and in a sweep to the cores over the runs at once; the weights depend on the count in
+    #: their last bits (the same count, the same run), so each process's count is in ``model.json``
     torch_threads: int = 1
     #: CPU seconds the whole run may take, every ``clustergym train`` process of it (``model.json``'s
     #: ``cpu_seconds_total``); once spent, the run ends at the next policy update, whose policy is the

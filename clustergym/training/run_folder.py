@@ -66,7 +66,7 @@ _CKPT = re.compile(r"rl_model_(\d+)_steps")
 
 class TrainingWarning(UserWarning):
     """A training run does something other than asked, and says so (stage steps rounded up to whole
-    rollouts, evaluations of a lost policy removed on resume)."""
+    rollouts, evaluations of a lost policy removed on resume, torch threads cut to the cores)."""
 
 
 @dataclass(frozen=True)
@@ -324,17 +324,26 @@ def earlier_processes(previous: dict[str, Any]) -> list[dict[str, Any]]:
     return [*out, last]
 
 
-def record_process(meta: dict[str, Any], steps: tuple[int, int], status: str, wall: float, cpu: float) -> None:
+def record_process(
+    meta: dict[str, Any],
+    steps: tuple[int, int],
+    status: str,
+    wall: float,
+    cpu: float,
+    torch_threads: int | None = None,
+) -> None:
     """Add this process to ``meta["processes"]`` (``steps``: the steps it started and ended at;
-    ``status``: ``finished`` or ``interrupted``; seconds: the whole process, :class:`RunClock`) and
+    ``status``: ``finished`` or ``interrupted``; seconds: the whole process, :class:`RunClock`;
+    ``torch_threads``: the learner's threads, which the weights depend on in their last bits) and
     set ``wall_seconds_total`` and ``cpu_seconds_total``: the sums over every process of the run,
     an abandoned one (``--resume`` of an earlier checkpoint with ``--overwrite``) included, or
     ``None`` when one of them was not recorded.  What a model cost is these totals, not the last
     process's seconds."""
     processes = meta.setdefault("processes", [])
-    processes.append(
-        {"steps_from": steps[0], "steps_to": steps[1], "status": status, "wall_seconds": wall, "cpu_seconds": cpu}
-    )
+    entry = {"steps_from": steps[0], "steps_to": steps[1], "status": status, "wall_seconds": wall, "cpu_seconds": cpu}
+    if torch_threads is not None:
+        entry["torch_threads"] = torch_threads
+    processes.append(entry)
     for key in ("wall_seconds", "cpu_seconds"):
         values = [p[key] for p in processes]
         meta[f"{key}_total"] = None if any(v is None for v in values) else float(sum(values))

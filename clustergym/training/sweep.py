@@ -12,8 +12,10 @@ The runs are independent jobs on the runner's one executor (:func:`clustergym.ru
 this process, on ``workers`` local processes (joblib's loky), or one Ray task of 1 CPU per run on a
 cluster (``ray``).  A run given seed ``s`` is the run ``clustergym train ... --seed s`` would make: a
 run's trajectory depends only on its configuration and seed (its environments' seeds come from it,
-torch uses 1 thread per run: :attr:`TrainConfig.torch_threads`), so the models are the sequential
-runs', whichever executor and however many runs share the machine.
+torch uses :attr:`TrainConfig.torch_threads` threads per run, 1 by default; more are cut, with a
+warning, to the cores over the runs at once, and the sweep records the count its runs use), so the
+models are the sequential runs' of the recorded configuration, whichever executor and however many
+runs share the machine.
 
 A run resumes from its own latest checkpoint: when Ray runs its task again on another node (a lost
 node: ``max_retries``), and when ``--resume OUT`` continues a sweep that was interrupted (Ctrl-C, a
@@ -34,6 +36,7 @@ import os
 import re
 import socket
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,9 +44,10 @@ from typing import Any
 from clustergym.errors import ClusterGymError, ConfigError
 from clustergym.learned.model_agent import META_NAME
 from clustergym.runner import run_jobs, worker_count
+from clustergym.runner.cells import available_workers
 from clustergym.runner.journal import atomic_write, check_writable
 from clustergym.training.config import TrainConfig
-from clustergym.training.run_folder import checkpoints, prepare_out
+from clustergym.training.run_folder import TrainingWarning, checkpoints, prepare_out
 
 __all__ = ["SWEEP_FILE", "parse_seeds", "run_folder", "train_run", "train_sweep", "is_sweep"]
 
@@ -209,6 +213,23 @@ def _save(out: Path, doc: dict[str, Any]) -> None:
     atomic_write(out / SWEEP_FILE, lambda tmp: tmp.write_text(text))
 
 
+def _threads_per_run(config: TrainConfig, workers: int, on_ray: bool) -> TrainConfig:
+    """``config`` with its torch threads cut to what each of the runs at once may use without
+    oversubscribing the cores: the available cores over ``workers`` local runs, or the one CPU of a Ray
+    task; asking for more warns (as :func:`clustergym.training.threads.torch_thread_budget`)."""
+    cores = available_workers()
+    per_run = 1 if on_ray else max(1, cores // workers)
+    if config.torch_threads <= per_run:
+        return config
+    where = "a Ray task of 1 CPU per run" if on_ray else f"{workers} runs at once on {cores} cores"
+    warnings.warn(
+        f"torch_threads={config.torch_threads} with {where} would oversubscribe the cores: each run uses {per_run}",
+        TrainingWarning,
+        stacklevel=3,
+    )
+    return dataclasses.replace(config, torch_threads=per_run)
+
+
 def train_sweep(
     config: TrainConfig,
     seeds: Sequence[int] | str | None,
@@ -244,6 +265,7 @@ def train_sweep(
     out = Path(out)
     wanted = parse_seeds(seeds) if seeds is not None else None
     workers = worker_count(workers, "--workers")
+    config = _threads_per_run(config, workers, ray is not None)
     if not resume and wanted:  # every setting checked against the scenario before anything is written
         with tempfile.TemporaryDirectory() as tmp:
             setup(dataclasses.replace(config, seed=wanted[0], out=Path(tmp) / "check", resume=None, verbose=False))

@@ -3,7 +3,8 @@
 On a 2-core machine, 2 torch threads beside a busy environment process slowed a training run from
 thousands of steps per second to 13 (the threads spin waiting for each other while the cores are
 taken).  :func:`torch_thread_budget` gives the learner ``cores - env_workers`` threads (at least 1),
-and a request for more is cut to that with a warning.
+and a request for more is cut to that with a warning (a
+:class:`~clustergym.training.run_folder.TrainingWarning`: one ``warning:`` line from ``clustergym train``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import warnings
 from collections.abc import Iterator
 
 from clustergym.runner.cells import available_workers
+from clustergym.training.run_folder import TrainingWarning
 from clustergym.validation import settings
 
 __all__ = ["env_workers", "no_distribution_checks", "set_torch_threads", "torch_thread_budget"]
@@ -27,7 +29,7 @@ def env_workers(n_envs: int, vec_env: str) -> int:
 def torch_thread_budget(requested: int | None, workers: int = 0, cores: int | None = None) -> int:
     """Torch CPU threads for a learner beside ``workers`` environment processes on ``cores`` cores
     (default: the cores this process may use): ``requested`` (``None``: all that are left), never more
-    than ``max(1, cores - workers)``; asking for more warns (``UserWarning``) and gets that many."""
+    than ``max(1, cores - workers)``; asking for more warns (``TrainingWarning``) and gets that many."""
     cores = available_workers() if cores is None else cores
     left = max(1, cores - workers)
     if requested is None:
@@ -37,7 +39,7 @@ def torch_thread_budget(requested: int | None, workers: int = 0, cores: int | No
         warnings.warn(
             f"torch_threads={requested} on {cores} cores with {workers} environment workers would oversubscribe "
             f"the cores: using {left}",
-            UserWarning,
+            TrainingWarning,
             stacklevel=2,
         )
         return left

@@ -71,6 +71,25 @@ TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
     TrainingConfig("mlp policy, after's settings", policy="mlp", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
     TrainingConfig("batched: after's settings", vec_env="batched", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
     TrainingConfig("batched mlp", policy="mlp", vec_env="batched", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
+    TrainingConfig(
+        "batched, 2 torch threads",
+        vec_env="batched",
+        n_envs=16,
+        n_steps=128,
+        batch_size=512,
+        n_epochs=4,
+        torch_threads=2,
+    ),
+    TrainingConfig(
+        "batched mlp, 2 torch threads",
+        policy="mlp",
+        vec_env="batched",
+        n_envs=16,
+        n_steps=128,
+        batch_size=512,
+        n_epochs=4,
+        torch_threads=2,
+    ),
 )
 
 
@@ -112,7 +131,8 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     """Time ``rollouts`` rollouts and updates of one configuration (after one untimed warm-up
     rollout and update: torch's first calls and the envs' first episodes are slower).
 
-    Returns the configuration's fields and ``steps``, ``rollout_seconds``, ``update_seconds``,
+    Returns the configuration's fields and ``torch_threads_used`` (``torch_threads`` cut to the cores the
+    environment workers leave), ``steps``, ``rollout_seconds``, ``update_seconds``,
     ``wall_seconds``, ``cpu_seconds`` (this process),
     ``rollout_steps_per_s``, ``update_steps_per_s`` and ``steps_per_s``.
     """
@@ -123,7 +143,7 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     from clustergym.training.threads import env_workers, no_distribution_checks, set_torch_threads
 
     threads = torch.get_num_threads()
-    set_torch_threads(cfg.torch_threads, env_workers(cfg.n_envs, cfg.vec_env))  # cut to the cores left
+    used = set_torch_threads(cfg.torch_threads, env_workers(cfg.n_envs, cfg.vec_env))  # cut to the cores left
     try:
         model, venv = _learner(cfg, seed)
         without_log_folder(model)
@@ -160,6 +180,7 @@ def bench_training(cfg: TrainingConfig, rollouts: int = 3, seed: int = 0) -> dic
     update = max(wall - clock.rollout, 1e-9)
     return {
         **asdict(cfg),
+        "torch_threads_used": used,
         "steps": steps,
         "rollout_seconds": clock.rollout,
         "update_seconds": update,

@@ -831,6 +831,8 @@ class RunClock:
     :func:`save` closes them)."""
 
     def __init__(self) -> None:
+        #: the torch CPU threads of this process's learner (recorded with its seconds)
+        self.torch_threads: int | None = None
         self._wall, self._cpu = time.perf_counter(), _cpu_now()
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
@@ -887,7 +889,9 @@ def save(s: Setup, model: Any, venv: Any, meta: dict[str, Any], clock: RunClock)
         cpu_seconds_last_run=clock.cpu_total(),
         seconds_last_run_parts=clock.parts(),
     )
-    record_process(meta, (s.start, meta["timesteps"]), "finished", clock.wall_total(), clock.cpu_total())
+    record_process(
+        meta, (s.start, meta["timesteps"]), "finished", clock.wall_total(), clock.cpu_total(), clock.torch_threads
+    )
     write_meta(s.out, meta)
     return path
 
@@ -897,7 +901,12 @@ def _record_interrupted(s: Setup, meta: dict[str, Any], clock: RunClock) -> None
     resumed run's totals count them."""
     clock.mark("interrupted")
     record_process(
-        meta, (s.start, meta.get("interrupted_at", s.start)), "interrupted", clock.wall_total(), clock.cpu_total()
+        meta,
+        (s.start, meta.get("interrupted_at", s.start)),
+        "interrupted",
+        clock.wall_total(),
+        clock.cpu_total(),
+        clock.torch_threads,
     )
     write_meta(s.out, meta)
 
@@ -951,7 +960,7 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
         )
     spent_before = float(sum(earlier))
     # never more torch threads than the cores the environment processes leave (a warning says so)
-    set_torch_threads(s.config.torch_threads, env_workers(s.n_envs, s.config.vec_env))
+    clock.torch_threads = set_torch_threads(s.config.torch_threads, env_workers(s.n_envs, s.config.vec_env))
     stage_params = next((p for end, p in phases(s.config.curriculum, s.config.total) if end > s.start), {})
     venv = training_venv(s, stage_params, s.resume.model if s.resume is not None else None)
     model = load_model(s, venv) if s.resume is not None else model_for(s, venv)

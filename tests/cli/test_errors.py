@@ -107,6 +107,12 @@ CASES = [
     ("train: zero timesteps", ["train", "ec2", "--timesteps", "0", "--out", "{tmp}/t5"], "timesteps", True),
     ("train: negative cpu budget", ["train", "ec2", "--cpu-budget", "-1", "--out", "{tmp}/t5b"], "cpu_budget", True),
     ("train: nan cpu budget", ["train", "ec2", "--cpu-budget", "nan", "--out", "{tmp}/t5c"], "cpu_budget", True),
+    (
+        "train: zero torch threads",
+        ["train", "ec2", "--torch-threads", "0", "--out", "{tmp}/t5d"],
+        "torch_threads",
+        True,
+    ),
     ("train: resume nothing", ["train", "--resume", "/nonexistent/ckpt.zip"], "no such checkpoint", True),
     ("train: --out not empty", TRAIN + ["--out", "{tmp}"], "not empty", True),
     ("train: endless horizon", TRAIN + ["--set", "horizon=inf", "--out", "{tmp}/t6"], "inf is only allowed", True),

@@ -348,3 +348,25 @@ def test_a_cpu_budget_ends_the_run_at_an_update_and_a_resume_with_more_budget_fi
     assert meta["timesteps"] == 1024 and "stopped_by" not in meta and meta["config"]["cpu_budget"] == 1e6
     assert [p["status"] for p in meta["processes"]] == ["finished", "finished"]
     assert meta["processes"][1]["steps_from"] == meta["processes"][0]["steps_to"]
+
+
+def test_torch_threads_are_recorded_per_process_and_a_resume_keeps_the_runs_count(tmp_path, monkeypatch):
+    """``--torch-threads``: the configuration keeps what was asked, each process the count it used (cut
+    to the cores, with a warning on stderr); a resume restores the recorded count and refuses another."""
+    import clustergym.training.threads as threads
+
+    monkeypatch.setattr(threads, "available_workers", lambda: 1)  # one core: 2 threads would oversubscribe
+    out = tmp_path / "run"
+    rc, _, err = _cli("train", "ec2", "--timesteps", "128", "--torch-threads", "2", "--out", str(out), *TINY, *EC2)
+    assert rc == 0, err
+    assert "torch_threads=2 on 1 cores" in err and "using 1" in err
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["config"]["torch_threads"] == 2 and meta["processes"][-1]["torch_threads"] == 1
+
+    monkeypatch.setattr(threads, "available_workers", lambda: 2)
+    rc, _, err = _cli("train", "--resume", str(out), "--timesteps", "256", "--no-progress")
+    assert rc == 0, err
+    meta = json.loads((out / "model.json").read_text())
+    assert [p["torch_threads"] for p in meta["processes"]] == [1, 2]  # the recorded 2, now on 2 cores
+    rc, _, err = _cli("train", "--resume", str(out), "--timesteps", "384", "--torch-threads", "3", "--no-progress")
+    assert rc == 2 and "torch_threads 2, not 3" in err

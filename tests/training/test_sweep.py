@@ -133,3 +133,20 @@ def test_a_run_that_ended_on_its_cpu_budget_is_finished_for_the_sweep(tmp_path):
     assert _state(run, 1024) == "finished"
     (run / "model.json").write_text(json.dumps({**meta, "stopped_by": None}))
     assert _state(run, 1024) == "checkpoint"
+
+
+def test_torch_threads_are_cut_to_the_cores_over_the_runs_at_once(monkeypatch):
+    """Runs at once share the cores: each gets at most cores // workers torch threads (a Ray task, its
+    one CPU), with a warning when the configuration asked for more; within that, the count stands."""
+    import clustergym.training.sweep as sweep_module
+    from clustergym.training.config import TrainConfig
+    from clustergym.training.sweep import _threads_per_run
+
+    monkeypatch.setattr(sweep_module, "available_workers", lambda: 4)
+    c = TrainConfig(scenario="ec2", torch_threads=4)
+    with pytest.warns(UserWarning, match="torch_threads=4 with 2 runs at once on 4 cores"):
+        assert _threads_per_run(c, 2, False).torch_threads == 2
+    with pytest.warns(UserWarning, match="Ray task"):
+        assert _threads_per_run(c, 1, True).torch_threads == 1
+    assert _threads_per_run(c, 1, False) is c
+    assert _threads_per_run(TrainConfig(scenario="ec2", torch_threads=2), 2, False).torch_threads == 2

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -99,3 +100,15 @@ def test_bench_builds_the_learner_train_builds(tmp_path, policy, hidden):
     assert shapes(model.policy) == shapes(trained.policy)
     if policy == "mlp":  # SB3's default would be [64, 64]
         assert model.policy.net_arch == trained.policy.net_arch == [hidden, hidden]
+
+
+def test_a_row_reports_the_torch_threads_it_used(monkeypatch):
+    """A row asking for more torch threads than the cores gets the cores, with a warning, and says so."""
+    import clustergym.training.threads as threads
+
+    monkeypatch.setattr(threads, "available_workers", lambda: 1)
+    cfg = TrainingConfig("t", task="rms-trap", n_envs=2, vec_env="batched", n_steps=32, batch_size=32, n_epochs=1)
+    with pytest.warns(UserWarning, match="oversubscribe"):
+        row = bench_training(replace(cfg, torch_threads=2), rollouts=1)
+    assert row["torch_threads"] == 2 and row["torch_threads_used"] == 1
+    assert "batched, 2 torch threads" in [c.name for c in TRAINING_CONFIGS]
