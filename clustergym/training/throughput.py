@@ -58,8 +58,12 @@ class TrainingConfig:
     torch_threads: int = 1
 
 
+#: the settings ``clustergym train`` uses (16 envs of 128 steps, minibatches of 512, 4 epochs)
+_AFTER = TrainingConfig("after: 16 envs, batch 512, 4 epochs", n_envs=16, n_steps=128, batch_size=512, n_epochs=4)
+
 #: the rows of ``clustergym bench --training``: SB3's PPO defaults as clustergym first used them
-#: (one env per core in subprocesses) and the levers one at a time, then together
+#: (one env per core in subprocesses) and the levers one at a time, then together, then
+#: ``clustergym train``'s default environments (``batched``) and its ``--torch-threads 2``
 TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
     TrainingConfig("before: SB3 defaults, 2 subproc envs", n_envs=2, vec_env="subproc", n_steps=1024),
     TrainingConfig("1 env, SB3 defaults", n_envs=1),
@@ -67,29 +71,12 @@ TRAINING_CONFIGS: tuple[TrainingConfig, ...] = (
     TrainingConfig("batch 512, 4 epochs", n_envs=1, batch_size=512, n_epochs=4),
     TrainingConfig("2 torch threads", n_envs=1, torch_threads=2),
     TrainingConfig("hidden 32", n_envs=1, hidden=32),
-    TrainingConfig("after: 16 envs, batch 512, 4 epochs", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
-    TrainingConfig("mlp policy, after's settings", policy="mlp", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
-    TrainingConfig("batched: after's settings", vec_env="batched", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
-    TrainingConfig("batched mlp", policy="mlp", vec_env="batched", n_envs=16, n_steps=128, batch_size=512, n_epochs=4),
-    TrainingConfig(
-        "batched, 2 torch threads",
-        vec_env="batched",
-        n_envs=16,
-        n_steps=128,
-        batch_size=512,
-        n_epochs=4,
-        torch_threads=2,
-    ),
-    TrainingConfig(
-        "batched mlp, 2 torch threads",
-        policy="mlp",
-        vec_env="batched",
-        n_envs=16,
-        n_steps=128,
-        batch_size=512,
-        n_epochs=4,
-        torch_threads=2,
-    ),
+    _AFTER,
+    replace(_AFTER, name="mlp policy, after's settings", policy="mlp"),
+    replace(_AFTER, name="batched: after's settings", vec_env="batched"),
+    replace(_AFTER, name="batched mlp", policy="mlp", vec_env="batched"),
+    replace(_AFTER, name="batched, 2 torch threads", vec_env="batched", torch_threads=2),
+    replace(_AFTER, name="batched mlp, 2 torch threads", policy="mlp", vec_env="batched", torch_threads=2),
 )
 
 
