@@ -73,6 +73,12 @@ class ScoredPacking(PriorityQueue):
         return int(np.argmax(left))  # worst fit: the most capacity left, ties to the lowest index
 
 
+def selected(**params: Any) -> ScoredPacking:
+    """The validation search's best rule (round 11): largest first, aged ``b = 0.1``, the tightest
+    machine; a teacher by import path (``PYTHONPATH=experiments``, ``--warm-start packing_search:selected``)."""
+    return ScoredPacking(a=-1.0, b=0.1, machine="best", **params)
+
+
 def rule_name(a: float, b: float, machine: str) -> str:
     return f"a={a:g} b={b:g} {machine}"
 

@@ -98,3 +98,17 @@ def test_the_script_searches_on_validation_and_scores_only_its_best_on_test(ps, 
     tested = [s for s in seen if s[3] == "test"]
     assert len(tested) == 1 and rows[4].split("|")[1] == rows[0].split("|")[1]  # the validation's first row
     assert not any(name.startswith("a=") for name in AGENTS)  # nothing left registered
+
+
+def test_the_selected_rule_is_a_teacher_by_import_path(ps, monkeypatch):
+    """``packing_search:selected`` (round 11's pick) builds by the agent API's import path, reads no
+    durations, and is largest first aged 0.1 on the tightest machine."""
+    import sys
+    from pathlib import Path
+
+    from clustergym.agent_api import make_agent
+
+    monkeypatch.syspath_prepend(str(Path(ps.__file__).parent))
+    monkeypatch.delitem(sys.modules, "packing_search", raising=False)
+    agent = make_agent("packing_search:selected")
+    assert (agent.a, agent.b, agent.machine) == (-1.0, 0.1, "best") and not agent.needs_durations
