@@ -131,6 +131,13 @@ class TrainConfig:
         object.__setattr__(self, "curriculum", tuple(check_stages(self.curriculum, self.timesteps or 10**18)))
         object.__setattr__(self, "params", dict(self.params))
         object.__setattr__(self, "algo_kwargs", dict(self.algo_kwargs))
+        if self.cpu_budget is not None and self.vec_env == "subproc" and self.n_envs != 1:
+            # the budget counts this process and its ended children: a live env worker's CPU is unseen
+            raise ConfigError(
+                "cpu_budget",
+                "a CPU budget counts the env processes' CPU only once they end, and --vec-env subproc's run "
+                "until the training ends: use --vec-env batched (the default) or dummy with --cpu-budget",
+            )
         if self.algo == "dqn" and self.policy != "mlp":
             raise ConfigError("policy", "dqn trains the mlp policy only (the equivariant policy is an actor-critic)")
         if self.warm_start is not None:

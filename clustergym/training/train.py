@@ -258,7 +258,9 @@ def build_venv(
         functools.partial(make_train_env, scenario, scenario_params, env_kwargs, policy, stage_params=stage_params)
         for _ in range(n_envs)
     ]
-    venv = SubprocVecEnv(factories) if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
+    # subproc: workers started with spawn are this process's children, so once closed their CPU is in
+    # RUSAGE_CHILDREN (RunClock, model.json); SB3's default forkserver makes them the fork server's
+    venv = SubprocVecEnv(factories, "spawn") if vec_env == "subproc" and n_envs > 1 else DummyVecEnv(factories)
     venv.seed(first_seed)
     return venv
 

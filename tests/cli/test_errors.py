@@ -108,6 +108,12 @@ CASES = [
     ("train: negative cpu budget", ["train", "ec2", "--cpu-budget", "-1", "--out", "{tmp}/t5b"], "cpu_budget", True),
     ("train: nan cpu budget", ["train", "ec2", "--cpu-budget", "nan", "--out", "{tmp}/t5c"], "cpu_budget", True),
     (
+        "train: cpu budget with subprocess envs",
+        ["train", "ec2", "--cpu-budget", "60", "--vec-env", "subproc", "--envs", "2", "--out", "{tmp}/t5e"],
+        "vec-env subproc",
+        True,
+    ),
+    (
         "train: zero torch threads",
         ["train", "ec2", "--torch-threads", "0", "--out", "{tmp}/t5d"],
         "torch_threads",

@@ -23,3 +23,28 @@ def test_parts_add_up_and_a_finished_child_process_is_counted():
     assert parts["learn"]["wall_seconds"] >= 0.3
     assert clock.cpu_total() == pytest.approx(sum(p["cpu_seconds"] for p in parts.values()))
     assert clock.wall_total() == pytest.approx(sum(p["wall_seconds"] for p in parts.values()))
+
+
+def test_subprocess_envs_are_children_of_this_process_so_their_cpu_is_counted():
+    """``--vec-env subproc``'s workers are this process's children (started with ``spawn``): once closed,
+    their CPU (their imports and steps) is in ``RUSAGE_CHILDREN``, which :class:`RunClock` counts.  With
+    SB3's default ``forkserver`` they would be the fork server's children, and never counted."""
+    import resource
+
+    import numpy as np
+
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
+    from clustergym.training.train import build_venv
+
+    def children() -> float:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+
+    before = children()
+    venv = build_venv("ec2", {}, {"action_mode": "head", "horizon": 5.0}, "equivariant", 2, "subproc", 0)
+    venv.reset()
+    for _ in range(100):
+        wait = [int(np.flatnonzero(m)[-1]) for m in venv.env_method("action_masks")]  # WAIT: always valid
+        venv.step(np.array(wait))
+    venv.close()
+    assert children() - before > 0.5  # each worker imported clustergym and stepped its env
