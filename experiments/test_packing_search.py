@@ -80,9 +80,9 @@ def test_the_script_searches_on_validation_and_scores_only_its_best_on_test(ps, 
     seen = []
     score = ps.score_rule
 
-    def spy(a, b, machine, seeds, split):
+    def spy(a, b, machine, seeds, split, task="bfjs-uniform"):
         seen.append((a, b, machine, split))
-        return score(a, b, machine, seeds, split)
+        return score(a, b, machine, seeds, split, task)
 
     monkeypatch.setattr(ps, "score_rule", spy)
     monkeypatch.setattr(ps, "SIZE_WEIGHTS", (-1.0, 0.0))
@@ -112,3 +112,17 @@ def test_the_selected_rule_is_a_teacher_by_import_path(ps, monkeypatch):
     monkeypatch.delitem(sys.modules, "packing_search", raising=False)
     agent = make_agent("packing_search:selected")
     assert (agent.a, agent.b, agent.machine) == (-1.0, 0.1, "best") and not agent.needs_durations
+
+
+def test_the_unit_of_waiting_is_the_tasks_time_unit(ps):
+    """The key's wait is counted in the task's time unit: ``bfjs-uniform``'s 20 slots (its mean service,
+    which the rule reads when no unit is given, as a teacher) and ``azure-vms``'s hour."""
+    assert ps.age_unit("bfjs-uniform") == 20.0 == task("bfjs-uniform").scenario().params["mean_service"]
+    assert ps.age_unit("azure-vms") == 3600.0  # the task's declaration: no trace is read
+    given = ps.ScoredPacking(a=0.0, b=1.0, unit=40.0)
+    env = _with_a_queue(given)
+    queued = _queued(given.view._sim)
+    given.jobs.ensure(queued)
+    wait = given.view.now - given.jobs.arrival[queued]
+    assert np.array_equal(given.key_of(queued), -wait / 40.0)
+    env.close()
