@@ -32,10 +32,9 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
-import pandas as pd
 
 from clustergym._cache import Cache
 from clustergym.agent_api import AGENTS, agent_context, list_agents, make_agent, make_env_for
@@ -43,6 +42,9 @@ from clustergym.errors import ClusterGymError, ConfigError, ScenarioError
 from clustergym.runner.episode import Probe, run_episode
 from clustergym.scenarios import PRESETS, Scenario, resolve_scenario
 from clustergym.validation import settings
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: `clustergym run`'s one episode does not need it
+    import pandas as pd
 
 __all__ = [
     "Cell",
@@ -275,6 +277,8 @@ def run_cells(
         A DataFrame with the ``clustergym run`` fields and the kernel metrics as columns.
         The same cells give the same frame with every executor, except ``wall_seconds``.
     """
+    import pandas as pd
+
     return pd.DataFrame(
         run_rows(cells, workers=workers, ray=ray, progress=progress, memo=memo, done=done, on_row=on_row)
     )

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from clustergym.runner.metric_info import metric_info
+
+if TYPE_CHECKING:  # imported where a frame is built: `clustergym run` does not need pandas
+    import pandas as pd
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -63,6 +65,8 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", par
     values).  ``slotted``: a slotted-time agent on a scenario with continuous-time arrivals (it acts
     once per period); ``label`` is the agent's name, marked with :data:`SLOTTED_MARK` when slotted.
     """
+    import pandas as pd
+
     info = metric_info(metric)
     oracle = summary["uses_oracle"].astype(bool) if "uses_oracle" in summary else pd.Series(False, summary.index)
     slotted = (

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from clustergym.runner.figures import FIGURE_FORMATS, plot_agents, plot_paired, plot_sweep
+
+if TYPE_CHECKING:  # imported where a frame is built: `clustergym run` does not need pandas
+    import pandas as pd
 
 __all__ = ["flat_results", "missing_outputs", "plot_agents", "plot_paired", "plot_sweep", "write_results"]
 
@@ -24,6 +26,8 @@ __all__ = ["flat_results", "missing_outputs", "plot_agents", "plot_paired", "plo
 def flat_results(results: pd.DataFrame) -> pd.DataFrame:
     """The results with list-valued columns (``utilization`` per resource, queue length per
     type, ...) spread over columns ``name_0, name_1, ...``: a flat table for CSV and Parquet."""
+    import pandas as pd
+
     out = {}
     for col in results.columns:
         values = results[col]

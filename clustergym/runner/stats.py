@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from clustergym.core.objectives import headline_metric
 from clustergym.errors import ConfigError
 from clustergym.validation import settings
+
+if TYPE_CHECKING:  # imported where a frame is built: `clustergym run` does not need pandas
+    import pandas as pd
 
 __all__ = [
     "P_ADJUST_METHODS",
@@ -149,6 +151,8 @@ def summarize(
     ``_lo``/``_hi`` bounds are the interval within the metric's range (:func:`bounded_ci`); the
     ``_ci95`` half-width is the symmetric Student-t one.  ``df.attrs["p_adjust"]`` names the method.
     """
+    import pandas as pd
+
     from clustergym.runner.metric_info import metric_info
 
     if reference is not None and reference not in set(results["agent"]):
@@ -209,6 +213,8 @@ def summarize(
 def summary_long(summary: pd.DataFrame, metrics: Iterable[str], by: str | None = None) -> pd.DataFrame:
     """The :func:`summarize` table in long format: one row per (``by`` value,) agent and metric, with
     columns ``metric, mean, ci95, lo, hi[, diff, diff_ci95, diff_p, diff_p_adj]``."""
+    import pandas as pd
+
     ident = ([by] if by is not None else []) + [
         c for c in ("agent", "runs", "unstable_runs", "uses_oracle", "slotted_on_continuous") if c in summary
     ]
