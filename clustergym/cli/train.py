@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -248,21 +246,13 @@ def _sweep(
     out.print(f"{len(runs)} runs in {folder}; score them together: clustergym benchmark {folders}", highlight=False)
 
 
-@contextlib.contextmanager
-def _warnings_on_stderr() -> Iterator[None]:
+def _warnings_on_stderr() -> contextlib.AbstractContextManager[None]:
     """A training warning (:class:`~clustergym.training.run_folder.TrainingWarning`: steps taken
     other than asked, evaluations removed) as one ``warning:`` line on stderr, without a source line."""
-    from clustergym.training.run_folder import TrainingWarning
+    from clustergym.training.run_folder import training_warnings_as_lines
 
-    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, TrainingWarning):
-            err.print("[bold yellow]warning:[/] ", end="", markup=True)
-            err.print(str(message), markup=False, highlight=False)
-        else:
-            previous(message, category, *args, **kwargs)
+    def write(message: str) -> None:
+        err.print("[bold yellow]warning:[/] ", end="", markup=True)
+        err.print(message, markup=False, highlight=False)
 
-    previous = warnings.showwarning
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", TrainingWarning)
-        warnings.showwarning = show
-        yield
+    return training_warnings_as_lines(write)

@@ -14,10 +14,13 @@ final model, its evaluations), so it needs ``--overwrite``, which removes them f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+import sys
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +70,29 @@ _CKPT = re.compile(r"rl_model_(\d+)_steps")
 class TrainingWarning(UserWarning):
     """A training run does something other than asked, and says so (stage steps rounded up to whole
     rollouts, evaluations of a lost policy removed on resume, torch threads cut to the cores)."""
+
+
+def _stderr_line(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def training_warnings_as_lines(write: Callable[[str], None] = _stderr_line) -> Iterator[None]:
+    """Inside, each :class:`TrainingWarning` is shown once per raise as one line, ``write(message)``
+    (default: ``warning: <message>`` on stderr), without Python's source line; other warnings as before.
+    ``clustergym train`` shows them so, and so does each run of a sweep in its worker process."""
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, TrainingWarning):
+            write(str(message))
+        else:
+            previous(message, category, *args, **kwargs)
+
+    previous = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", TrainingWarning)
+        warnings.showwarning = show
+        yield
 
 
 @dataclass(frozen=True)

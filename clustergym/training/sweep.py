@@ -47,7 +47,7 @@ from clustergym.runner import run_jobs, worker_count
 from clustergym.runner.cells import available_workers
 from clustergym.runner.journal import atomic_write, check_writable
 from clustergym.training.config import TrainConfig
-from clustergym.training.run_folder import TrainingWarning, checkpoints, prepare_out
+from clustergym.training.run_folder import TrainingWarning, checkpoints, prepare_out, training_warnings_as_lines
 
 __all__ = ["SWEEP_FILE", "parse_seeds", "run_folder", "train_run", "train_sweep", "is_sweep"]
 
@@ -132,11 +132,11 @@ def train_run(config: TrainConfig) -> dict[str, Any]:
     if state == "finished":
         meta = json.loads((run / META_NAME).read_text(encoding="utf-8"))
         return _result(config.seed, run, meta, "kept")
-    if state == "checkpoint":
-        resumed = TrainConfig(resume=run, timesteps=config.total, progress_bar=False, verbose=False)
-        path = train(resumed)
-    else:
-        path = train(dataclasses.replace(config, overwrite=True, resume=None))
+    with training_warnings_as_lines():  # in a worker process too: one line each, no source line
+        if state == "checkpoint":
+            path = train(TrainConfig(resume=run, timesteps=config.total, progress_bar=False, verbose=False))
+        else:
+            path = train(dataclasses.replace(config, overwrite=True, resume=None))
     meta = json.loads((path.parent / META_NAME).read_text(encoding="utf-8"))
     return _result(config.seed, run, meta, "resumed" if state == "checkpoint" else "trained")
 

@@ -676,11 +676,15 @@ def stages_as_taken(s: Setup, model: Any) -> Setup:
     total = start + max(0, math.ceil((c.total - start) / rollout)) * rollout
     if taken == list(c.curriculum) and total == c.total:
         return s
-    asked = ", ".join(f"{st.steps:,}" for st in c.curriculum)
-    none = f" (stage {', '.join(skipped)} takes none: the rounding before it covers its steps)" if skipped else ""
+    said = []  # only what differs (a resumed run's stages were rounded when it started)
+    if taken != list(c.curriculum):
+        asked = ", ".join(f"{st.steps:,}" for st in c.curriculum)
+        none = f" (stage {', '.join(skipped)} takes none: the rounding before it covers its steps)" if skipped else ""
+        said.append(f"the stages take {', '.join(f'{st.steps:,}' for st in taken)} steps, not {asked} as asked{none}")
+    if total != c.total:
+        said.append(f"the run {total:,} steps (--timesteps {c.total:,})")
     warnings.warn(
-        f"--stage: the stages take {', '.join(f'{st.steps:,}' for st in taken)} steps, not {asked} as asked{none}, "
-        f"and the run {total:,} steps (--timesteps {c.total:,}): a stage ends at a rollout boundary (rollouts of "
+        f"--stage: {', and '.join(said)}: a stage ends at a rollout boundary (rollouts of "
         f"{rollout:,} steps: {s.n_envs} envs x {rollout // s.n_envs}); model.json records the steps taken",
         TrainingWarning,
         stacklevel=3,

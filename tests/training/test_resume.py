@@ -214,6 +214,23 @@ def test_stage_steps_are_recorded_as_taken_with_a_warning(tmp_path):
     assert meta["curriculum"] == [{"steps": 128, "params": {"num_servers": 6}}]
     assert meta["timesteps"] == 128 == meta["config"]["timesteps"]
 
+    # stages on rollout boundaries (as a resumed run's are) and a total that is not: the warning names
+    # only the total (it once listed the stages as taken "not as asked" with the same numbers)
+    with pytest.warns(TrainingWarning) as caught:
+        train(
+            TrainConfig(
+                scenario="ec2",
+                timesteps=200,
+                n_envs=2,
+                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
+                curriculum=((128, {"num_servers": 6}),),
+                out=tmp_path / "aligned",
+                verbose=False,
+            )
+        )
+    said = [str(w.message) for w in caught if issubclass(w.category, TrainingWarning)]
+    assert len(said) == 1 and "the run 256 steps (--timesteps 200)" in said[0] and "the stages take" not in said[0]
+
 
 def test_a_key_twice_in_one_stage_is_refused(tmp_path):
     rc, _, err = _cli("train", "ec2", "--stage", "64:zeta=0.5,zeta=0.6", "--out", str(tmp_path / "r"))

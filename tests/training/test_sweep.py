@@ -150,3 +150,35 @@ def test_torch_threads_are_cut_to_the_cores_over_the_runs_at_once(monkeypatch):
         assert _threads_per_run(c, 1, True).torch_threads == 1
     assert _threads_per_run(c, 1, False) is c
     assert _threads_per_run(TrainConfig(scenario="ec2", torch_threads=2), 2, False).torch_threads == 2
+
+
+def test_a_runs_training_warnings_are_one_line_each_in_its_worker(tmp_path, monkeypatch, capsys):
+    """A sweep's run (``train_run``, in a worker process) shows each training warning as one
+    ``warning:`` line on stderr, without Python's source line; other warnings keep their handler."""
+    import warnings
+
+    import clustergym.training.train as train_module
+    from clustergym.training.config import TrainConfig
+    from clustergym.training.run_folder import TrainingWarning, training_warnings_as_lines
+    from clustergym.training.sweep import SWEEP_FILE, train_run
+
+    def warns(config):
+        warnings.warn("--stage: the stages take 2,048 steps, not 2,000", TrainingWarning, stacklevel=2)
+        raise KeyboardInterrupt  # stop before any training
+
+    out = tmp_path / "sw"
+    (out / "s0").mkdir(parents=True)
+    (out / SWEEP_FILE).write_text("{}")
+    monkeypatch.setattr(train_module, "train", warns)
+    with pytest.raises(KeyboardInterrupt):
+        train_run(TrainConfig(scenario="ec2", seed=0, timesteps=128, out=out / "s0"))
+    err = capsys.readouterr().err
+    assert err == "warning: --stage: the stages take 2,048 steps, not 2,000\n"
+
+    seen = []
+    monkeypatch.setattr(warnings, "showwarning", lambda m, c, *a, **k: seen.append(c))
+    with training_warnings_as_lines(lambda m: seen.append(m)):
+        warnings.simplefilter("always", UserWarning)  # this module's fixture ignores library warnings
+        warnings.warn("other", UserWarning, stacklevel=1)
+        warnings.warn("mine", TrainingWarning, stacklevel=1)
+    assert seen == [UserWarning, "mine"]
