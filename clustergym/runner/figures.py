@@ -53,6 +53,13 @@ def _interval(summary: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarra
     return np.where(np.isfinite(lo), lo, mean), np.where(np.isfinite(hi), hi, mean)
 
 
+def _flag(summary: pd.DataFrame, column: str) -> pd.Series:
+    """The summary's boolean ``column``, all False where it has none."""
+    import pandas as pd
+
+    return summary[column].astype(bool) if column in summary else pd.Series(False, summary.index)
+
+
 def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", param: str | None = None) -> pd.DataFrame:
     """The values a figure draws, one row per bar or point, in drawing order.
 
@@ -68,12 +75,7 @@ def figure_data(summary: pd.DataFrame, metric: str, *, kind: str = "agents", par
     import pandas as pd
 
     info = metric_info(metric)
-    oracle = summary["uses_oracle"].astype(bool) if "uses_oracle" in summary else pd.Series(False, summary.index)
-    slotted = (
-        summary["slotted_on_continuous"].astype(bool)
-        if "slotted_on_continuous" in summary
-        else pd.Series(False, summary.index)
-    )
+    oracle, slotted = _flag(summary, "uses_oracle"), _flag(summary, "slotted_on_continuous")
     label = summary["agent"].astype(str) + np.where(slotted, f" {SLOTTED_MARK}", "")
     if kind == "agents":
         lo, hi = _interval(summary, metric)

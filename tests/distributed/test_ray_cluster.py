@@ -167,7 +167,7 @@ def _a_killed_driver_resumes_only_the_missing_cells(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     argv = [sys.executable, "-m", "clustergym", *command, "--ray", c.address, "--out", str(out), "--json"]
     driver = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # on a loaded machine the driver and its first cells start slowly
     while len(_kept(out)) < 2 and driver.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     driver.send_signal(signal.SIGKILL)

@@ -177,7 +177,7 @@ def test_a_runs_training_warnings_are_one_line_each_in_its_worker(tmp_path, monk
 
     seen = []
     monkeypatch.setattr(warnings, "showwarning", lambda m, c, *a, **k: seen.append(c))
-    with training_warnings_as_lines(lambda m: seen.append(m)):
+    with training_warnings_as_lines(seen.append):
         warnings.simplefilter("always", UserWarning)  # this module's fixture ignores library warnings
         warnings.warn("other", UserWarning, stacklevel=1)
         warnings.warn("mine", TrainingWarning, stacklevel=1)
