@@ -175,59 +175,36 @@ def test_resume_restores_every_recorded_setting_and_refuses_another(finished, tm
     assert rc == 0, err
 
 
+def _staged(out: Path, timesteps: int, *stages: tuple[int, dict]) -> dict:
+    """A tiny run with rollouts of 128 steps (2 envs x 64) and ``stages``; its model.json."""
+    params = {"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4}
+    train(
+        TrainConfig(
+            scenario="ec2", timesteps=timesteps, n_envs=2, params=params, curriculum=stages, out=out, verbose=False
+        )
+    )
+    return json.loads((out / "model.json").read_text())
+
+
 def test_stage_steps_are_recorded_as_taken_with_a_warning(tmp_path):
     """A stage of 64 steps with rollouts of 128 takes 128: model.json records 128 (and the asked
     64), the warning says so, and the run's stage boundary is at 128."""
-    out = tmp_path / "run"
     with pytest.warns(TrainingWarning, match=r"the stages take 128 steps, not 64 as asked"):
-        train(
-            TrainConfig(
-                scenario="ec2",
-                timesteps=256,
-                n_envs=2,
-                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
-                curriculum=((64, {"num_servers": 6}),),
-                out=out,
-                verbose=False,
-            )
-        )
-    meta = json.loads((out / "model.json").read_text())
+        meta = _staged(tmp_path / "run", 256, (64, {"num_servers": 6}))
     assert meta["curriculum"] == [{"steps": 128, "params": {"num_servers": 6}}] == meta["config"]["curriculum"]
     assert meta["curriculum_asked"] == [{"steps": 64, "params": {"num_servers": 6}}]
     assert meta["timesteps"] == 256
 
     # stages smaller than a rollout: the second is covered by the first's rounding, the run by both
-    out = tmp_path / "small"
     with pytest.warns(TrainingWarning, match=r"stage 2 takes none.*and the run 128 steps \(--timesteps 48\)"):
-        train(
-            TrainConfig(
-                scenario="ec2",
-                timesteps=48,
-                n_envs=2,
-                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
-                curriculum=((16, {"num_servers": 6}), (16, {"num_servers": 5})),
-                out=out,
-                verbose=False,
-            )
-        )
-    meta = json.loads((out / "model.json").read_text())
+        meta = _staged(tmp_path / "small", 48, (16, {"num_servers": 6}), (16, {"num_servers": 5}))
     assert meta["curriculum"] == [{"steps": 128, "params": {"num_servers": 6}}]
     assert meta["timesteps"] == 128 == meta["config"]["timesteps"]
 
     # stages on rollout boundaries (as a resumed run's are) and a total that is not: the warning names
     # only the total (it once listed the stages as taken "not as asked" with the same numbers)
     with pytest.warns(TrainingWarning) as caught:
-        train(
-            TrainConfig(
-                scenario="ec2",
-                timesteps=200,
-                n_envs=2,
-                params={"algo.n_steps": 64, "algo.batch_size": 64, "algo.n_epochs": 1, "horizon": 3, "num_servers": 4},
-                curriculum=((128, {"num_servers": 6}),),
-                out=tmp_path / "aligned",
-                verbose=False,
-            )
-        )
+        _staged(tmp_path / "aligned", 200, (128, {"num_servers": 6}))
     said = [str(w.message) for w in caught if issubclass(w.category, TrainingWarning)]
     assert len(said) == 1 and "the run 256 steps (--timesteps 200)" in said[0] and "the stages take" not in said[0]
 
