@@ -18,7 +18,9 @@ import contextlib
 import json
 import re
 import shutil
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,7 +57,9 @@ __all__ = [
     "check_resume",
     "take_over",
     "earlier_processes",
+    "running_process",
     "record_process",
+    "sigterm_as_interrupt",
 ]
 
 #: the final model's normalisation statistics (:func:`clustergym.learned.files.save_vecnormalize`)
@@ -319,6 +323,26 @@ def take_over(point: ResumePoint) -> ResumePoint:
 
 
 # ---------------------------------------------------------------------------------------- the run's processes
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """``SIGTERM`` (``kill PID``; SLURM and other job schedulers send it at a time limit, before
+    ``SIGKILL``) raises ``KeyboardInterrupt`` in the main thread, so that the run ends as on Ctrl-C:
+    the last update's policy kept as a checkpoint and the process's seconds recorded.  Elsewhere (a
+    thread, where handlers cannot be set) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def earlier_processes(previous: dict[str, Any]) -> list[dict[str, Any]]:
     """The ``clustergym train`` processes of the run a resumed run continues (``previous``: its
     ``model.json``), one entry each (:func:`record_process`), oldest first.
@@ -328,9 +352,15 @@ def earlier_processes(previous: dict[str, Any]) -> list[dict[str, Any]]:
     are an entry whose seconds are ``None`` (not recorded), so that no total counts them as zero.  A
     record without ``seconds_last_run_parts`` timed the RL updates only (the setup and a warm start
     were not counted then): its entry says so, ``"counted": "learn"``.
+
+    A process that ended without recording itself (killed: ``SIGKILL``, the machine lost) left its
+    seconds up to its last checkpoint in ``"running_process"`` (:func:`running_process`): it is an
+    entry of status ``killed``, so that the run's totals and a CPU budget count what it spent up to the
+    checkpoint the run continues from (what it spent after that checkpoint is lost with it).
     """
     if "processes" in previous:
-        return [dict(p) for p in previous["processes"]]
+        killed = previous.get("running_process")
+        return [dict(p) for p in previous["processes"]] + ([{**killed, "status": "killed"}] if killed else [])
     if "cpu_seconds_last_run" not in previous:
         return []
     out: list[dict[str, Any]] = []
@@ -350,6 +380,25 @@ def earlier_processes(previous: dict[str, Any]) -> list[dict[str, Any]]:
     return [*out, last]
 
 
+def _process_entry(
+    steps: tuple[int, int], status: str, wall: float, cpu: float, torch_threads: int | None
+) -> dict[str, Any]:
+    entry = {"steps_from": steps[0], "steps_to": steps[1], "status": status, "wall_seconds": wall, "cpu_seconds": cpu}
+    if torch_threads is not None:
+        entry["torch_threads"] = torch_threads
+    return entry
+
+
+def running_process(
+    meta: dict[str, Any], steps: tuple[int, int], wall: float, cpu: float, torch_threads: int | None = None
+) -> None:
+    """Keep this process's seconds so far in ``meta["running_process"]`` when it writes a checkpoint
+    (``steps``: the step it started at and the checkpoint's).  Not in ``processes`` nor the totals
+    while the process runs; :func:`record_process` replaces it when the process ends, and if the process
+    is killed first, a resumed run counts it (:func:`earlier_processes`)."""
+    meta["running_process"] = _process_entry(steps, "running", wall, cpu, torch_threads)
+
+
 def record_process(
     meta: dict[str, Any],
     steps: tuple[int, int],
@@ -366,10 +415,8 @@ def record_process(
     ``None`` when one of them was not recorded.  What a model cost is these totals, not the last
     process's seconds."""
     processes = meta.setdefault("processes", [])
-    entry = {"steps_from": steps[0], "steps_to": steps[1], "status": status, "wall_seconds": wall, "cpu_seconds": cpu}
-    if torch_threads is not None:
-        entry["torch_threads"] = torch_threads
-    processes.append(entry)
+    meta.pop("running_process", None)  # recorded now: no longer only up to a checkpoint
+    processes.append(_process_entry(steps, status, wall, cpu, torch_threads))
     for key in ("wall_seconds", "cpu_seconds"):
         values = [p[key] for p in processes]
         meta[f"{key}_total"] = None if any(v is None for v in values) else float(sum(values))

@@ -47,7 +47,13 @@ from clustergym.runner import run_jobs, worker_count
 from clustergym.runner.cells import available_workers
 from clustergym.runner.journal import atomic_write, check_writable
 from clustergym.training.config import TrainConfig
-from clustergym.training.run_folder import TrainingWarning, checkpoints, prepare_out, training_warnings_as_lines
+from clustergym.training.run_folder import (
+    TrainingWarning,
+    checkpoints,
+    prepare_out,
+    sigterm_as_interrupt,
+    training_warnings_as_lines,
+)
 
 __all__ = ["SWEEP_FILE", "parse_seeds", "run_folder", "train_run", "train_sweep", "is_sweep"]
 
@@ -257,7 +263,7 @@ def train_sweep(
 
     Raises:
         ConfigError: a bad setting, seed list or folder, before any run starts.
-        KeyboardInterrupt: Ctrl-C; the runs keep their checkpoints and ``--resume OUT`` continues.
+        KeyboardInterrupt: Ctrl-C or ``SIGTERM``; the runs keep their checkpoints and ``--resume OUT`` continues.
     """
     from clustergym.runner import connect_ray
     from clustergym.training.train import setup
@@ -287,7 +293,8 @@ def train_sweep(
             on_run(result)
 
     try:
-        run_jobs(train_run, jobs, workers=workers, ray=ray, finished=finished)
+        with sigterm_as_interrupt():  # as Ctrl-C: the sweep marked interrupted, each run keeps its checkpoints
+            run_jobs(train_run, jobs, workers=workers, ray=ray, finished=finished)
     except BaseException as e:
         doc["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
         _save(out, doc)

@@ -49,7 +49,7 @@ import json
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,9 @@ from clustergym.training.run_folder import (
     prepare_out,
     record_process,
     resume_point,
+    running_process,
     save_model,
+    sigterm_as_interrupt,
     take_over,
     write_meta,
 )
@@ -733,19 +735,20 @@ def warm_start(s: Setup, model: Any, venv: Any, stage_params: dict[str, Any]) ->
 
 
 # ---------------------------------------------------------------------------------------- 4. the callbacks
-def callbacks(s: Setup, meta: dict[str, Any], spent: Callable[[], float] | None = None) -> list[Any]:
+def callbacks(s: Setup, meta: dict[str, Any], clock: RunClock | None = None, spent_before: float = 0.0) -> list[Any]:
     """The learner's position (first: Ctrl-C keeps the last update's policy), the CPU budget (second,
-    with ``cpu_budget``: ``spent()`` is the run's CPU seconds so far), checkpoints every
-    ``checkpoint_every`` steps (default a tenth of the run), the semi-Markov discount's durations,
-    and the periodic evaluation; a resumed run continues the schedules where the run left them."""
+    with ``cpu_budget``: the run's CPU seconds so far are ``spent_before``, its earlier processes', and
+    ``clock``'s), checkpoints every ``checkpoint_every`` steps (default a tenth of the run; each records
+    the process's seconds so far, from ``clock``), the semi-Markov discount's durations, and the periodic
+    evaluation; a resumed run continues the schedules where the run left them."""
     from clustergym.training.callbacks import CpuBudget, PeriodicEval, RolloutPosition, UpdateCheckpoint
 
     c, point = s.config, s.resume
     every = c.checkpoint_every or max(c.total // 10, 1)
-    save = functools.partial(checkpoint, s, meta)
+    save = functools.partial(checkpoint, s, meta, clock=clock)
     out: list[Any] = [RolloutPosition()]
-    if c.cpu_budget is not None and spent is not None:
-        out.append(CpuBudget(c.cpu_budget, spent))
+    if c.cpu_budget is not None and clock is not None:
+        out.append(CpuBudget(c.cpu_budget, lambda: spent_before + clock.cpu_now()))
     out.append(UpdateCheckpoint(every, save, s.start))
     if s.time_unit is not None:
         from clustergym.training.semi_markov import SemiMarkovCallback
@@ -760,10 +763,15 @@ def callbacks(s: Setup, meta: dict[str, Any], spent: Callable[[], float] | None 
     return out
 
 
-def checkpoint(s: Setup, meta: dict[str, Any], model: Any) -> Path:
-    """``OUT/checkpoints/rl_model_<N>_steps.zip`` and its statistics; ``model.json`` records its digest."""
-    path = checkpoint_path(s.out, int(model.num_timesteps))
+def checkpoint(s: Setup, meta: dict[str, Any], model: Any, clock: RunClock | None = None) -> Path:
+    """``OUT/checkpoints/rl_model_<N>_steps.zip`` and its statistics; ``model.json`` records its digest
+    and, with ``clock``, this process's seconds so far (:func:`.run_folder.running_process`: what a
+    resumed run counts if this process is killed before it records itself)."""
+    step = int(model.num_timesteps)
+    path = checkpoint_path(s.out, step)
     save_model(model, model.get_vec_normalize_env(), path)
+    if clock is not None:
+        running_process(meta, (s.start, step), clock.wall_now(), clock.cpu_now(), clock.torch_threads)
     write_meta(s.out, meta)
     return path
 
@@ -775,19 +783,21 @@ def learn(
     venv: Any,
     meta: dict[str, Any],
     stage_params: dict[str, Any],
-    spent: Callable[[], float] | None = None,
+    clock: RunClock | None = None,
+    spent_before: float = 0.0,
 ) -> tuple[Any, Any]:
     """Train to ``timesteps``, a phase at a time (one without a curriculum; each stage, then the
-    scenario itself, with one); return the model and its envs.  With ``cpu_budget`` (``spent()``: the
-    run's CPU seconds so far) the run ends at the first policy update after the budget is spent,
-    ``meta["stopped_by"] = "cpu_budget"``.  Ctrl-C saves a checkpoint of the policy's last update and
-    marks the run interrupted (``--resume`` continues it)."""
+    scenario itself, with one); return the model and its envs.  With ``cpu_budget`` (the run's CPU
+    seconds so far: ``spent_before``, its earlier processes', and this process's, ``clock``) the run
+    ends at the first policy update after the budget is spent, ``meta["stopped_by"] = "cpu_budget"``.
+    Ctrl-C, or ``SIGTERM`` (``kill``, a job scheduler's time limit), saves a checkpoint of the policy's
+    last update and marks the run interrupted (``--resume`` continues it)."""
     from stable_baselines3.common.callbacks import CallbackList
 
     from clustergym.training.callbacks import CpuBudget
     from clustergym.training.threads import no_distribution_checks
 
-    c, calls = s.config, callbacks(s, meta, spent)
+    c, calls = s.config, callbacks(s, meta, clock, spent_before)
     budget = next((cb for cb in calls if isinstance(cb, CpuBudget)), None)
     fresh = s.resume is None
     try:
@@ -819,7 +829,7 @@ def learn(
             model.num_timesteps = calls[0].start
         meta["status"] = "interrupted"
         meta["interrupted_at"] = int(model.num_timesteps)
-        kept = checkpoint(s, meta, model)
+        kept = checkpoint(s, meta, model, clock)
         venv.close()
         raise KeyboardInterrupt(
             f"the policy of step {model.num_timesteps:,} is kept in {kept}; continue the run with "
@@ -860,6 +870,10 @@ class RunClock:
     def cpu_now(self) -> float:
         """CPU seconds of this process so far, the part not yet marked included."""
         return self.cpu_total() + _cpu_now() - self._cpu
+
+    def wall_now(self) -> float:
+        """Wall seconds of this process so far, the part not yet marked included."""
+        return self.wall_total() + time.perf_counter() - self._wall
 
     def parts(self) -> dict[str, dict[str, float]]:
         """``{part: {"wall_seconds": ..., "cpu_seconds": ...}}`` in the order the parts ran."""
@@ -983,7 +997,8 @@ def train(config: TrainConfig | str | None = None, algo: str | None = None, **kw
         meta["warm_start"]["cpu_seconds"] = clock.cpu["warm_start"]
         write_meta(s.out, meta)
     try:
-        model, venv = learn(s, model, venv, meta, stage_params, lambda: spent_before + clock.cpu_now())
+        with sigterm_as_interrupt():
+            model, venv = learn(s, model, venv, meta, stage_params, clock, spent_before)
     except KeyboardInterrupt:
         if meta.get("status") == "interrupted":  # learn kept a checkpoint
             _record_interrupted(s, meta, clock)

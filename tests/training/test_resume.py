@@ -58,33 +58,72 @@ def _copy(run: Path, tmp_path: Path, name: str = "run") -> Path:
     return tmp_path / name
 
 
-def test_ctrl_c_then_resume_gives_the_asked_total_with_every_evaluation(tmp_path):
-    """SIGINT to a training process: exit 130, the last update's policy kept as a checkpoint, the run
-    marked interrupted; ``--resume OUT`` alone trains to the run's own total (not the default
-    100,000) with its evaluations, whose steps are those of an uninterrupted run, each once."""
-    out = tmp_path / "run"
-    args = ["train", "ec2", "--timesteps", "2048", "--out", str(out), *TINY, *EC2, *EVAL]
+def _stopped_run(out: Path, steps: int, sig: int) -> tuple[dict, str, int]:
+    """``clustergym train ec2`` in a process of its own, sent ``sig`` after its first evaluation (step
+    256, most of the run left); its ``model.json``, its stderr and its last checkpoint's step."""
+    args = ["train", "ec2", "--timesteps", str(steps), "--out", str(out), *TINY, *EC2, *EVAL]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "clustergym", *args], env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
         csv = out / "eval.csv"
-        if csv.is_file() and pd.read_csv(csv)["step"].max() >= 256:  # the first evaluation: most of the run left
+        if csv.is_file() and pd.read_csv(csv)["step"].max() >= 256:
             break
         time.sleep(0.2)
-    assert proc.poll() is None, "the run ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == (130 if sig != signal.SIGKILL else -signal.SIGKILL), stderr
+    kept = max(int(p.stem.split("_")[2]) for p in (out / "checkpoints").glob("rl_model_*_steps.zip"))
+    return json.loads((out / "model.json").read_text()), stderr, kept
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
+def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path):
+    """``kill PID`` (and a job scheduler's time limit) sends SIGTERM: the run ends as on Ctrl-C, its last
+    update's policy kept, the process's seconds recorded, exit 130 without a traceback."""
+    meta, stderr, kept = _stopped_run(tmp_path / "run", 2048, signal.SIGTERM)
+    assert meta["status"] == "interrupted" and "Traceback" not in stderr, stderr
+    assert f"the policy of step {kept:,} is kept" in " ".join(stderr.split())
+    (first,) = meta["processes"]
+    assert (first["steps_to"], first["status"]) == (kept, "interrupted") and first["cpu_seconds"] > 0
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
+def test_a_killed_process_is_counted_up_to_its_last_checkpoint_when_the_run_resumes(tmp_path):
+    """SIGKILL leaves no chance to record anything at the end: each checkpoint keeps the process's seconds
+    so far (``running_process``), and the resumed run counts them as a ``killed`` process in its totals
+    (before, the resumed run's totals silently left the killed process out)."""
+    out = tmp_path / "run"
+    meta, _, kept = _stopped_run(out, 1024, signal.SIGKILL)
+    assert meta["status"] == "running" and meta["processes"] == []
+    running = meta["running_process"]
+    assert (running["steps_from"], running["steps_to"], running["status"]) == (0, kept, "running")
+    assert running["cpu_seconds"] > 0 and running["wall_seconds"] > 0
+
+    rc, _, err = _cli("train", "--resume", str(out), "--no-progress")
+    assert rc == 0, err
     meta = json.loads((out / "model.json").read_text())
+    killed, last = meta["processes"]
+    assert killed == {**running, "status": "killed"} and "running_process" not in meta
+    assert (last["steps_from"], last["steps_to"], last["status"]) == (kept, 1024, "finished")
+    assert meta["cpu_seconds_total"] == pytest.approx(killed["cpu_seconds"] + last["cpu_seconds"])
+
+
+def test_ctrl_c_then_resume_gives_the_asked_total_with_every_evaluation(tmp_path):
+    """SIGINT to a training process: exit 130, the last update's policy kept as a checkpoint, the run
+    marked interrupted; ``--resume OUT`` alone trains to the run's own total (not the default
+    100,000) with its evaluations, whose steps are those of an uninterrupted run, each once."""
+    out = tmp_path / "run"
+    meta, stderr, kept = _stopped_run(out, 2048, signal.SIGINT)
     assert meta["status"] == "interrupted" and "Traceback" not in stderr
     assert "clustergym train --resume" in " ".join(stderr.split())
-    kept = max(int(p.stem.split("_")[2]) for p in (out / "checkpoints").glob("rl_model_*_steps.zip"))
     assert 256 <= kept < 2048 and kept % 128 == 0  # a policy update's step: whole rollouts
     assert not (out / "model.zip").exists()
     (first,) = meta["processes"]  # the interrupted process's seconds are kept for the run's totals
     assert (first["steps_from"], first["steps_to"], first["status"]) == (0, kept, "interrupted")
     assert first["cpu_seconds"] > 0 and meta["cpu_seconds_total"] == first["cpu_seconds"]
+    assert "running_process" not in meta  # recorded: no longer only up to a checkpoint
 
     rc, stdout, err = _cli("train", "--resume", str(out), "--no-progress")
     assert rc == 0, err
