@@ -194,7 +194,12 @@ def plan_cells_of(sc):
 
 
 @pytest.mark.parametrize(
-    "model, point", [("general-autoscale-syn4-s0", "autoscale-syn4-size0.5"), ("general-rms-trap-s0", "rms-trap-size2")]
+    "model, point",
+    [
+        ("general-autoscale-syn4-s0", "autoscale-syn4-size0.5"),
+        ("general-rms-trap-s0", "rms-trap-size2"),
+        ("general-mris-poisson-s0", "mris-poisson-size2"),
+    ],
 )
 def test_a_shipped_general_policy_runs_at_another_size_of_its_task(model, point):
     """The equivariant policy's weights do not depend on the number of servers: an episode at another
