@@ -84,7 +84,12 @@ def _stderr_line(message: str) -> None:
 def training_warnings_as_lines(write: Callable[[str], None] = _stderr_line) -> Iterator[None]:
     """Inside, each :class:`TrainingWarning` is shown once per raise as one line, ``write(message)``
     (default: ``warning: <message>`` on stderr), without Python's source line; other warnings as before.
-    ``clustergym train`` shows them so, and so does each run of a sweep in its worker process."""
+    ``clustergym train`` shows them so, and so does each run of a sweep in its worker process.  Inside an
+    outer such block of this process (a sweep's run in the command's own process), the default keeps the
+    outer block's ``write`` (the command's styled line)."""
+    if write is _stderr_line and getattr(warnings.showwarning, "training_lines", False):
+        yield
+        return
 
     def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
         if issubclass(category, TrainingWarning):
@@ -92,6 +97,7 @@ def training_warnings_as_lines(write: Callable[[str], None] = _stderr_line) -> I
         else:
             previous(message, category, *args, **kwargs)
 
+    show.training_lines = True  # type: ignore[attr-defined]
     previous = warnings.showwarning
     with warnings.catch_warnings():
         warnings.simplefilter("always", TrainingWarning)

@@ -218,3 +218,28 @@ def test_sigterm_to_a_sweep_marks_it_interrupted_and_its_runs_keep_their_seconds
     for s in ("s0", "s1"):
         meta = json.loads((out / s / "model.json").read_text())
         assert meta["status"] == "running" and meta["running_process"]["cpu_seconds"] > 0
+
+
+def test_a_runs_warnings_in_the_commands_own_process_keep_the_commands_line(tmp_path, monkeypatch, capsys):
+    """``--workers 1`` runs the sweep's runs in the command's process: a run's training warning is shown by
+    the command's own writer (its styled ``warning:`` line), not replaced by the worker's plain one."""
+    import warnings
+
+    import clustergym.training.train as train_module
+    from clustergym.training.config import TrainConfig
+    from clustergym.training.run_folder import TrainingWarning, training_warnings_as_lines
+    from clustergym.training.sweep import SWEEP_FILE, train_run
+
+    def warns(config):
+        warnings.warn("--stage: the stages take 2,048 steps, not 2,000", TrainingWarning, stacklevel=2)
+        raise KeyboardInterrupt
+
+    out = tmp_path / "sw"
+    (out / "s0").mkdir(parents=True)
+    (out / SWEEP_FILE).write_text("{}")
+    monkeypatch.setattr(train_module, "train", warns)
+    shown: list[str] = []
+    with training_warnings_as_lines(shown.append), pytest.raises(KeyboardInterrupt):
+        train_run(TrainConfig(scenario="ec2", seed=0, timesteps=128, out=out / "s0"))
+    assert shown == ["--stage: the stages take 2,048 steps, not 2,000"]
+    assert capsys.readouterr().err == ""
