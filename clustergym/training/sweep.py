@@ -113,6 +113,18 @@ def _state(run: Path, total: int) -> str:
     return "checkpoint" if checkpoints(run) or (run / "model.zip").is_file() else "new"
 
 
+def _resume_total(run: Path, total: int) -> int | None:
+    """The ``timesteps`` a run of the sweep resumes with: ``None`` (the run's own total, as it recorded it:
+    rounded up to whole rollouts when it has stages) unless the sweep's total is above it (``--resume
+    SWEEP --timesteps`` larger: every run continues to it).  Passing the sweep's unrounded total again
+    would round it again, and warn so, at every resume."""
+    try:
+        own = json.loads((run / META_NAME).read_text(encoding="utf-8"))["config"]["timesteps"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return total
+    return None if isinstance(own, int) and total <= own else total
+
+
 def train_run(config: TrainConfig) -> dict[str, Any]:
     """One run of a sweep (a job of :func:`train_sweep`, wherever it runs): kept if its folder holds
     its finished model, continued from its latest checkpoint if it has one, else trained from the
@@ -140,7 +152,9 @@ def train_run(config: TrainConfig) -> dict[str, Any]:
         return _result(config.seed, run, meta, "kept")
     with training_warnings_as_lines():  # in a worker process too: one line each, no source line
         if state == "checkpoint":
-            path = train(TrainConfig(resume=run, timesteps=config.total, progress_bar=False, verbose=False))
+            path = train(
+                TrainConfig(resume=run, timesteps=_resume_total(run, config.total), progress_bar=False, verbose=False)
+            )
         else:
             path = train(dataclasses.replace(config, overwrite=True, resume=None))
     meta = json.loads((path.parent / META_NAME).read_text(encoding="utf-8"))

@@ -243,3 +243,28 @@ def test_a_runs_warnings_in_the_commands_own_process_keep_the_commands_line(tmp_
         train_run(TrainConfig(scenario="ec2", seed=0, timesteps=128, out=out / "s0"))
     assert shown == ["--stage: the stages take 2,048 steps, not 2,000"]
     assert capsys.readouterr().err == ""
+
+
+def test_a_resumed_sweep_with_stages_does_not_warn_again_of_its_rounded_total(tmp_path):
+    """A run's stages and total are rounded up to whole rollouts when it starts (with a warning), and its
+    ``model.json`` records the total taken: resuming the sweep continues each run to that total, without
+    rounding the sweep's asked total again (it warned once per run at every resume)."""
+    out = tmp_path / "x"
+    stage = ["--stage", "100:num_servers=3", "--timesteps", "200"]
+    args = ["train", "ec2", "--seeds", "0", "--workers", "1", "--out", str(out), *TINY[2:], *stage]
+    rc, _, err = _cli(*args)
+    assert rc == 0 and "--stage: the stages take 128 steps" in err, err
+    run = out / "s0"
+    meta = json.loads((run / "model.json").read_text())
+    assert meta["timesteps"] == meta["config"]["timesteps"] == 256
+    # as a run killed after its checkpoint of step 128: no final model, no later checkpoint, status running
+    for p in [run / "model.zip", run / "vecnormalize.npz", *(run / "checkpoints").glob("rl_model*_19[0-9]_steps*")]:
+        p.unlink()
+    for p in (run / "checkpoints").glob("rl_model*_256_steps*"):
+        p.unlink()
+    (run / "model.json").write_text(json.dumps({**meta, "status": "running", "timesteps": 128}))
+    rc, stdout, err = _cli("train", "--resume", str(out), "--workers", "1", "--json")
+    assert rc == 0, err
+    assert "warning" not in err, err
+    assert json.loads(stdout)["runs"][0]["status"] == "resumed"
+    assert json.loads((run / "model.json").read_text())["timesteps"] == 256
