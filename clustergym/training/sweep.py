@@ -97,31 +97,35 @@ def is_sweep(path: str | Path) -> bool:
     return (Path(path) / SWEEP_FILE).is_file()
 
 
-def _state(run: Path, total: int) -> str:
-    """``finished`` (its model has ``total`` steps or more, or its run ended on its CPU budget: the
-    sweep's, which a resumed sweep keeps), ``checkpoint`` (it can resume) or ``new``."""
+def _recorded(run: Path) -> dict[str, Any] | None:
+    """The run's ``model.json`` (``None``: the run has none; ``{}``: it cannot be read)."""
     meta_path = run / META_NAME
     if not meta_path.is_file():
-        return "new"
+        return None
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        return dict(json.loads(meta_path.read_text(encoding="utf-8")))
     except ValueError:
-        meta = {}
+        return {}
+
+
+def _state(run: Path, total: int, meta: dict[str, Any] | None) -> str:
+    """``finished`` (its model has ``total`` steps or more, or its run ended on its CPU budget: the
+    sweep's, which a resumed sweep keeps), ``checkpoint`` (it can resume) or ``new``; ``meta``: the
+    run's record (:func:`_recorded`)."""
+    if meta is None:
+        return "new"
     done = int(meta.get("timesteps", 0)) >= total or meta.get("stopped_by") == "cpu_budget"
     if meta.get("status") == "finished" and (run / "model.zip").is_file() and done:
         return "finished"
     return "checkpoint" if checkpoints(run) or (run / "model.zip").is_file() else "new"
 
 
-def _resume_total(run: Path, total: int) -> int | None:
-    """The ``timesteps`` a run of the sweep resumes with: ``None`` (the run's own total, as it recorded it:
-    rounded up to whole rollouts when it has stages) unless the sweep's total is above it (``--resume
-    SWEEP --timesteps`` larger: every run continues to it).  Passing the sweep's unrounded total again
-    would round it again, and warn so, at every resume."""
-    try:
-        own = json.loads((run / META_NAME).read_text(encoding="utf-8"))["config"]["timesteps"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return total
+def _resume_total(meta: dict[str, Any], total: int) -> int | None:
+    """The ``timesteps`` a run of the sweep resumes with (``meta``: its record): ``None`` (the run's own
+    total, as it recorded it: rounded up to whole rollouts when it has stages) unless the sweep's total is
+    above it (``--resume SWEEP --timesteps`` larger: every run continues to it).  Passing the sweep's
+    unrounded total again would round it again, and warn so, at every resume."""
+    own = (meta.get("config") or {}).get("timesteps")
     return None if isinstance(own, int) and total <= own else total
 
 
@@ -146,15 +150,15 @@ def train_run(config: TrainConfig) -> dict[str, Any]:
             f"{run.parent}/{SWEEP_FILE} is not visible on {socket.gethostname()}: the runs of a sweep on Ray "
             "write their folders in --out, which must be on a filesystem every node mounts at the same path",
         )
-    state = _state(run, config.total)
+    recorded = _recorded(run)
+    state = _state(run, config.total, recorded)
     if state == "finished":
-        meta = json.loads((run / META_NAME).read_text(encoding="utf-8"))
-        return _result(config.seed, run, meta, "kept")
+        assert recorded is not None
+        return _result(config.seed, run, recorded, "kept")
     with training_warnings_as_lines():  # in a worker process too: one line each, no source line
         if state == "checkpoint":
-            path = train(
-                TrainConfig(resume=run, timesteps=_resume_total(run, config.total), progress_bar=False, verbose=False)
-            )
+            total = _resume_total(recorded or {}, config.total)
+            path = train(TrainConfig(resume=run, timesteps=total, progress_bar=False, verbose=False))
         else:
             path = train(dataclasses.replace(config, overwrite=True, resume=None))
     meta = json.loads((path.parent / META_NAME).read_text(encoding="utf-8"))

@@ -123,16 +123,16 @@ def test_bad_sweep_input_exits_2_before_anything_runs(sweep, tmp_path):
 def test_a_run_that_ended_on_its_cpu_budget_is_finished_for_the_sweep(tmp_path):
     """A resumed sweep keeps the runs that ended on the sweep's CPU budget (resuming them would spend a
     process to stop at once); a run short of its total for another reason continues."""
-    from clustergym.training.sweep import _state
+    from clustergym.training.sweep import _recorded, _state
 
     run = tmp_path / "s0"
     run.mkdir()
     (run / "model.zip").write_bytes(b"")
     meta = {"status": "finished", "timesteps": 512, "stopped_by": "cpu_budget"}
     (run / "model.json").write_text(json.dumps(meta))
-    assert _state(run, 1024) == "finished"
+    assert _state(run, 1024, _recorded(run)) == "finished"
     (run / "model.json").write_text(json.dumps({**meta, "stopped_by": None}))
-    assert _state(run, 1024) == "checkpoint"
+    assert _state(run, 1024, _recorded(run)) == "checkpoint"
 
 
 def test_torch_threads_are_cut_to_the_cores_over_the_runs_at_once(monkeypatch):
