@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -67,5 +72,29 @@ def run_stepping():
             if hook is not None:
                 hook(env.unwrapped)
         return env.unwrapped
+
+    return run
+
+
+@pytest.fixture
+def signalled_cli():
+    """``signalled_cli(args, ready, sig, timeout=240)``: ``python -m clustergym ARGS`` in a process of its
+    own (this checkout first on ``PYTHONPATH``), sent ``sig`` once ``ready()`` holds (checked every 0.05 s,
+    for up to ``timeout`` seconds) while it still runs; returns ``(returncode, stdout, stderr)``.  For the
+    tests of what a command keeps when it is interrupted or killed."""
+
+    def run(args, ready, sig=signal.SIGINT, timeout=240.0):
+        root = str(Path(__file__).resolve().parents[1])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
+        argv = [sys.executable, "-m", "clustergym", *args]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.05)
+        assert proc.poll() is None, "the command ended before it could be stopped"
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=120)
+        return proc.returncode, stdout, stderr
 
     return run

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -101,15 +100,11 @@ def test_reference_writes_only_to_out():
     assert "--out" in _error(_cli("benchmark", "--reference", "--tasks", "rms-trap", "--seeds", "2", "--json"), "--out")
 
 
-def _interrupt(argv: list[str], journal: Path, after: int) -> int:
-    """Run ``argv``, send SIGINT once ``journal`` holds ``after`` episodes; the episodes kept."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= after):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    stdout, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stdout
+def _interrupt(signalled_cli, args: list[str], journal: Path, after: int) -> int:
+    """``clustergym ARGS``, sent SIGINT once ``journal`` holds ``after`` episodes; the episodes kept."""
+    ready = lambda: journal.exists() and journal.read_text().count("\n") >= after  # noqa: E731
+    rc, stdout, _ = signalled_cli(args, ready, signal.SIGINT, timeout=120)
+    assert rc == 130, stdout
     assert json.loads(stdout)["error"]["type"] == "Interrupted"
     assert json.loads((journal.parent / "run.json").read_text())["status"] == "interrupted"
     return journal.read_text().count("\n")
@@ -123,7 +118,7 @@ def _resume(folder: Path) -> subprocess.CompletedProcess[str]:
     return res
 
 
-def test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table(tmp_path):
+def test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table(tmp_path, signalled_cli):
     packaged = _sha(REFERENCE_PATH)
     argv = [sys.executable, "-m", "clustergym", "benchmark", "--reference", "--tasks", "autoscale-syn4"]
     argv += ["--seeds", "2", "--workers", "1", "--json"]
@@ -131,7 +126,9 @@ def test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table(tmp_path):
     subprocess.run([*argv, "--out", str(whole)], check=True, capture_output=True, env=_env(), timeout=300)
     episodes = (whole / "cells.jsonl").read_text().count("\n")  # 10 agents x 2 seeds
     assert episodes == 20
-    kept = _interrupt([*argv, "--out", str(cut)], cut / "cells.jsonl", 3)
+    kept = _interrupt(
+        signalled_cli, [*argv[3:], "--out", str(cut)], cut / "cells.jsonl", 3
+    )  # argv[3:]: after -m clustergym
     assert 3 <= kept < episodes
     assert not (cut / "reference.json").exists()  # the task is not done: no entry for it yet
     res = _resume(cut)
@@ -215,12 +212,12 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
 
 
-def test_ctrl_c_then_resume_gives_the_uninterrupted_tables(tmp_path):
+def test_ctrl_c_then_resume_gives_the_uninterrupted_tables(tmp_path, signalled_cli):
     argv = [sys.executable, "-m", "clustergym", "benchmark", "random", "--tasks", "rms-trap", "--seeds", "6"]
     argv += ["--workers", "1", "--json"]
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     subprocess.run([*argv, "--out", str(whole)], check=True, capture_output=True, env=_env(), timeout=300)
-    kept = _interrupt([*argv, "--out", str(cut)], cut / "cells.jsonl", 2)
+    kept = _interrupt(signalled_cli, [*argv[3:], "--out", str(cut)], cut / "cells.jsonl", 2)
     assert 2 <= kept < 6
     _resume(cut)
     for name in ("results.csv", "summary.json"):

@@ -8,12 +8,8 @@ units): these tests check what is restored, kept and refused, not what is learne
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -31,7 +27,6 @@ from clustergym.training.train import train
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("quiet_warnings")
-ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--envs", "2", "--set", "algo.n_steps=64", "--set", "algo.batch_size=64", "--set", "algo.n_epochs=1"]
 EC2 = ["--set", "horizon=3", "--set", "num_servers=4", "--no-progress"]
 EVAL = ["--eval-agents", "best-fit", "--eval-every", "256", "--eval-seeds", "1"]
@@ -58,31 +53,22 @@ def _copy(run: Path, tmp_path: Path, name: str = "run") -> Path:
     return tmp_path / name
 
 
-def _stopped_run(out: Path, steps: int, sig: int) -> tuple[dict, str, int]:
+def _stopped_run(signalled_cli, out: Path, steps: int, sig: int) -> tuple[dict, str, int]:
     """``clustergym train ec2`` in a process of its own, sent ``sig`` after its first evaluation (step
     256, most of the run left); its ``model.json``, its stderr and its last checkpoint's step."""
     args = ["train", "ec2", "--timesteps", str(steps), "--out", str(out), *TINY, *EC2, *EVAL]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "clustergym", *args], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        csv = out / "eval.csv"
-        if csv.is_file() and pd.read_csv(csv)["step"].max() >= 256:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the run ended before it could be stopped"
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == (130 if sig != signal.SIGKILL else -signal.SIGKILL), stderr
+    csv = out / "eval.csv"
+    rc, _, stderr = signalled_cli(args, lambda: csv.is_file() and pd.read_csv(csv)["step"].max() >= 256, sig)
+    assert rc == (130 if sig != signal.SIGKILL else -signal.SIGKILL), stderr
     kept = max(int(p.stem.split("_")[2]) for p in (out / "checkpoints").glob("rl_model_*_steps.zip"))
     return json.loads((out / "model.json").read_text()), stderr, kept
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
-def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path):
+def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path, signalled_cli):
     """``kill PID`` (and a job scheduler's time limit) sends SIGTERM: the run ends as on Ctrl-C, its last
     update's policy kept, the process's seconds recorded, exit 130 without a traceback."""
-    meta, stderr, kept = _stopped_run(tmp_path / "run", 2048, signal.SIGTERM)
+    meta, stderr, kept = _stopped_run(signalled_cli, tmp_path / "run", 2048, signal.SIGTERM)
     assert meta["status"] == "interrupted" and "Traceback" not in stderr, stderr
     assert f"the policy of step {kept:,} is kept" in " ".join(stderr.split())
     (first,) = meta["processes"]
@@ -90,12 +76,12 @@ def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
-def test_a_killed_process_is_counted_up_to_its_last_checkpoint_when_the_run_resumes(tmp_path):
+def test_a_killed_process_is_counted_up_to_its_last_checkpoint_when_the_run_resumes(tmp_path, signalled_cli):
     """SIGKILL leaves no chance to record anything at the end: each checkpoint keeps the process's seconds
     so far (``running_process``), and the resumed run counts them as a ``killed`` process in its totals
     (before, the resumed run's totals silently left the killed process out)."""
     out = tmp_path / "run"
-    meta, _, kept = _stopped_run(out, 1024, signal.SIGKILL)
+    meta, _, kept = _stopped_run(signalled_cli, out, 1024, signal.SIGKILL)
     assert meta["status"] == "running" and meta["processes"] == []
     running = meta["running_process"]
     assert (running["steps_from"], running["steps_to"], running["status"]) == (0, kept, "running")
@@ -110,12 +96,12 @@ def test_a_killed_process_is_counted_up_to_its_last_checkpoint_when_the_run_resu
     assert meta["cpu_seconds_total"] == pytest.approx(killed["cpu_seconds"] + last["cpu_seconds"])
 
 
-def test_ctrl_c_then_resume_gives_the_asked_total_with_every_evaluation(tmp_path):
+def test_ctrl_c_then_resume_gives_the_asked_total_with_every_evaluation(tmp_path, signalled_cli):
     """SIGINT to a training process: exit 130, the last update's policy kept as a checkpoint, the run
     marked interrupted; ``--resume OUT`` alone trains to the run's own total (not the default
     100,000) with its evaluations, whose steps are those of an uninterrupted run, each once."""
     out = tmp_path / "run"
-    meta, stderr, kept = _stopped_run(out, 2048, signal.SIGINT)
+    meta, stderr, kept = _stopped_run(signalled_cli, out, 2048, signal.SIGINT)
     assert meta["status"] == "interrupted" and "Traceback" not in stderr
     assert "clustergym train --resume" in " ".join(stderr.split())
     assert 256 <= kept < 2048 and kept % 128 == 0  # a policy update's step: whole rollouts

@@ -184,35 +184,24 @@ def test_a_runs_training_warnings_are_one_line_each_in_its_worker(tmp_path, monk
     assert seen == [UserWarning, "mine"]
 
 
-def test_sigterm_to_a_sweep_marks_it_interrupted_and_its_runs_keep_their_seconds_to_their_checkpoint(tmp_path):
+def test_sigterm_to_a_sweep_marks_it_interrupted_and_its_runs_keep_their_seconds_to_their_checkpoint(
+    tmp_path, signalled_cli
+):
     """``kill`` of a sweep's process: the sweep is marked interrupted (exit 130, no traceback), and each run,
     whose worker process ends with it, keeps its checkpoint and its seconds up to it (``running_process``),
     which ``--resume`` counts as a killed process."""
-    import os
     import signal
-    import subprocess
-    import sys
-    import time
 
     out = tmp_path / "x"
     many = [a if a != "128" else "40000" for a in TINY]  # the runs outlast the first checkpoint by far
     args = ["train", "ec2", "--seeds", "0-1", "--workers", "2", "--out", str(out), "--no-progress", *many]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen([sys.executable, "-m", "clustergym", *args], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
 
     def checkpointed(run: Path) -> bool:  # model.json is written atomically, after the checkpoint's files
         meta = run / "model.json"
         return meta.is_file() and "running_process" in json.loads(meta.read_text())
 
-    while time.monotonic() < deadline and proc.poll() is None:
-        if checkpointed(out / "s0") and checkpointed(out / "s1"):
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the sweep ended before it could be stopped"
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    rc, _, stderr = signalled_cli(args, lambda: checkpointed(out / "s0") and checkpointed(out / "s1"), signal.SIGTERM)
+    assert rc == 130 and "Traceback" not in stderr, stderr
     assert "clustergym train --resume" in " ".join(stderr.split())
     assert json.loads((out / "sweep.json").read_text())["status"] == "interrupted"
     for s in ("s0", "s1"):
