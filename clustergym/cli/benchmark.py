@@ -231,6 +231,13 @@ _DECODING = typer.Option(
     "each model's own (argmax for a plain SB3 save); see docs/benchmark.md",
 )
 
+_QUEUE_WINDOW = typer.Option(
+    None,
+    "--queue-window",
+    help="the queue window K every model with the equivariant policy runs with (its weights do not depend on "
+    "K; default: each model's own): a wider window reaches jobs further back in a long queue",
+)
+
 
 def benchmark_cmd(
     specs: list[str] | None = _SPECS,
@@ -247,6 +254,7 @@ def benchmark_cmd(
     update_packaged: Path | None = _UPDATE_PACKAGED,
     markdown: bool = _MARKDOWN,
     decoding: str | None = _DECODING,
+    queue_window: int | None = _QUEUE_WINDOW,
     track: str | None = _TRACK,
     table_format: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="print one JSON document"),
@@ -257,7 +265,7 @@ def benchmark_cmd(
     sb3-contrib model.save() zip, a run folder or an rl-baselines3-zoo folder) or a class or factory by
     import path (mypkg.policies:make_agent).
     """
-    from clustergym.cli.benchmark_out import check_plot, recorded_settings
+    from clustergym.cli.benchmark_out import check_plot
     from clustergym.runner import connect_ray, worker_count
 
     check_plot(plot)
@@ -266,21 +274,14 @@ def benchmark_cmd(
         return
     resumed = None
     if resume is not None:
-        if out_dir is not None and out_dir.resolve() != resume.resolve():
-            raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
-        if overwrite or reference:
-            raise ConfigError(
-                "--resume",
-                "--resume continues the run as it was started (an agent's or --reference); drop "
-                "--overwrite and --reference",
-            )
         given = {"specs": specs or None, "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
-        given["track"] = track
-        resumed, rec = recorded_settings(resume, given)
+        given.update(track=track, queue_window=queue_window)
+        resumed, rec = _resumed(resume, out_dir, overwrite or reference, given)
         track = rec.get("track")
         specs, tasks, seeds = rec.get("specs") or [], rec["tasks"], rec["seeds"]
-        split, decoding = rec.get("split") or "validation", rec.get("decoding")
+        split, decoding, queue_window = rec.get("split") or "validation", rec.get("decoding"), rec.get("queue_window")
         reference = bool(rec.get("reference"))
+    _check_queue_window(queue_window, specs, reference)
     if track is not None:
         _track(track, locals(), resumed)
         return
@@ -309,6 +310,7 @@ def benchmark_cmd(
         _err.print(f"wrote {path}")
     else:
         settings = {"specs": list(specs), "tasks": tasks, "seeds": seeds, "split": split, "decoding": decoding}
+        settings["queue_window"] = queue_window
         _benchmark(
             settings, task_names, workers, out_dir, overwrite, resumed, plot, json_out, table_format, ray_address
         )
@@ -333,6 +335,32 @@ def _track(track: str, opts: dict[str, Any], resumed: Any) -> None:
     if opts["ray"] is not None:
         connect_ray(opts["ray"])
     track_cmd(opts, resumed, _err)
+
+
+def _resumed(resume: Path, out_dir: Path | None, starts_anew: bool, given: dict[str, Any]) -> tuple[Any, dict]:
+    """``--resume``: the earlier run's folder and settings (a setting given again must be the recorded one)."""
+    from clustergym.cli.benchmark_out import recorded_settings
+
+    if out_dir is not None and out_dir.resolve() != resume.resolve():
+        raise ConfigError("--out", f"--resume {resume} continues that folder; --out {out_dir} is another one")
+    if starts_anew:
+        raise ConfigError(
+            "--resume",
+            "--resume continues the run as it was started (an agent's or --reference); drop --overwrite and --reference",
+        )
+    return recorded_settings(resume, given)
+
+
+def _check_queue_window(queue_window: int | None, specs: list[str] | None, reference: bool) -> None:
+    """``--queue-window``: at least 1, and only with a model to apply it to (never silently unused)."""
+    if queue_window is None:
+        return
+    from clustergym.suite.scoring import is_model
+    from clustergym.validation import settings
+
+    settings.number(queue_window, "--queue-window", lo=1, integer=True, error=ConfigError)
+    if reference or not any(is_model(s) for s in specs or []):
+        raise ConfigError("--queue-window", "sets the queue window of the models being scored: give a model with it")
 
 
 def _check_inputs(
@@ -491,7 +519,14 @@ def _benchmark(
     specs = settings["specs"]
     split = settings.get("split") or "validation"
     # every input checked: nothing has run
-    ev = plan_evaluation(specs, task_names, seeds=settings["seeds"], decoding=settings.get("decoding"), split=split)
+    ev = plan_evaluation(
+        specs,
+        task_names,
+        seeds=settings["seeds"],
+        decoding=settings.get("decoding"),
+        split=split,
+        queue_window=settings.get("queue_window"),
+    )
     folder = open_folder(out_dir, resumed, overwrite, settings, ev.cells)
     for w in ev.warnings:
         _err.print(f"warning: {w}", highlight=False)

@@ -75,7 +75,7 @@ def track_markdown(doc: dict[str, Any]) -> str:
 def track_cmd(opts: dict[str, Any], resumed: Any, err: Any) -> None:
     """The track's branch of ``clustergym benchmark``: ``opts`` holds the command's options
     (``specs``, ``tasks``, ``seeds``, ``workers``, ``reference``, ``out_dir``, ``overwrite``,
-    ``update_packaged``, ``markdown``, ``decoding``, ``table_format``, ``json_out``, ``ray``)."""
+    ``update_packaged``, ``markdown``, ``decoding``, ``queue_window``, ``table_format``, ``json_out``, ``ray``)."""
     from clustergym.suite.generalization import load_track_reference
 
     specs, tasks = opts["specs"] or [], opts["tasks"]
@@ -159,6 +159,7 @@ def _settings(opts: dict[str, Any], reference: bool) -> dict[str, Any]:
         "seeds": opts["seeds"],
         "split": None,
         "decoding": None if reference else opts["decoding"],
+        "queue_window": None if reference else opts["queue_window"],
     }
 
 
@@ -199,7 +200,9 @@ def _score(opts: dict[str, Any], resumed: Any, err: Any) -> None:
     specs, warnings = distinct_specs(opts["specs"])
     for w in warnings:
         err.print(f"warning: {w}", highlight=False)
-    plan = plan_track(specs, opts["tasks"], seeds=opts["seeds"], decoding=opts["decoding"])  # inputs checked
+    plan = plan_track(  # inputs checked
+        specs, opts["tasks"], seeds=opts["seeds"], decoding=opts["decoding"], queue_window=opts["queue_window"]
+    )
     ref = load_track_reference()
     t0 = time.perf_counter()
     folder, rows = _run(plan, opts, resumed, _settings(opts, False), err)

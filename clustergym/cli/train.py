@@ -58,7 +58,7 @@ _SET = typer.Option(
     "--set",
     help="scenario parameter k=v; env: action_mode (head, slot, admit, rule), rules (rule mode: "
     "comma-separated agents), queue_window, horizon, reward_scale; algo.<name>=v for the algorithm; "
-    "policy.work_conserving=true, policy.server_ids=true; semi_markov=true|T (gamma per T of simulated time)",
+    "policy.work_conserving=true, policy.server_ids=true, policy.pool_types=true; semi_markov=true|T (gamma per T of simulated time)",
 )
 
 _WARM_START = typer.Option(

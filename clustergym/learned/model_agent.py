@@ -670,16 +670,24 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     rl-baselines3-zoo's layout (:mod:`clustergym.learned.outside`).  A model file is read once per
     process (:func:`clustergym.learned.outside.cached`); each call returns a fresh agent.
 
+    Parameters (``params``): ``decoding`` (:data:`DECODINGS`; default the model's own) and
+    ``queue_window`` (an equivariant model's queue window ``K`` where it runs; default the one it
+    trained with: its weights do not depend on ``K``, and a wider window lets it reach jobs
+    further back in a long queue, as a rule that scans the whole queue does).
+
     Sets torch to one CPU thread (``torch.set_num_threads(1)``) for per-step inference.
     """
     decoding = params.pop("decoding", None)
+    queue_window = params.pop("queue_window", None)
     if params:
         raise ConfigError(
             f"agent.{next(iter(params))}",
-            f"a trained model takes no parameter {next(iter(params))!r} (its one parameter is decoding)",
+            f"a trained model takes no parameter {next(iter(params))!r} (its parameters are decoding and queue_window)",
         )
     if decoding is not None:
         settings.choice(decoding, "agent.decoding", DECODINGS)
+    if queue_window is not None:
+        queue_window = settings.number(queue_window, "agent.queue_window", lo=1, integer=True, error=ConfigError)
     require_extra(("torch", "stable_baselines3", "sb3_contrib"), "train", "a trained model")
     import torch as th
 
@@ -689,6 +697,11 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     p = _model_file(Path(path))
     if metadata_path(p) is None:  # a plain SB3 save: its spaces are the env's it runs on
         from clustergym.learned.outside import OutsideModelAgent
+
+        if queue_window is not None:
+            raise ConfigError(
+                "agent.queue_window", f"{path} is a plain Stable-Baselines3 save: it runs on the env it is given"
+            )
 
         return OutsideModelAgent(p, decoding)
     from clustergym.learned.files import file_digest
@@ -700,4 +713,12 @@ def load_model_agent(path: str | Path, **params: Any) -> ModelAgent:
     model, obs_rms = cached(p, lambda: _load_trained(p, meta), "trained", *map(file_digest, also))
     if decoding is not None:
         meta = {**meta, "decoding": decoding}
+    if queue_window is not None:
+        if meta["policy"] != "equivariant":
+            raise ConfigError(
+                "agent.queue_window",
+                f"{path}: the {meta['policy']} policy's inputs are sized for the queue window it trained with; "
+                "an equivariant model runs with another",
+            )
+        meta = {**meta, "env_kwargs": {**meta.get("env_kwargs", {}), "queue_window": int(queue_window)}}
     return ModelAgent(model, meta, obs_rms, name=str(path))

@@ -130,6 +130,7 @@ class PairScorer(nn.Module):
         work_conserving: bool = False,
         use_time: bool = True,
         server_ids: bool = False,
+        pool_types: bool = False,
     ):
         super().__init__()
         self.work_conserving = bool(work_conserving)
@@ -143,7 +144,10 @@ class PairScorer(nn.Module):
         J = _shape(observation_space, "running")[1]
         F = _shape(observation_space, "queue_jobs")[1]
         E = _shape(observation_space, "event")[0]
-        self.R = R
+        self.R, self.J = R, J
+        self.pool_types = bool(pool_types)
+        if self.pool_types:  # what the network reads (_pooled): one pooled count per input, no one-hot type
+            J, F, E = 1, F - J, E - J
         self.server_net = _mlp(R + 2 * J + 1, hidden, hidden)
         self.server_ids = bool(server_ids)
         if self.server_ids:  # (L, H), zero: an identity the policy learns (see the class docstring)
@@ -171,8 +175,23 @@ class PairScorer(nn.Module):
         self.latent_dim_pi = 0  # set per call (the logits' size is the action space's)
         self.latent_dim_vf = 1
 
+    def _pooled(self, obs: dict[str, th.Tensor]) -> dict[str, th.Tensor]:
+        """``obs`` as ``pool_types`` reads it: per-type inputs summed over the ``J`` types (last axis kept,
+        of size 1), the one-hot type (columns ``R .. R+J-1`` of a job's features) dropped."""
+        R, J = self.R, self.J
+        out = dict(obs)
+        for key in ("running", "dummies", "queue_counts", "arrival_rates"):
+            out[key] = obs[key].sum(dim=-1, keepdim=True)
+        jobs = obs["queue_jobs"]
+        out["queue_jobs"] = th.cat([jobs[..., :R], jobs[..., R + J :]], dim=-1)
+        ev, e0 = obs["event"], _EVENT_KINDS + R
+        out["event"] = th.cat([ev[..., :e0], ev[..., e0 + J :]], dim=-1)
+        return out
+
     def _context(self, obs: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
         """Server embeddings (B, L, H), scored jobs' features (B, K', F), their embeddings, and context (B, H)."""
+        if self.pool_types:
+            obs = self._pooled(obs)
         free = obs["free"]
         L = free.shape[1]
         servers = th.cat(
@@ -274,6 +293,7 @@ class _EquivariantMixin:
         wait_bias: float = -2.0,
         use_time: bool = True,
         server_ids: bool = False,
+        pool_types: bool = False,
         **kwargs: Any,
     ):
         if not isinstance(observation_space, spaces.Dict) or "queue_jobs" not in observation_space.spaces:
@@ -286,6 +306,7 @@ class _EquivariantMixin:
         self.wait_bias = settings.number(wait_bias, "policy.wait_bias")
         self.use_time = settings.boolean(use_time, "policy.use_time")
         self.server_ids = settings.boolean(server_ids, "policy.server_ids")
+        self.pool_types = settings.boolean(pool_types, "policy.pool_types")
         if self.work_conserving and action_mode == "rule":
             raise ConfigError("policy.work_conserving", "the rule mode has no WAIT to forbid: it chooses among rules")
         if self.work_conserving and action_mode == "admit":
@@ -311,6 +332,7 @@ class _EquivariantMixin:
             work_conserving=self.work_conserving,
             use_time=self.use_time,
             server_ids=self.server_ids,
+            pool_types=self.pool_types,
         )
 
     def _build(self, lr_schedule: Any) -> None:
@@ -332,6 +354,7 @@ class _EquivariantMixin:
             wait_bias=self.wait_bias,
             use_time=self.use_time,
             server_ids=self.server_ids,
+            pool_types=self.pool_types,
         )
         return data
 
@@ -385,10 +408,11 @@ def transfer_policy(policy: BasePolicy, observation_space: spaces.Space, action_
         new.load_state_dict(policy.state_dict())
     except RuntimeError as e:  # torch: "size mismatch for ...": weights sized by the number of resources
         first = str(e).strip().splitlines()[-1].strip()
+        types = "" if data.get("pool_types") else " (policy.pool_types=true frees the weights from the job types)"
         raise ConfigError(
             "agent",
             f"this model was trained on a cluster of another shape (resources or job "
-            f"features) and its weights do not fit this one: {first}",
+            f"types) and its weights do not fit this one{types}: {first}",
         ) from None
     new.set_training_mode(False)
     return new

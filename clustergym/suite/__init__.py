@@ -105,6 +105,7 @@ def score(
     workers: int | None = 1,
     decoding: str | None = None,
     split: str = "validation",
+    queue_window: int | None = None,
 ) -> dict[str, Any]:
     """Score one agent on the suite: the document ``clustergym benchmark AGENT --json`` prints.
 
@@ -117,6 +118,7 @@ def score(
         workers: worker processes (default 1: this process; an object travels to workers pickled).
         decoding: how a model acts (``argmax``, ``sample``, ``two-level``; default: its own).
         split: ``validation`` (develop and select there) or ``test`` (held out: final claims).
+        queue_window: the queue window a saved equivariant model runs with (default: its own).
 
     Returns:
         :func:`clustergym.suite.scoring.evaluate`'s document (its ``specs`` name the agent) with its
@@ -127,12 +129,18 @@ def score(
     from clustergym.suite.scoring import evaluate
 
     def scored(spec: str) -> dict[str, Any]:
-        doc = evaluate([spec], tasks, seeds=seeds, workers=workers, decoding=decoding, split=split)
+        doc = evaluate(
+            [spec], tasks, seeds=seeds, workers=workers, decoding=decoding, split=split, queue_window=queue_window
+        )
         doc["report"] = report(doc)
         return doc
 
     if isinstance(agent, str):
         return scored(agent)
+    if queue_window is not None:
+        from clustergym.errors import ConfigError
+
+        raise ConfigError("queue_window", "sets a saved model's queue window: give the model's path, not an object")
     obj = agent if callable(getattr(agent, "reset", None)) else PolicyAgent(agent)
     name = str(getattr(agent, "name", "") or type(agent).__name__).lower()
     while name in AGENTS:

@@ -349,10 +349,12 @@ def plan_track(
     *,
     seeds: int | None = None,
     decoding: str | None = None,
+    queue_window: int | None = None,
 ) -> TrackPlan:
     """The episodes of the track: of its reference (``specs`` ``None``: every compatible baseline at
     every point) or of ``specs`` (agents or saved models) at every point they run at.  ``seeds``: at
     most that many of each point's seeds (default: the point's own count, :func:`point_seeds`).
+    ``decoding`` and ``queue_window``: every model's, as in :func:`clustergym.suite.scoring.evaluate`.
 
     Raises:
         ConfigError: a bad task, seed count, agent or model path; specs that run at no point.
@@ -373,14 +375,14 @@ def plan_track(
         else:
             agents[p.name] = []
             for spec in specs:
-                why_not = check_agent(spec, p.task, agent_params(spec, decoding))
+                why_not = check_agent(spec, p.task, agent_params(spec, decoding, queue_window))
                 if why_not is None:
                     agents[p.name].append(spec)
                 else:
                     skipped[f"{p.name}/{spec}"] = why_not
         start = len(cells)
         for a in agents[p.name]:
-            params = tuple(agent_params(a, decoding).items())
+            params = tuple(agent_params(a, decoding, queue_window).items())
             cells += [replace(c, agent_params=params) for c in point_cells(p, [a], seeds)]
         spans[p.name] = (start, len(cells))
     if not cells:

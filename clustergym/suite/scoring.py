@@ -76,9 +76,13 @@ def is_model(spec: str) -> bool:
     return spec not in AGENTS and (spec.endswith(".zip") or os.path.isdir(spec))
 
 
-def agent_params(spec: str, decoding: str | None) -> dict[str, Any]:
-    """The parameters ``spec`` is made with: ``decoding`` for a model, none for other agents."""
-    return {"decoding": decoding} if decoding is not None and is_model(spec) else {}
+def agent_params(spec: str, decoding: str | None, queue_window: int | None = None) -> dict[str, Any]:
+    """The parameters ``spec`` is made with: ``decoding`` and ``queue_window`` (those given) for a model,
+    none for other agents."""
+    if not is_model(spec):
+        return {}
+    given = {"decoding": decoding, "queue_window": queue_window}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def check_agent(spec: str, t: Task, params: dict[str, Any] | None = None) -> str | None:
@@ -107,6 +111,7 @@ class Evaluation:
         reference: the reference document the scores are normalized against.
         warnings: what was dropped (a spec given twice), to be said to the user.
         decoding: the decoding every model acts with (``None``: each model's own).
+        queue_window: the queue window every model runs with (``None``: each model's own).
         split: the evaluation seeds' split (``validation`` or ``test``).
     """
 
@@ -120,6 +125,7 @@ class Evaluation:
     warnings: list[str] = field(default_factory=list)
     decoding: str | None = None
     split: str = DEFAULT_SPLIT
+    queue_window: int | None = None
 
 
 def _model_identity(spec: str) -> str | None:
@@ -162,6 +168,7 @@ def plan_evaluation(
     reference: dict[str, Any] | None = None,
     decoding: str | None = None,
     split: str = DEFAULT_SPLIT,
+    queue_window: int | None = None,
 ) -> Evaluation:
     """Check everything a benchmark needs and plan its episodes, before any runs.
 
@@ -173,7 +180,7 @@ def plan_evaluation(
     ref = reference if reference is not None else load_reference(split=split)
     seed_list = eval_seeds(seeds, split)
     chosen, skipped = select_tasks(tasks, ref)
-    params = {spec: agent_params(spec, decoding) for spec in specs}
+    params = {spec: agent_params(spec, decoding, queue_window) for spec in specs}
     for spec in specs:
         make_agent(spec, **params[spec])  # a ConfigError naming a bad agent or model path, before anything runs
     kept, warnings = distinct_specs(specs)
@@ -192,7 +199,7 @@ def plan_evaluation(
         for cell in task_cells(t, [spec], seed_list):
             cells.append(replace(cell, agent_params=tuple(params[spec].items())))
             owners.append(t.name)
-    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings, decoding, split)
+    return Evaluation(kept, seed_list, chosen, skipped, cells, owners, ref, warnings, decoding, split, queue_window)
 
 
 def evaluate(
@@ -206,6 +213,7 @@ def evaluate(
     decoding: str | None = None,
     split: str = DEFAULT_SPLIT,
     ray: str | None = None,
+    queue_window: int | None = None,
 ) -> dict[str, Any]:
     """Benchmark ``specs`` on the suite.
 
@@ -221,6 +229,8 @@ def evaluate(
         split: ``validation`` (develop and select there) or ``test`` (held out: final claims).
         decoding: how every model among ``specs`` acts (``argmax``, ``two-level``, ``sample``;
             ``None``: each model's own), see docs/benchmark.md's Decoding section.
+        queue_window: the queue window every equivariant model among ``specs`` runs with (``None``:
+            each model's own).
 
     Returns:
         ``{"seeds", "specs", "tasks": {task: {"reference": ..., "runs": {spec: {...}}}},
@@ -230,7 +240,9 @@ def evaluate(
     Raises:
         ConfigError: a bad spec, task or seed count; a spec that runs on none of the tasks.
     """
-    ev = plan_evaluation(specs, tasks, seeds=seeds, reference=reference, decoding=decoding, split=split)
+    ev = plan_evaluation(
+        specs, tasks, seeds=seeds, reference=reference, decoding=decoding, split=split, queue_window=queue_window
+    )
 
     def tick(agent: str, seed: int) -> None:
         if progress is not None:
@@ -247,6 +259,7 @@ def summarize_evaluation(ev: Evaluation, rows: Sequence[dict[str, Any]]) -> dict
         "seeds": seed_list,
         "specs": specs,
         "decoding": ev.decoding,
+        "queue_window": ev.queue_window,
         "tasks": {},
         "skipped": dict(ev.skipped),
         "warnings": list(ev.warnings),

@@ -127,7 +127,7 @@ ENV_KEYS = (
 
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``--set`` pairs -> (scenario parameters, env kwargs, algorithm kwargs (``algo.<name>``),
-    equivariant-policy kwargs (``policy.<name>``: ``work_conserving``, ``wait_bias``, ``server_ids``))."""
+    equivariant-policy kwargs (``policy.<name>``: ``work_conserving``, ``wait_bias``, ``server_ids``, ``pool_types``))."""
     scenario, env, algo, pol = {}, {}, {}, {}
     for key, value in params.items():
         if key.startswith("algo."):
@@ -467,7 +467,7 @@ def _algo_settings(
     algo_kwargs = {**config.algo_kwargs, **more}
     if config.algo in ("ppo", "maskable-ppo"):
         algo_kwargs = {**ppo_defaults(n_envs), **algo_kwargs}
-    settings.mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids"))
+    settings.mapping(policy_params, "policy", ("work_conserving", "wait_bias", "use_time", "server_ids", "pool_types"))
     if policy_params and config.policy != "equivariant":
         raise ConfigError("policy", f"policy.* settings {sorted(policy_params)} are for --policy equivariant")
     internal = {"self", "policy", "env", "seed", "device", "tensorboard_log", "policy_kwargs", "verbose"}

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch as th
+from gymnasium import spaces
 from typer.testing import CliRunner
 
 from clustergym.agent_api import make_agent
@@ -190,6 +191,58 @@ def test_server_ids_start_as_the_plain_policy_then_tell_identical_servers_apart(
         transfer_policy(ids, other.observation_space, other.action_space)
     with pytest.raises(ConfigError, match="policy.server_ids"):
         EquivariantPolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode="head", server_ids="x")
+
+
+def _one_type(space: spaces.Dict, obs: dict) -> tuple[spaces.Dict, dict]:
+    """The space and observation of the same cluster state with its J job types seen as one: per-type
+    counts summed, the one-hot type of each job (and of the event's) a single column."""
+    R = space["free"].shape[1]
+    J = space["queue_counts"].shape[0]
+    new_space, new_obs = dict(space.spaces), dict(obs)
+    for key in ("running", "dummies", "queue_counts", "arrival_rates"):
+        new_obs[key] = obs[key].sum(axis=-1, keepdims=True)
+    for key, first in (("queue_jobs", R), ("event", 5 + R)):
+        x = obs[key]
+        new_obs[key] = np.concatenate(
+            [x[..., :first], x[..., first : first + J].sum(-1, keepdims=True), x[..., first + J :]], -1
+        )
+    for key in new_space:
+        box = space[key]
+        shape = new_obs[key].shape
+        new_space[key] = spaces.Box(box.low.flat[0], box.high.flat[0], shape, box.dtype) if shape != box.shape else box
+    return spaces.Dict(new_space), new_obs
+
+
+@pytest.mark.parametrize("mode", ["slot", "admit"])
+def test_pool_types_frees_the_weights_from_the_number_of_job_types(mode):
+    """policy.pool_types: the weights of a policy trained with J job types run on a task with one type
+    (azure-vms's six flavours, then the type-free google-tasks), and score a state exactly as they
+    score the same state with its types merged; without it the weights do not fit, and the error says
+    which setting would free them."""
+    env = _env(mode, pair_features=True)
+    J = env.observation_space["queue_counts"].shape[0]
+    assert J > 1
+    th.manual_seed(7)
+    pooled = EquivariantPolicy(
+        env.observation_space, env.action_space, lambda _: 3e-4, action_mode=mode, hidden=16, pool_types=True
+    )
+    obs = _busy_obs(env, steps=25, seed=2)
+    space1, obs1 = _one_type(env.observation_space, obs)
+    one = transfer_policy(pooled, space1, env.action_space)
+    assert one.mlp_extractor.J == 1 and one.pool_types
+    z, z1 = _logits(pooled, obs), _logits(one, obs1)
+    assert np.allclose(z, z1, atol=1e-5)
+    # the split of the counts over the types is not read: moving a count between types moves nothing,
+    # where the plain policy reads it
+    moved = dict(obs, queue_counts=obs["queue_counts"][::-1].copy())
+    assert obs["queue_counts"][0] != obs["queue_counts"][-1]
+    assert np.allclose(_logits(pooled, moved), z, atol=1e-6)
+    plain = _policy(env, mode, seed=7)
+    assert not np.allclose(_logits(plain, moved), _logits(plain, obs), atol=1e-6)
+    with pytest.raises(ConfigError, match="pool_types=true frees the weights"):
+        transfer_policy(plain, space1, env.action_space)
+    with pytest.raises(ConfigError, match="policy.pool_types"):
+        EquivariantPolicy(env.observation_space, env.action_space, lambda _: 3e-4, action_mode=mode, pool_types="x")
 
 
 @pytest.mark.parametrize("mode", ["head", "slot", "admit"])

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import gymnasium as gym
 import pytest
 from typer.testing import CliRunner
 
 from clustergym.cli import app
+from clustergym.errors import ConfigError
 from clustergym.runner import run_rows
 from clustergym.suite.generalization import (
     GOOGLE_TASKS,
@@ -216,3 +218,88 @@ def test_a_shipped_general_policy_runs_at_another_size_of_its_task(model, point)
     (row,) = run_rows(point_cells(p, [str(folder)], 1), workers=1)
     assert row["task"]["complete"] and row["seed"] == TRACK_SEEDS[0]
     assert row["task"]["score"] > load_track_reference()["points"][point]["random"]
+
+
+def test_a_model_scores_with_another_queue_window_through_the_benchmark(tmp_path):
+    """``--queue-window K`` (and ``agent.queue_window``): a shipped equivariant model (trained with a
+    32-job window) acts in envs with K window rows; the CLI records K, a resume keeps it, and it is
+    refused where it would do nothing or cannot apply."""
+    from pathlib import Path
+
+    from clustergym.agent_api import make_env_for
+    from clustergym.learned import load_model_agent
+    from clustergym.suite import task
+
+    folder = Path(__file__).resolve().parents[2] / "models" / "general-mris-poisson-s0"
+    if not (folder / "model.zip").is_file():
+        pytest.skip("the shipped models are not in this checkout")
+    t = task("mris-poisson")
+    for window in (None, 4, 64):
+        agent = load_model_agent(str(folder), **({} if window is None else {"queue_window": window}))
+        env = make_env_for(t.scenario(), agent, env_id=t.id)
+        assert env.observation_space["queue_jobs"].shape[0] == (32 if window is None else window)
+        env.close()
+    for bad in (0, "x", 2.5):
+        with pytest.raises(ConfigError, match="agent.queue_window"):
+            load_model_agent(str(folder), queue_window=bad)
+
+    def bench(*args: str) -> dict:
+        res = CliRunner().invoke(app, ["benchmark", str(folder), "--tasks", "mris-poisson", "--seeds", "1", *args])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    own, narrow = bench("--json"), bench("--json", "--queue-window", "4")
+    assert own["queue_window"] is None and narrow["queue_window"] == 4
+    score = {d["queue_window"]: d["rows"][0]["score"] for d in (own, narrow)}
+    assert score[None] != score[4], "a 4-job window acted as the model's own 32-job one"
+    out = tmp_path / "b"
+    first = CliRunner().invoke(
+        app,
+        ["benchmark", str(folder), "--tasks", "mris-poisson", "--seeds", "1"]
+        + ["--queue-window", "4", "--out", str(out), "--json"],
+    )
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(app, ["benchmark", "--resume", str(out), "--queue-window", "8", "--json"])
+    assert again.exit_code == 2 and "queue_window" in json.loads(again.stdout)["error"]["message"]
+    for args, field in (
+        (["benchmark", "random", "--tasks", "mris-poisson", "--queue-window", "4"], "--queue-window"),
+        (["benchmark", str(folder), "--tasks", "mris-poisson", "--queue-window", "0"], "--queue-window"),
+        (
+            ["benchmark", str(folder), "--track", "generalization", "--tasks", "mris-poisson", "--queue-window", "0"],
+            "--queue-window",
+        ),
+    ):
+        res = CliRunner().invoke(app, [*args, "--json"])
+        assert res.exit_code == 2 and json.loads(res.stdout)["error"]["field"] == field, res.output
+
+
+def test_the_azure_policy_with_pooled_types_runs_on_the_google_trace():
+    """``models/general-azure-vms-s0`` learned on the Azure trace's six flavours with ``policy.pool_types``:
+    its weights run on the Google trace, which has no job types (here on the small fixture slice), with its
+    own 32-job window and with a wider one.  Needs the real traces (CI has them): the model is rebuilt
+    with its training task's spaces."""
+    from pathlib import Path
+
+    from clustergym.runner import plan
+    from clustergym.scenarios import make_preset
+
+    root = Path(__file__).resolve().parents[2]
+    folder = root / "models" / "general-azure-vms-s0"
+    if not (folder / "model.zip").is_file():
+        pytest.skip("the shipped models are not in this checkout")
+    from clustergym.errors import ClusterGymError
+    from clustergym.suite import task
+
+    try:  # the model is rebuilt with its training task's spaces: the Azure trace
+        task("azure-vms").scenario()
+    except ClusterGymError as e:
+        pytest.skip(f"the model loads with its training task azure-vms, which needs the real traces: {e}")
+    meta = json.loads((folder / "model.json").read_text())
+    assert meta["policy_kwargs"]["pool_types"] and meta["scenario"] == "azure-vms"
+    fix = str(root / "tests" / "fixtures" / "traces")
+    sc = make_preset("google-tasks", trace_dir=fix, num_servers=2, thin=2, window_hours=0.5, start_hour=0)
+    assert sc.num_types == 1
+    for params in ({}, {"queue_window": 64}):
+        cells = [replace(c, agent_params=tuple(params.items())) for c in plan(sc, [str(folder)], seeds=[0, 1])]
+        rows = run_rows(cells, workers=1)
+        assert all(r["started"] > 0 and r["arrivals"] > 0 for r in rows), rows
