@@ -77,18 +77,24 @@ def run_stepping():
 
 
 @pytest.fixture
-def signalled_cli():
+def cli_env() -> dict[str, str]:
+    """The environment of a ``python -m clustergym`` subprocess: this checkout first on ``PYTHONPATH``
+    (the installed package may be another checkout's), tables 200 columns wide."""
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
+
+
+@pytest.fixture
+def signalled_cli(cli_env):
     """``signalled_cli(args, ready, sig, timeout=240)``: ``python -m clustergym ARGS`` in a process of its
-    own (this checkout first on ``PYTHONPATH``), sent ``sig`` once ``ready()`` holds (checked every 0.05 s,
-    for up to ``timeout`` seconds) while it still runs; returns ``(returncode, stdout, stderr)``.  For the
-    tests of what a command keeps when it is interrupted or killed."""
+    own (:func:`cli_env`), sent ``sig`` once ``ready()`` holds (checked every 0.05 s, for up to ``timeout``
+    seconds) while it still runs; returns ``(returncode, stdout, stderr)``.  For the tests of what a
+    command keeps when it is interrupted or killed."""
 
     def run(args, ready, sig=signal.SIGINT, timeout=240.0):
-        root = str(Path(__file__).resolve().parents[1])
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
         argv = [sys.executable, "-m", "clustergym", *args]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and proc.poll() is None and not ready():
             time.sleep(0.05)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -110,28 +109,31 @@ def _interrupt(signalled_cli, args: list[str], journal: Path, after: int) -> int
     return journal.read_text().count("\n")
 
 
-def _resume(folder: Path) -> subprocess.CompletedProcess[str]:
+def _run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m clustergym ARGS`` in a subprocess (``env``: the ``cli_env`` fixture's)."""
+    return subprocess.run(
+        [sys.executable, "-m", "clustergym", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def _resume(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``benchmark --resume folder`` in a subprocess, which must succeed."""
-    argv = [sys.executable, "-m", "clustergym", "benchmark", "--resume", str(folder), "--workers", "1", "--json"]
-    res = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=300)
+    res = _run_cli(["benchmark", "--resume", str(folder), "--workers", "1", "--json"], env)
     assert res.returncode == 0, res.stderr
     return res
 
 
-def test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table(tmp_path, signalled_cli):
+def test_reference_ctrl_c_then_resume_gives_the_uninterrupted_table(tmp_path, signalled_cli, cli_env):
     packaged = _sha(REFERENCE_PATH)
-    argv = [sys.executable, "-m", "clustergym", "benchmark", "--reference", "--tasks", "autoscale-syn4"]
-    argv += ["--seeds", "2", "--workers", "1", "--json"]
+    args = ["benchmark", "--reference", "--tasks", "autoscale-syn4", "--seeds", "2", "--workers", "1", "--json"]
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    subprocess.run([*argv, "--out", str(whole)], check=True, capture_output=True, env=_env(), timeout=300)
+    assert _run_cli([*args, "--out", str(whole)], cli_env).returncode == 0
     episodes = (whole / "cells.jsonl").read_text().count("\n")  # 10 agents x 2 seeds
     assert episodes == 20
-    kept = _interrupt(
-        signalled_cli, [*argv[3:], "--out", str(cut)], cut / "cells.jsonl", 3
-    )  # argv[3:]: after -m clustergym
+    kept = _interrupt(signalled_cli, [*args, "--out", str(cut)], cut / "cells.jsonl", 3)
     assert 3 <= kept < episodes
     assert not (cut / "reference.json").exists()  # the task is not done: no entry for it yet
-    res = _resume(cut)
+    res = _resume(cut, cli_env)
     assert (cut / "cells.jsonl").read_text().count("\n") == episodes
     a, b = load_reference(whole / "reference.json"), load_reference(cut / "reference.json")
     assert set(a["tasks"]) == {"autoscale-syn4"} and a["seeds"] == b["seeds"]
@@ -207,19 +209,13 @@ def test_a_model_given_twice_counts_once(tmp_path):
     assert len(warnings) == 2 and "same model" in warnings[0]
 
 
-def _env() -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
-
-
-def test_ctrl_c_then_resume_gives_the_uninterrupted_tables(tmp_path, signalled_cli):
-    argv = [sys.executable, "-m", "clustergym", "benchmark", "random", "--tasks", "rms-trap", "--seeds", "6"]
-    argv += ["--workers", "1", "--json"]
+def test_ctrl_c_then_resume_gives_the_uninterrupted_tables(tmp_path, signalled_cli, cli_env):
+    args = ["benchmark", "random", "--tasks", "rms-trap", "--seeds", "6", "--workers", "1", "--json"]
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    subprocess.run([*argv, "--out", str(whole)], check=True, capture_output=True, env=_env(), timeout=300)
-    kept = _interrupt(signalled_cli, [*argv[3:], "--out", str(cut)], cut / "cells.jsonl", 2)
+    assert _run_cli([*args, "--out", str(whole)], cli_env).returncode == 0
+    kept = _interrupt(signalled_cli, [*args, "--out", str(cut)], cut / "cells.jsonl", 2)
     assert 2 <= kept < 6
-    _resume(cut)
+    _resume(cut, cli_env)
     for name in ("results.csv", "summary.json"):
         assert (cut / name).read_bytes() == (whole / name).read_bytes(), name
     assert json.loads((cut / "run.json").read_text())["status"] == "complete"
